@@ -1,0 +1,3 @@
+"""SagittaDB benchmark harness: ``python -m bench --help`` (see bench/README.md)."""
+
+__all__ = ["datasets", "engines", "report", "scenarios"]

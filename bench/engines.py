@@ -1,0 +1,468 @@
+"""One uniform interface over SagittaDB and its peers (hnswlib, FAISS, usearch).
+
+Every engine gets the same float32 data (unit vectors for cosine), the same thread count, the
+same k and the same graph parameters (M, ef_construction). Search results are int64 row
+indices into the base array (-1 where an engine returned fewer than k results).
+
+Memory (``memory_bytes``) is the engine's own accounting where it has one, otherwise a layout
+formula; the method is stated in ``memory_method`` and the resident-set delta around the build
+is always reported next to it by the runner.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import math
+
+import numpy as np
+
+DEFAULT_EF_SWEEP = (16, 24, 32, 48, 64, 96, 128, 192, 256)
+DEFAULT_NPROBE_SWEEP = (1, 2, 4, 8, 16, 32, 64)
+
+SAGITTA_ENGINES = ("sagitta-flat", "sagitta-hnsw", "sagitta-hnsw-sq8")
+PEER_ENGINES = ("hnswlib", "faiss-hnsw", "faiss-ivf", "usearch-f32", "usearch-i8")
+ALL_ENGINES = SAGITTA_ENGINES + PEER_ENGINES
+
+_MODULES = {
+    "sagitta-flat": "sagittadb",
+    "sagitta-hnsw": "sagittadb",
+    "sagitta-hnsw-sq8": "sagittadb",
+    "hnswlib": "hnswlib",
+    "faiss-hnsw": "faiss",
+    "faiss-ivf": "faiss",
+    "usearch-f32": "usearch.index",
+    "usearch-i8": "usearch.index",
+}
+
+
+def _package_version(distribution: str, module=None) -> str:
+    version = getattr(module, "__version__", None)
+    if version:
+        return str(version)
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _as_int64_ids(ids: np.ndarray) -> np.ndarray:
+    """uint64 ids (2**64-1 = missing) or int ids -> int64 with -1 for missing."""
+    ids = np.asarray(ids)
+    if ids.dtype == np.uint64:
+        return ids.view(np.int64).copy()  # 2**64-1 wraps to -1
+    return ids.astype(np.int64, copy=False)
+
+
+class Engine:
+    """Base class. Subclasses implement build / search / search_one / memory_bytes."""
+
+    name = "engine"
+    sweep_key: str | None = None  # the search parameter swept ("ef", "nprobe") or None
+    memory_method = "rss-delta"
+
+    def __init__(self, name: str, params: dict) -> None:
+        self.name = name
+        self.params = dict(params)
+        self.m = int(params.get("m", 16))
+        self.ef_construction = int(params.get("ef_construction", 100))
+        self.seed = int(params.get("seed", 42))
+        self.extra: dict = {}
+
+    @property
+    def version(self) -> str:
+        return "unknown"
+
+    @property
+    def index_params(self) -> dict:
+        return {}
+
+    def sweep(self, ef_sweep=DEFAULT_EF_SWEEP, nprobe_sweep=DEFAULT_NPROBE_SWEEP) -> list[dict]:
+        if self.sweep_key == "ef":
+            return [{"ef": int(ef)} for ef in ef_sweep]
+        if self.sweep_key == "nprobe":
+            return [{"nprobe": int(p)} for p in nprobe_sweep]
+        return [{}]
+
+    def build(self, base: np.ndarray, metric: str, threads: int) -> None:
+        raise NotImplementedError
+
+    def search(self, queries: np.ndarray, k: int, search_params: dict, threads: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def search_one(self, query: np.ndarray, k: int, search_params: dict) -> np.ndarray:
+        """One query on the calling thread (used for the latency loop)."""
+        return self.search(query[None, :], k, search_params, 1)[0]
+
+    def memory_bytes(self) -> int | None:
+        return None
+
+    def close(self) -> None:
+        """Drop the index so its memory can be freed before the next engine runs."""
+
+
+# ---------------------------------------------------------------------------------------------
+# hnswlib
+
+
+class HnswlibEngine(Engine):
+    sweep_key = "ef"
+    memory_method = "layout formula (hnswlib 0.8 hnswalg.h: level-0 block + upper links + locks)"
+
+    def __init__(self, name: str, params: dict) -> None:
+        super().__init__(name, params)
+        import hnswlib
+
+        self._hnswlib = hnswlib
+        self.index = None
+        self._n = 0
+        self._dim = 0
+        self._ef = None
+
+    @property
+    def version(self) -> str:
+        return _package_version("hnswlib", self._hnswlib)
+
+    @property
+    def index_params(self) -> dict:
+        return {"m": self.m, "ef_construct": self.ef_construction}
+
+    def build(self, base, metric, threads):
+        space = "l2" if metric == "l2" else "ip"  # cosine data arrives normalized
+        n, dim = base.shape
+        index = self._hnswlib.Index(space=space, dim=dim)
+        index.init_index(
+            max_elements=n, M=self.m, ef_construction=self.ef_construction, random_seed=self.seed
+        )
+        index.set_num_threads(threads)
+        index.add_items(base, np.arange(n), num_threads=threads)
+        self.index, self._n, self._dim = index, n, dim
+        self.extra["space"] = space
+
+    def _set_ef(self, ef: int) -> None:
+        if ef != self._ef:
+            self.index.set_ef(ef)
+            self._ef = ef
+
+    def search(self, queries, k, search_params, threads):
+        self._set_ef(search_params["ef"])
+        labels, _ = self.index.knn_query(queries, k=k, num_threads=threads)
+        return labels.astype(np.int64, copy=False)
+
+    def search_one(self, query, k, search_params):
+        self._set_ef(search_params["ef"])
+        labels, _ = self.index.knn_query(query, k=k, num_threads=1)
+        return labels[0].astype(np.int64, copy=False)
+
+    def memory_bytes(self):
+        n, m, dim = self._n, self.m, self._dim
+        level0 = n * (2 * m * 4 + 4 + dim * 4 + 8)  # links + count + vector + label
+        upper = n / (m - 1) * (m * 4 + 4)  # expected levels above 0: sum M^-l = 1/(M-1)
+        per_element = n * (8 + 4 + 40 + 48)  # linklist pointer, level, mutex, label map entry
+        return int(level0 + upper + per_element)
+
+    def close(self):
+        self.index = None
+
+
+# ---------------------------------------------------------------------------------------------
+# FAISS
+
+
+class _FaissEngine(Engine):
+    def __init__(self, name: str, params: dict) -> None:
+        super().__init__(name, params)
+        import faiss
+
+        self._faiss = faiss
+        self.index = None
+        self._omp_threads = None
+
+    @property
+    def version(self) -> str:
+        return _package_version("faiss-cpu", self._faiss)
+
+    def _threads(self, threads: int) -> None:
+        if threads != self._omp_threads:
+            self._faiss.omp_set_num_threads(threads)
+            self._omp_threads = threads
+
+    def _metric(self, metric: str):
+        return self._faiss.METRIC_L2 if metric == "l2" else self._faiss.METRIC_INNER_PRODUCT
+
+    def _search_params(self, search_params: dict):
+        raise NotImplementedError
+
+    def search(self, queries, k, search_params, threads):
+        self._threads(threads)
+        _, labels = self.index.search(queries, k, params=self._search_params(search_params))
+        return labels.astype(np.int64, copy=False)
+
+    def search_one(self, query, k, search_params):
+        self._threads(1)
+        params = self._search_params(search_params)
+        _, labels = self.index.search(query[None, :], k, params=params)
+        return labels[0]
+
+    def close(self):
+        self.index = None
+
+
+class FaissHnswEngine(_FaissEngine):
+    sweep_key = "ef"
+    memory_method = "layout (faiss: neighbors int32 + offsets + levels + flat codes)"
+
+    @property
+    def index_params(self) -> dict:
+        return {"m": self.m, "ef_construct": self.ef_construction}
+
+    def build(self, base, metric, threads):
+        faiss = self._faiss
+        self._threads(threads)
+        index = faiss.IndexHNSWFlat(base.shape[1], self.m, self._metric(metric))
+        index.hnsw.efConstruction = self.ef_construction
+        index.add(base)
+        self.index = index
+
+    def _search_params(self, search_params):
+        return self._faiss.SearchParametersHNSW(efSearch=int(search_params["ef"]))
+
+    def memory_bytes(self):
+        hnsw = self.index.hnsw
+        graph = hnsw.neighbors.size() * 4 + hnsw.offsets.size() * 8 + hnsw.levels.size() * 4
+        codes = self.index.ntotal * self.index.d * 4
+        return int(graph + codes)
+
+
+class FaissIvfEngine(_FaissEngine):
+    sweep_key = "nprobe"
+    memory_method = "layout (faiss: inverted lists codes + ids + coarse centroids)"
+
+    def __init__(self, name: str, params: dict) -> None:
+        super().__init__(name, params)
+        self.nlist = 0
+        self.train_size = 0
+
+    @property
+    def index_params(self) -> dict:
+        return {"nlist": self.nlist, "train_size": self.train_size}
+
+    def build(self, base, metric, threads):
+        faiss = self._faiss
+        self._threads(threads)
+        n, dim = base.shape
+        self.nlist = max(1, min(n, int(round(4 * math.sqrt(n)))))
+        self.train_size = min(n, 40 * self.nlist)
+        rng = np.random.Generator(np.random.PCG64(self.seed))
+        sample = base[np.sort(rng.choice(n, self.train_size, replace=False))]
+        quantizer = faiss.IndexFlatL2(dim) if metric == "l2" else faiss.IndexFlatIP(dim)
+        index = faiss.IndexIVFFlat(quantizer, dim, self.nlist, self._metric(metric))
+        index.cp.seed = self.seed
+        index.train(sample)
+        index.add(base)
+        self.index, self._quantizer = index, quantizer
+
+    def _search_params(self, search_params):
+        return self._faiss.SearchParametersIVF(nprobe=int(search_params["nprobe"]))
+
+    def memory_bytes(self):
+        index = self.index
+        return int(index.ntotal * (index.d * 4 + 8) + self.nlist * index.d * 4)
+
+    def close(self):
+        self.index = None
+        self._quantizer = None
+
+
+# ---------------------------------------------------------------------------------------------
+# usearch
+
+
+class UsearchEngine(Engine):
+    sweep_key = "ef"
+    memory_method = "engine-reported (usearch Index.memory_usage)"
+
+    def __init__(self, name: str, params: dict) -> None:
+        super().__init__(name, params)
+        import usearch.index
+
+        self._usearch = usearch
+        self._module = usearch.index
+        self.dtype = params.get("dtype", "i8" if name.endswith("i8") else "f32")
+        self.index = None
+
+    @property
+    def version(self) -> str:
+        return _package_version("usearch", self._usearch)
+
+    @property
+    def index_params(self) -> dict:
+        return {"m": self.m, "ef_construct": self.ef_construction, "dtype": self.dtype}
+
+    def build(self, base, metric, threads):
+        usearch_metric = {"cosine": "cos", "dot": "ip", "l2": "l2sq"}[metric]
+        index = self._module.Index(
+            ndim=base.shape[1],
+            metric=usearch_metric,
+            dtype=self.dtype,
+            connectivity=self.m,
+            expansion_add=self.ef_construction,
+            expansion_search=64,
+        )
+        index.add(np.arange(base.shape[0], dtype=np.uint64), base, threads=threads)
+        self.index = index
+        self.extra["usearch_metric"] = usearch_metric
+        self.extra["hardware_acceleration"] = str(index.hardware_acceleration)
+
+    def _set_ef(self, ef: int) -> None:
+        if self.index.expansion_search != ef:
+            self.index.expansion_search = ef
+
+    def search(self, queries, k, search_params, threads):
+        self._set_ef(int(search_params["ef"]))
+        matches = self.index.search(queries, k, threads=threads)
+        keys = np.asarray(matches.keys).view(np.int64).copy()
+        counts = np.asarray(matches.counts)
+        keys[np.arange(k)[None, :] >= counts[:, None]] = -1
+        return keys
+
+    def search_one(self, query, k, search_params):
+        self._set_ef(int(search_params["ef"]))
+        matches = self.index.search(query, k, threads=1)
+        return np.asarray(matches.keys).view(np.int64)
+
+    def memory_bytes(self):
+        return int(self.index.memory_usage)
+
+    def close(self):
+        self.index = None
+
+
+# ---------------------------------------------------------------------------------------------
+# SagittaDB (the `sagittadb` PyO3 package)
+
+
+class _SagittaEngine(Engine):
+    memory_method = "engine-reported (sagittadb memory_bytes())"
+
+    def __init__(self, name: str, params: dict) -> None:
+        super().__init__(name, params)
+        import sagittadb
+
+        self._sagittadb = sagittadb
+        self.index = None
+
+    @property
+    def version(self) -> str:
+        return _package_version("sagittadb", self._sagittadb)
+
+    def close(self):
+        self.index = None
+
+
+class SagittaFlatEngine(_SagittaEngine):
+    sweep_key = None
+
+    @property
+    def index_params(self) -> dict:
+        return {"index": "flat"}
+
+    def build(self, base, metric, threads):
+        index = self._sagittadb.FlatIndex(base.shape[1], metric=metric)
+        index.add(base)
+        self.index = index
+        self._n, self._dim = base.shape
+
+    def search(self, queries, k, search_params, threads):
+        ids, _ = self.index.search(queries, k, threads=threads)
+        return _as_int64_ids(ids)
+
+    def search_one(self, query, k, search_params):
+        ids, _ = self.index.search(query[None, :], k, threads=1)
+        return _as_int64_ids(ids)[0]
+
+    def memory_bytes(self):
+        report = getattr(self.index, "memory_bytes", None)
+        if callable(report):
+            value = report()
+            if isinstance(value, dict):
+                self.extra["memory_report"] = {key: int(v) for key, v in value.items()}
+                return int(value.get("total", sum(value.values())))
+            return int(value)
+        self.memory_method = "layout (n * dim * 4 bytes of float32 vectors + 8-byte ids)"
+        return int(self._n * (self._dim * 4 + 8))
+
+
+class SagittaHnswEngine(_SagittaEngine):
+    sweep_key = "ef"
+
+    def __init__(self, name: str, params: dict) -> None:
+        super().__init__(name, params)
+        self.quantization = params.get("quantization", "sq8" if name.endswith("sq8") else "none")
+
+    @property
+    def index_params(self) -> dict:
+        return {
+            "m": self.m,
+            "ef_construct": self.ef_construction,
+            "quantization": self.quantization,
+        }
+
+    def build(self, base, metric, threads):
+        index = self._sagittadb.HnswIndex(
+            base.shape[1],
+            metric=metric,
+            m=self.m,
+            ef_construction=self.ef_construction,
+            quantization=self.quantization,
+            capacity=base.shape[0],
+            seed=self.seed,
+        )
+        index.add(base, threads=threads)
+        self.index = index
+
+    def search(self, queries, k, search_params, threads):
+        ids, _ = self.index.search(queries, k, ef=int(search_params["ef"]), threads=threads)
+        return _as_int64_ids(ids)
+
+    def search_one(self, query, k, search_params):
+        ids, _ = self.index.search(query[None, :], k, ef=int(search_params["ef"]), threads=1)
+        return _as_int64_ids(ids)[0]
+
+    def memory_bytes(self):
+        report = {key: int(value) for key, value in self.index.memory_bytes().items()}
+        self.extra["memory_report"] = report
+        if self.quantization == "none":
+            self.memory_method = "engine-reported (sagittadb memory_bytes(): graph + vectors)"
+            return report.get("graph", 0) + report.get("vectors", 0)
+        self.memory_method = "engine-reported (sagittadb memory_bytes(): graph + codes)"
+        return report.get("graph", 0) + report.get("codes", 0)
+
+
+_CLASSES = {
+    "sagitta-flat": SagittaFlatEngine,
+    "sagitta-hnsw": SagittaHnswEngine,
+    "sagitta-hnsw-sq8": SagittaHnswEngine,
+    "hnswlib": HnswlibEngine,
+    "faiss-hnsw": FaissHnswEngine,
+    "faiss-ivf": FaissIvfEngine,
+    "usearch-f32": UsearchEngine,
+    "usearch-i8": UsearchEngine,
+}
+
+
+def engine_available(name: str) -> tuple[bool, str]:
+    """Whether the engine's package imports; the reason when it does not."""
+    if name not in _MODULES:
+        return False, f"unknown engine {name!r}; known: {', '.join(ALL_ENGINES)}"
+    try:
+        importlib.import_module(_MODULES[name])
+    except ImportError as error:
+        return False, f"cannot import {_MODULES[name]}: {error}"
+    return True, ""
+
+
+def make_engine(name: str, params: dict) -> Engine:
+    if name not in _CLASSES:
+        raise ValueError(f"unknown engine {name!r}; known: {', '.join(ALL_ENGINES)}")
+    return _CLASSES[name](name, params)

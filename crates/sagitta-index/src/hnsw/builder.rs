@@ -1,0 +1,319 @@
+//! Insertion: validate, reserve ids, publish rows, then link each node into the graph.
+//! Batches are linked in parallel; any thread may search while others insert.
+
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+
+use super::search::{Layer, LayerSearch};
+use super::storage::{F32Scorer, Scorer, Sq8Scorer, Sq8Store};
+use super::{HnswIndex, Quantization};
+use crate::error::{IndexError, Result};
+use crate::limits::MAX_LEVEL;
+use crate::metric::{check_batch, normalize_into, Metric};
+use crate::quantizer::Sq8Quantizer;
+use crate::threads::{effective_threads, for_each_chunk};
+use crate::top_k::Neighbor;
+use sagitta_kernels::AppendSlab;
+
+/// Vectors the SQ8 scale is trained on (a prefix of the first batch).
+const SQ8_TRAINING_ROWS_MAX: usize = 50_000;
+
+impl HnswIndex {
+    /// Adds row-major `vectors` labelled `labels`, linking them on `threads` threads
+    /// (0 = all cores). All-or-nothing with respect to validation: a wrong dimension, a
+    /// non-finite value, a duplicate label or missing capacity leaves the index unchanged.
+    pub fn add(&self, vectors: &[f32], labels: &[u64], threads: usize) -> Result<()> {
+        let rows = check_batch(vectors, self.params.dim)?;
+        if labels.len() != rows {
+            return Err(IndexError::WrongIdCount {
+                expected: rows,
+                received: labels.len(),
+            });
+        }
+        if rows == 0 {
+            return Ok(());
+        }
+        let first = self.admit(labels)?;
+        let dim = self.params.dim;
+        // Normalize once (cosine) so rows, codes and training all see the stored values.
+        let prepared: std::borrow::Cow<'_, [f32]> = if self.params.metric == Metric::Cosine {
+            let mut normalized = vectors.to_vec();
+            for (target, source) in normalized.chunks_exact_mut(dim).zip(vectors.chunks_exact(dim))
+            {
+                normalize_into(source, target);
+            }
+            normalized.into()
+        } else {
+            vectors.into()
+        };
+        if self.params.quantization == Quantization::Sq8 {
+            let capacity = self.capacity();
+            self.sq8.get_or_init(|| {
+                let training = &prepared[..rows.min(SQ8_TRAINING_ROWS_MAX) * dim];
+                let quantizer = Sq8Quantizer::train(training, dim);
+                let stride = quantizer.stride();
+                Sq8Store {
+                    quantizer,
+                    codes: AppendSlab::new(capacity, stride),
+                }
+            });
+        }
+        let threads = effective_threads(threads, rows);
+        for_each_chunk(rows, 256, threads, |start, end| {
+            for row in start..end {
+                self.publish_rows(first + row, labels[row], &prepared[row * dim..(row + 1) * dim]);
+            }
+            Ok::<(), IndexError>(())
+        })?;
+        for_each_chunk(rows, 1, threads, |start, end| {
+            for row in start..end {
+                self.link(u32::try_from(first + row).expect("node < MAX_POINTS"));
+            }
+            Ok::<(), IndexError>(())
+        })
+    }
+
+    /// Checks labels and reserves a contiguous run of node ids, atomically.
+    fn admit(&self, labels: &[u64]) -> Result<usize> {
+        let mut map = self.label_to_node.write();
+        let mut seen = HashSet::with_capacity(labels.len());
+        for label in labels {
+            if map.contains_key(label) || !seen.insert(*label) {
+                return Err(IndexError::DuplicateId { id: *label });
+            }
+        }
+        let capacity = self.capacity();
+        let first = self
+            .allocated
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |allocated| {
+                (allocated + labels.len() <= capacity).then_some(allocated + labels.len())
+            })
+            .map_err(|_| IndexError::CapacityExceeded { capacity })?;
+        for (offset, label) in labels.iter().enumerate() {
+            map.insert(*label, u32::try_from(first + offset).expect("node < MAX_POINTS"));
+        }
+        Ok(first)
+    }
+
+    /// Writes the vector row, code row, label and level of a new node (not yet linked).
+    fn publish_rows(&self, node: usize, label: u64, vector: &[f32]) {
+        self.vectors
+            .write_row(node, vector)
+            .expect("node ids are handed out once");
+        if let Some(store) = self.sq8.get() {
+            let mut row = vec![0i8; store.quantizer.stride()];
+            store.quantizer.encode_row(vector, &mut row);
+            store
+                .codes
+                .write_row(node, &row)
+                .expect("node ids are handed out once");
+        }
+        self.labels[node].store(label, Ordering::Release);
+        let node = u32::try_from(node).expect("node < MAX_POINTS");
+        self.graph.init_node(node, self.random_level(node));
+    }
+
+    /// Level of a node: floor(-ln(U) / ln(m)), U a hash of (seed, node) — deterministic
+    /// whatever the thread interleaving.
+    fn random_level(&self, node: u32) -> usize {
+        let mut x = self.params.seed ^ (u64::from(node).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        // splitmix64 finalizer
+        x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        x ^= x >> 31;
+        #[allow(clippy::cast_precision_loss)]
+        let uniform = ((x >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+        #[allow(clippy::cast_precision_loss)]
+        let multiplier = 1.0 / (self.params.m as f64).ln();
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let level = (-uniform.ln() * multiplier) as usize;
+        level.min(MAX_LEVEL)
+    }
+
+    /// Links a published node into every layer up to its level.
+    fn link(&self, node: u32) {
+        let level = self.graph.level(node);
+        let Some((entry, max_level)) = self.entry_snapshot() else {
+            let _guard = self.entry_lock.lock();
+            if self.entry_snapshot().is_none() {
+                self.publish_entry(node, level);
+                return;
+            }
+            drop(_guard);
+            return self.link(node);
+        };
+        match self.sq8.get() {
+            Some(store) => {
+                let row = store.codes.row(node as usize).expect("published");
+                let query: Vec<u8> = row[..self.params.dim]
+                    .iter()
+                    .map(|code| code.to_le_bytes()[0] ^ 0x80)
+                    .collect();
+                let (_, norm_squared) = store.quantizer.row_aux(row);
+                let scorer = Sq8Scorer {
+                    query: &query,
+                    query_norm_squared: norm_squared,
+                    store,
+                    kernels: self.kernels(),
+                    metric: self.params.metric,
+                };
+                self.link_with(&scorer, node, level, entry, max_level);
+            }
+            None => {
+                let scorer = F32Scorer {
+                    query: self.vector(node).expect("published"),
+                    vectors: &self.vectors,
+                    kernels: self.kernels(),
+                    metric: self.params.metric,
+                };
+                self.link_with(&scorer, node, level, entry, max_level);
+            }
+        }
+        if level > max_level {
+            let _guard = self.entry_lock.lock();
+            if self.entry_snapshot().is_none_or(|(_, current)| level > current) {
+                self.publish_entry(node, level);
+            }
+        }
+    }
+
+    fn link_with<S: Scorer>(
+        &self,
+        scorer: &S,
+        node: u32,
+        level: usize,
+        entry: u32,
+        max_level: usize,
+    ) {
+        let Some(entry_distance) = scorer.distance(entry) else {
+            return;
+        };
+        let mut current = Neighbor {
+            distance: entry_distance,
+            id: entry,
+        };
+        for layer in (level + 1..=max_level).rev() {
+            current = self.greedy_step(scorer, current, layer);
+        }
+        // Choose neighbors on every layer first, then publish the node's own lists, and only
+        // then the reverse links that make it reachable: a reader that reaches the node
+        // always finds its lists complete. At most one node lock is held at a time, so two
+        // nodes inserted concurrently that select each other cannot deadlock.
+        let mut entry_points = vec![current];
+        let top = level.min(max_level);
+        let mut chosen: Vec<Vec<Neighbor>> = vec![Vec::new(); top + 1];
+        for layer in (0..=top).rev() {
+            let candidates = self.search_layer(
+                scorer,
+                &entry_points,
+                LayerSearch {
+                    ef: self.params.ef_construction,
+                    layer: Layer(layer),
+                },
+                |candidate| candidate != node,
+            );
+            chosen[layer] = self.select_neighbors(&candidates, self.params.m);
+            entry_points = candidates;
+        }
+        {
+            let _own = self.graph.lock(node);
+            for (layer, selected) in chosen.iter().enumerate() {
+                let ids: Vec<u32> = selected.iter().map(|n| n.id).collect();
+                self.graph.set_neighbors(node, layer, &ids);
+            }
+        }
+        for (layer, selected) in chosen.iter().enumerate() {
+            for neighbor in selected {
+                self.add_reverse_link(neighbor.id, node, neighbor.distance, layer);
+            }
+        }
+    }
+
+    /// Adds `node` to the list of `target` on `layer`, pruning with the heuristic when full.
+    fn add_reverse_link(&self, target: u32, node: u32, distance: f32, layer: usize) {
+        let _guard = self.graph.lock(target);
+        if self.graph.try_append(target, layer, node) {
+            return;
+        }
+        let capacity = if layer == 0 {
+            self.graph.m0
+        } else {
+            self.graph.m
+        };
+        let mut current = Vec::with_capacity(capacity + 1);
+        self.graph.neighbors_into(target, layer, &mut current);
+        if current.contains(&node) {
+            return;
+        }
+        let mut candidates: Vec<Neighbor> = current
+            .iter()
+            .map(|id| Neighbor {
+                distance: self.pair_distance(target, *id),
+                id: *id,
+            })
+            .collect();
+        candidates.push(Neighbor { distance, id: node });
+        candidates.sort_unstable();
+        let kept = self.select_neighbors(&candidates, capacity);
+        let ids: Vec<u32> = kept.iter().map(|n| n.id).collect();
+        self.graph.set_neighbors(target, layer, &ids);
+    }
+
+    /// The diversity heuristic (HNSW paper, algorithm 4): keep a candidate only if it is
+    /// closer to the base than to every neighbor already kept. `sorted` is closest first.
+    fn select_neighbors(&self, sorted: &[Neighbor], m: usize) -> Vec<Neighbor> {
+        if sorted.len() <= m {
+            return sorted.to_vec();
+        }
+        let mut kept: Vec<Neighbor> = Vec::with_capacity(m);
+        for candidate in sorted {
+            if kept.len() >= m {
+                break;
+            }
+            let diverse = kept
+                .iter()
+                .all(|chosen| self.pair_distance(candidate.id, chosen.id) >= candidate.distance);
+            if diverse {
+                kept.push(*candidate);
+            }
+        }
+        kept
+    }
+
+    /// Distance between two stored nodes in the traversal representation.
+    fn pair_distance(&self, a: u32, b: u32) -> f32 {
+        let kernels = self.kernels();
+        let metric = self.params.metric;
+        if let Some(store) = self.sq8.get() {
+            let dim = self.params.dim;
+            let (Some(row_a), Some(row_b)) = (
+                store.codes.row(a as usize),
+                store.codes.row(b as usize),
+            ) else {
+                return f32::INFINITY;
+            };
+            let scale_squared = store.quantizer.scale() * store.quantizer.scale();
+            #[allow(clippy::cast_precision_loss)]
+            return match metric {
+                Metric::L2 => {
+                    scale_squared * (kernels.l2_squared_i8)(&row_a[..dim], &row_b[..dim]) as f32
+                }
+                Metric::Cosine | Metric::Dot => {
+                    -scale_squared * (kernels.dot_i8)(&row_a[..dim], &row_b[..dim]) as f32
+                }
+            };
+        }
+        let (Some(row_a), Some(row_b)) = (self.vector(a), self.vector(b)) else {
+            return f32::INFINITY;
+        };
+        match metric {
+            Metric::L2 => (kernels.l2_squared_f32)(row_a, row_b),
+            Metric::Cosine | Metric::Dot => -(kernels.dot_f32)(row_a, row_b),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn kernels(&self) -> &'static sagitta_kernels::Kernels {
+        sagitta_kernels::kernels()
+    }
+}

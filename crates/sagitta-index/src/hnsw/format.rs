@@ -1,0 +1,296 @@
+//! HNSW index file: see docs/format.md ("HNSW index file").
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::sync::atomic::Ordering;
+
+use sagitta_kernels::AppendSlab;
+
+use super::storage::Sq8Store;
+use super::{HnswIndex, HnswParams, Quantization};
+use crate::error::{IndexError, Result};
+use crate::limits::{check_range, MAX_DIMENSION, MAX_EF_CONSTRUCTION, MAX_LEVEL, MAX_M, MAX_POINTS, MIN_M};
+use crate::metric::Metric;
+use crate::quantizer::Sq8Quantizer;
+use crate::serial::{
+    bytes_to_f32s, bytes_to_u32s, bytes_to_u64s, read_exact, read_section, u32s_to_bytes,
+    u64s_to_bytes, write_all, write_section, HeaderCursor,
+};
+
+pub(crate) const MAGIC: &[u8; 8] = b"SAGHNSW\0";
+pub(crate) const FORMAT_VERSION: u32 = 1;
+const HEADER_BYTES: usize = 64;
+const NO_ENTRY: u32 = u32::MAX;
+const TAG_LABELS: u32 = u32::from_le_bytes(*b"LABL");
+const TAG_LEVELS: u32 = u32::from_le_bytes(*b"LEVL");
+const TAG_LINKS_LAYER0: u32 = u32::from_le_bytes(*b"LNK0");
+const TAG_LINKS_UPPER: u32 = u32::from_le_bytes(*b"LNKU");
+const TAG_VECTORS: u32 = u32::from_le_bytes(*b"VECT");
+const TAG_CODES: u32 = u32::from_le_bytes(*b"CODE");
+const TAG_DELETED: u32 = u32::from_le_bytes(*b"DELE");
+
+impl HnswIndex {
+    /// Serializes the index. Inserts running concurrently with `save` may or may not be
+    /// captured; callers that need a consistent image stop writers first.
+    pub fn save(&self, writer: &mut impl Write) -> Result<()> {
+        let count = self.len();
+        for node in 0..count {
+            if self.vector(u32::try_from(node).expect("< MAX_POINTS")).is_none() {
+                return Err(IndexError::format(format!(
+                    "node {node} is still being inserted; save after inserts finish"
+                )));
+            }
+        }
+        let params = self.params;
+        let (entry, max_level) = self
+            .entry_snapshot()
+            .map_or((NO_ENTRY, 0), |(node, level)| (node, level));
+        let mut header = [0u8; HEADER_BYTES];
+        header[0..8].copy_from_slice(MAGIC);
+        header[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        header[12] = params.metric.code();
+        header[13] = match params.quantization {
+            Quantization::None => 0,
+            Quantization::Sq8 => 1,
+        };
+        header[14] = u8::from(self.sq8.get().is_some());
+        let words = |value: usize| u32::try_from(value).expect("checked against limits");
+        header[16..20].copy_from_slice(&words(params.dim).to_le_bytes());
+        header[20..24].copy_from_slice(&words(params.m).to_le_bytes());
+        header[24..28].copy_from_slice(&words(params.ef_construction).to_le_bytes());
+        header[28..32].copy_from_slice(&entry.to_le_bytes());
+        header[32..40].copy_from_slice(&(count as u64).to_le_bytes());
+        header[40..44].copy_from_slice(&words(max_level).to_le_bytes());
+        header[44..48].copy_from_slice(&self.sq8_scale().unwrap_or(0.0).to_le_bytes());
+        header[48..56].copy_from_slice(&params.seed.to_le_bytes());
+        let crc = crc32c::crc32c(&header[..60]);
+        header[60..64].copy_from_slice(&crc.to_le_bytes());
+        write_all(writer, &header)?;
+
+        let nodes = (0..count).map(|node| u32::try_from(node).expect("< MAX_POINTS"));
+        write_section(writer, TAG_LABELS, &u64s_to_bytes(nodes.clone().map(|n| self.label(n))))?;
+        let levels: Vec<u8> = nodes
+            .clone()
+            .map(|n| u8::try_from(self.graph.level(n)).expect("<= MAX_LEVEL"))
+            .collect();
+        write_section(writer, TAG_LEVELS, &levels)?;
+        write_section(
+            writer,
+            TAG_LINKS_LAYER0,
+            &u32s_to_bytes(nodes.clone().flat_map(|n| self.graph.block_words(n, 0))),
+        )?;
+        write_section(
+            writer,
+            TAG_LINKS_UPPER,
+            &u32s_to_bytes(nodes.clone().flat_map(|n| {
+                (1..=self.graph.level(n)).flat_map(move |layer| self.graph.block_words(n, layer))
+            })),
+        )?;
+        let mut vector_bytes = Vec::with_capacity(count * params.dim * 4);
+        for node in nodes.clone() {
+            for value in self.vector(node).expect("checked above") {
+                vector_bytes.extend_from_slice(&value.to_le_bytes());
+            }
+        }
+        write_section(writer, TAG_VECTORS, &vector_bytes)?;
+        drop(vector_bytes);
+        if let Some(store) = self.sq8.get() {
+            let mut code_bytes = Vec::with_capacity(count * store.quantizer.stride());
+            for node in 0..count {
+                let row = store.codes.row(node).ok_or_else(|| {
+                    IndexError::format(format!("code row {node} is not published"))
+                })?;
+                code_bytes.extend(row.iter().map(|code| code.to_le_bytes()[0]));
+            }
+            write_section(writer, TAG_CODES, &code_bytes)?;
+        }
+        let deleted_words: Vec<u64> = self.deleted.words().take(count.div_ceil(64)).collect();
+        write_section(writer, TAG_DELETED, &u64s_to_bytes(deleted_words))
+    }
+
+    /// Loads an index written by [`HnswIndex::save`], verifying header and section checksums
+    /// and every structural invariant (link targets in range, levels bounded).
+    pub fn load(reader: &mut impl Read) -> Result<HnswIndex> {
+        let mut header = [0u8; HEADER_BYTES];
+        read_exact(reader, &mut header)?;
+        if &header[0..8] != MAGIC {
+            return Err(IndexError::format("not a SagittaDB HNSW index (bad magic)"));
+        }
+        let stored_crc = u32::from_le_bytes(header[60..64].try_into().expect("4 bytes"));
+        if crc32c::crc32c(&header[..60]) != stored_crc {
+            return Err(IndexError::format("header checksum mismatch"));
+        }
+        let mut cursor = HeaderCursor {
+            bytes: &header,
+            offset: 8,
+        };
+        let version = cursor.u32();
+        if version != FORMAT_VERSION {
+            return Err(IndexError::format(format!(
+                "HNSW format version {version} is not supported (expected {FORMAT_VERSION})"
+            )));
+        }
+        let metric = Metric::from_code(cursor.u8())?;
+        let quantization = match cursor.u8() {
+            0 => Quantization::None,
+            1 => Quantization::Sq8,
+            other => return Err(IndexError::format(format!("unknown quantization code {other}"))),
+        };
+        let has_codes = cursor.u8() == 1;
+        cursor.offset = 16;
+        let dim = cursor.u32() as usize;
+        let m = cursor.u32() as usize;
+        let ef_construction = cursor.u32() as usize;
+        let entry = cursor.u32();
+        let count = cursor.u64();
+        let max_level = cursor.u32() as usize;
+        let scale = f32::from_le_bytes(header[44..48].try_into().expect("4 bytes"));
+        cursor.offset = 48;
+        let seed = cursor.u64();
+        let header_error = |error: IndexError| IndexError::format(format!("header: {error}"));
+        check_range("dim", dim, 1, MAX_DIMENSION).map_err(header_error)?;
+        check_range("m", m, MIN_M, MAX_M).map_err(header_error)?;
+        check_range("ef_construction", ef_construction, 1, MAX_EF_CONSTRUCTION)
+            .map_err(header_error)?;
+        check_range("max_level", max_level, 0, MAX_LEVEL).map_err(header_error)?;
+        if count > MAX_POINTS as u64 {
+            return Err(IndexError::format(format!("header: count {count} exceeds {MAX_POINTS}")));
+        }
+        let count = usize::try_from(count).map_err(|_| IndexError::format("count too large"))?;
+        if (count == 0) != (entry == NO_ENTRY) || (entry != NO_ENTRY && entry as usize >= count) {
+            return Err(IndexError::format(format!(
+                "header: entry point {entry} inconsistent with count {count}"
+            )));
+        }
+        if has_codes && quantization != Quantization::Sq8 {
+            return Err(IndexError::format("codes present without sq8 quantization"));
+        }
+        let params = HnswParams {
+            dim,
+            metric,
+            m,
+            ef_construction,
+            quantization,
+            seed,
+        };
+        let mut index = HnswIndex::new(params, count)?;
+
+        let labels = bytes_to_u64s(&read_section(reader, TAG_LABELS, count as u64 * 8, "labels")?);
+        let levels = read_section(reader, TAG_LEVELS, count as u64, "levels")?;
+        let block0 = 1 + 2 * m;
+        let layer0 = bytes_to_u32s(&read_section(
+            reader,
+            TAG_LINKS_LAYER0,
+            (count * block0 * 4) as u64,
+            "links layer 0",
+        )?);
+        let upper_words: usize = levels.iter().map(|l| *l as usize * (1 + m)).sum();
+        let upper = bytes_to_u32s(&read_section(
+            reader,
+            TAG_LINKS_UPPER,
+            (upper_words * 4) as u64,
+            "links upper layers",
+        )?);
+        let vectors = bytes_to_f32s(&read_section(
+            reader,
+            TAG_VECTORS,
+            (count * dim * 4) as u64,
+            "vectors",
+        )?);
+        let codes = if has_codes {
+            Sq8Quantizer::check_scale(scale)?;
+            let quantizer = Sq8Quantizer::with_scale(dim, scale);
+            let stride = quantizer.stride();
+            let bytes = read_section(reader, TAG_CODES, (count * stride) as u64, "codes")?;
+            Some((quantizer, bytes))
+        } else {
+            None
+        };
+        let deleted = bytes_to_u64s(&read_section(
+            reader,
+            TAG_DELETED,
+            (count.div_ceil(64) * 8) as u64,
+            "deleted",
+        )?);
+
+        let mut label_to_node = HashMap::with_capacity(count);
+        let mut upper_offset = 0;
+        for node in 0..count {
+            let node_id = u32::try_from(node).expect("< MAX_POINTS");
+            let level = levels[node] as usize;
+            if level > max_level {
+                return Err(IndexError::format(format!(
+                    "node {node} has level {level} above max level {max_level}"
+                )));
+            }
+            if label_to_node.insert(labels[node], node_id).is_some() {
+                return Err(IndexError::format(format!("label {} appears twice", labels[node])));
+            }
+            index.labels[node].store(labels[node], Ordering::Relaxed);
+            index.graph.init_node(node_id, level);
+            let block = &layer0[node * block0..(node + 1) * block0];
+            check_block(block, count, node, 0)?;
+            index.graph.restore_block(node_id, 0, block);
+            for layer in 1..=level {
+                let block = &upper[upper_offset..upper_offset + 1 + m];
+                check_block(block, count, node, layer)?;
+                index.graph.restore_block(node_id, layer, block);
+                upper_offset += 1 + m;
+            }
+            index
+                .vectors
+                .write_row(node, &vectors[node * dim..(node + 1) * dim])
+                .expect("fresh slab");
+        }
+        if let Some((quantizer, bytes)) = codes {
+            let stride = quantizer.stride();
+            let slab = AppendSlab::new(count, stride);
+            let mut row = vec![0i8; stride];
+            for node in 0..count {
+                for (target, byte) in row.iter_mut().zip(&bytes[node * stride..(node + 1) * stride]) {
+                    *target = i8::from_le_bytes([*byte]);
+                }
+                slab.write_row(node, &row).expect("fresh slab");
+            }
+            let _ = index.sq8.set(Sq8Store {
+                quantizer,
+                codes: slab,
+            });
+        }
+        for (index_word, word) in deleted.iter().enumerate() {
+            for bit in 0..64 {
+                if word & (1u64 << bit) != 0 {
+                    let node = index_word * 64 + bit;
+                    if node >= count {
+                        return Err(IndexError::format(format!("deleted bit {node} beyond count")));
+                    }
+                    index.deleted.insert(u32::try_from(node).expect("< MAX_POINTS"));
+                }
+            }
+        }
+        *index.label_to_node.get_mut() = label_to_node;
+        index.allocated.store(count, Ordering::Release);
+        if entry != NO_ENTRY {
+            if index.graph.level(entry) != max_level {
+                return Err(IndexError::format("entry point is not on the top layer"));
+            }
+            index.publish_entry(entry, max_level);
+        }
+        Ok(index)
+    }
+}
+
+fn check_block(block: &[u32], count: usize, node: usize, layer: usize) -> Result<()> {
+    let length = block[0] as usize;
+    if length > block.len() - 1 {
+        return Err(IndexError::format(format!(
+            "node {node} layer {layer}: {length} links exceed the block size"
+        )));
+    }
+    if let Some(target) = block[1..=length].iter().find(|t| **t as usize >= count) {
+        return Err(IndexError::format(format!(
+            "node {node} layer {layer}: link to {target} beyond count {count}"
+        )));
+    }
+    Ok(())
+}

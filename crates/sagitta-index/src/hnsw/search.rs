@@ -1,0 +1,309 @@
+//! Search: greedy descent through the upper layers, a best-first beam of width `ef` on
+//! layer 0 (on SQ8 codes when quantized), then exact re-scoring of the best candidates.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::storage::{F32Scorer, Scorer, Sq8Scorer};
+use super::HnswIndex;
+use crate::error::Result;
+use crate::flat::SearchResults;
+use crate::limits::{check_range, MAX_EF};
+use crate::metric::{check_batch, normalize_into, Metric};
+use crate::threads::{effective_threads, for_each_chunk};
+use crate::top_k::{Neighbor, TopK};
+use crate::visited::with_visited;
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Layer(pub usize);
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LayerSearch {
+    pub ef: usize,
+    pub layer: Layer,
+}
+
+/// Search parameters. `ef` is raised to `k` when smaller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HnswSearchParams {
+    pub k: usize,
+    pub ef: usize,
+    /// With SQ8: how many of the best candidates are re-scored on f32 (`None` = all `ef`).
+    pub rescore: Option<usize>,
+    /// Traverse on f32 even when SQ8 codes exist.
+    pub exact_traversal: bool,
+}
+
+impl HnswSearchParams {
+    pub fn new(k: usize, ef: usize) -> HnswSearchParams {
+        HnswSearchParams {
+            k,
+            ef,
+            rescore: None,
+            exact_traversal: false,
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        check_range("k", self.k, 1, MAX_EF)?;
+        check_range("ef", self.ef, 1, MAX_EF)?;
+        if let Some(rescore) = self.rescore {
+            check_range("rescore", rescore, 1, MAX_EF)?;
+        }
+        Ok(())
+    }
+}
+
+/// One result: internal node, external label, score (similarity, or squared L2 distance).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SearchHit {
+    pub node: u32,
+    pub label: u64,
+    pub score: f32,
+}
+
+impl HnswIndex {
+    /// Top-`k` for one query. Deleted points are never returned.
+    pub fn search(&self, query: &[f32], params: HnswSearchParams) -> Result<Vec<SearchHit>> {
+        self.search_filtered(query, params, |_| true)
+    }
+
+    /// Top-`k` among nodes for which `accept(node)` holds — the predicate hook filters and
+    /// tombstones use. Rejected nodes are still traversed (they keep the graph connected)
+    /// but never enter the result set.
+    pub fn search_filtered(
+        &self,
+        query: &[f32],
+        params: HnswSearchParams,
+        accept: impl Fn(u32) -> bool,
+    ) -> Result<Vec<SearchHit>> {
+        params.validate()?;
+        check_batch(query, self.params.dim)?;
+        if query.len() != self.params.dim {
+            return Err(crate::IndexError::WrongVectorDimension {
+                expected: self.params.dim,
+                received: query.len(),
+            });
+        }
+        let mut prepared = query.to_vec();
+        if self.params.metric == Metric::Cosine {
+            normalize_into(query, &mut prepared);
+        }
+        let mut query_codes = Vec::new();
+        Ok(self.search_prepared(&prepared, &mut query_codes, params, &accept))
+    }
+
+    /// Batch search: `queries` row-major, `threads` threads (0 = all cores).
+    pub fn search_batch(
+        &self,
+        queries: &[f32],
+        params: HnswSearchParams,
+        threads: usize,
+    ) -> Result<SearchResults> {
+        params.validate()?;
+        let dim = self.params.dim;
+        let query_count = check_batch(queries, dim)?;
+        let threads = effective_threads(threads, query_count);
+        let results = parking_lot::Mutex::new(SearchResults::new(query_count, params.k));
+        let chunk = (query_count / (threads * 8)).clamp(1, 64);
+        for_each_chunk(query_count, chunk, threads, |start, end| {
+            let mut prepared = vec![0.0f32; dim];
+            let mut query_codes = Vec::new();
+            let mut local: Vec<(usize, Vec<SearchHit>)> = Vec::with_capacity(end - start);
+            for index in start..end {
+                let query = &queries[index * dim..(index + 1) * dim];
+                if self.params.metric == Metric::Cosine {
+                    normalize_into(query, &mut prepared);
+                } else {
+                    prepared.copy_from_slice(query);
+                }
+                let hits = self.search_prepared(&prepared, &mut query_codes, params, &|_| true);
+                local.push((index, hits));
+            }
+            let mut guard = results.lock();
+            for (index, hits) in local {
+                for (slot, hit) in hits.into_iter().enumerate() {
+                    guard.ids[index * params.k + slot] = hit.label;
+                    guard.scores[index * params.k + slot] = hit.score;
+                }
+            }
+            Ok::<(), crate::IndexError>(())
+        })?;
+        Ok(results.into_inner())
+    }
+
+    fn search_prepared(
+        &self,
+        query: &[f32],
+        query_codes: &mut Vec<u8>,
+        params: HnswSearchParams,
+        accept: &impl Fn(u32) -> bool,
+    ) -> Vec<SearchHit> {
+        let Some((entry, max_level)) = self.entry_snapshot() else {
+            return Vec::new();
+        };
+        let ef = params.ef.max(params.k);
+        let accept_live = |node: u32| !self.deleted.contains(node) && accept(node);
+        let kernels = self.kernels();
+        let metric = self.params.metric;
+        let exact = F32Scorer {
+            query,
+            vectors: &self.vectors,
+            kernels,
+            metric,
+        };
+        let candidates = match self.sq8.get() {
+            Some(store) if !params.exact_traversal => {
+                query_codes.resize(self.params.dim, 0);
+                let query_norm_squared = store.quantizer.encode_query(query, query_codes);
+                let scorer = Sq8Scorer {
+                    query: query_codes,
+                    query_norm_squared,
+                    store,
+                    kernels,
+                    metric,
+                };
+                let found = self.beam(&scorer, entry, max_level, ef, &accept_live);
+                let rescore = params.rescore.unwrap_or(ef).max(params.k).min(found.len());
+                let mut rescored: Vec<Neighbor> = found[..rescore]
+                    .iter()
+                    .filter_map(|candidate| {
+                        exact.distance(candidate.id).map(|distance| Neighbor {
+                            distance,
+                            id: candidate.id,
+                        })
+                    })
+                    .collect();
+                rescored.sort_unstable();
+                rescored
+            }
+            _ => self.beam(&exact, entry, max_level, ef, &accept_live),
+        };
+        candidates
+            .into_iter()
+            .take(params.k)
+            .map(|neighbor| SearchHit {
+                node: neighbor.id,
+                label: self.label(neighbor.id),
+                score: metric.score_from_distance(neighbor.distance),
+            })
+            .collect()
+    }
+
+    /// Greedy descent to layer 1, then the layer-0 beam. Closest first.
+    fn beam<S: Scorer>(
+        &self,
+        scorer: &S,
+        entry: u32,
+        max_level: usize,
+        ef: usize,
+        accept: &impl Fn(u32) -> bool,
+    ) -> Vec<Neighbor> {
+        let Some(distance) = scorer.distance(entry) else {
+            return Vec::new();
+        };
+        let mut current = Neighbor {
+            distance,
+            id: entry,
+        };
+        for layer in (1..=max_level).rev() {
+            current = self.greedy_step(scorer, current, layer);
+        }
+        self.search_layer(
+            scorer,
+            &[current],
+            LayerSearch {
+                ef,
+                layer: Layer(0),
+            },
+            accept,
+        )
+    }
+
+    /// Moves to the closest neighbor on `layer` until no neighbor is closer.
+    pub(crate) fn greedy_step<S: Scorer>(
+        &self,
+        scorer: &S,
+        mut current: Neighbor,
+        layer: usize,
+    ) -> Neighbor {
+        let mut neighbors = Vec::with_capacity(self.graph.m0);
+        loop {
+            let mut moved = false;
+            self.graph.neighbors_into(current.id, layer, &mut neighbors);
+            for id in &neighbors {
+                if let Some(distance) = scorer.distance(*id) {
+                    if distance < current.distance {
+                        current = Neighbor { distance, id: *id };
+                        moved = true;
+                    }
+                }
+            }
+            if !moved {
+                return current;
+            }
+        }
+    }
+
+    /// Best-first search of one layer with a beam of `ef`; returns up to `ef` accepted
+    /// nodes, closest first.
+    pub(crate) fn search_layer<S: Scorer>(
+        &self,
+        scorer: &S,
+        entry_points: &[Neighbor],
+        search: LayerSearch,
+        accept: impl Fn(u32) -> bool,
+    ) -> Vec<Neighbor> {
+        let layer = search.layer.0;
+        with_visited(self.capacity(), |visited| {
+            let mut candidates: BinaryHeap<Reverse<Neighbor>> = BinaryHeap::with_capacity(search.ef * 4);
+            let mut results = TopK::new(search.ef);
+            for entry in entry_points {
+                if visited.insert(entry.id) {
+                    candidates.push(Reverse(*entry));
+                    if accept(entry.id) {
+                        results.push(*entry);
+                    }
+                }
+            }
+            let mut neighbors = Vec::with_capacity(self.graph.m0);
+            let mut fresh = Vec::with_capacity(self.graph.m0);
+            while let Some(Reverse(candidate)) = candidates.pop() {
+                if results.is_full() && candidate.distance > results.threshold() {
+                    break;
+                }
+                if let Some(Reverse(next)) = candidates.peek() {
+                    self.graph.prefetch_links(next.id);
+                }
+                self.graph.neighbors_into(candidate.id, layer, &mut neighbors);
+                fresh.clear();
+                for id in &neighbors {
+                    if visited.insert(*id) {
+                        fresh.push(*id);
+                    }
+                }
+                // Prefetch one row ahead: the row for the next distance streams in while
+                // the current one is scored.
+                if let Some(first) = fresh.first() {
+                    scorer.prefetch(*first);
+                }
+                for (index, id) in fresh.iter().enumerate() {
+                    if let Some(next) = fresh.get(index + 1) {
+                        scorer.prefetch(*next);
+                    }
+                    let Some(distance) = scorer.distance(*id) else {
+                        continue;
+                    };
+                    if !results.is_full() || distance < results.threshold() {
+                        let neighbor = Neighbor { distance, id: *id };
+                        candidates.push(Reverse(neighbor));
+                        if accept(*id) {
+                            results.push(neighbor);
+                        }
+                    }
+                }
+            }
+            results.into_sorted()
+        })
+    }
+}

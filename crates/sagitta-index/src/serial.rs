@@ -1,0 +1,145 @@
+//! Little-endian section framing shared by the index file formats (docs/format.md):
+//! a section is `tag: u32, reserved: u32 = 0, length: u64, crc32c: u32, reserved: u32 = 0`
+//! followed by `length` payload bytes. Readers verify tag, length bound and CRC before use.
+
+use std::io::{Read, Write};
+
+use crate::error::{IndexError, Result};
+
+/// Largest section payload accepted on load (guards allocations against corrupt lengths).
+const SECTION_BYTES_MAX: u64 = 1 << 40;
+
+fn io_error(operation: &'static str) -> impl FnOnce(std::io::Error) -> IndexError {
+    move |error| IndexError::Io {
+        operation,
+        message: error.to_string(),
+    }
+}
+
+pub(crate) fn write_all(writer: &mut impl Write, bytes: &[u8]) -> Result<()> {
+    writer.write_all(bytes).map_err(io_error("writing index"))
+}
+
+pub(crate) fn read_exact(reader: &mut impl Read, bytes: &mut [u8]) -> Result<()> {
+    reader.read_exact(bytes).map_err(|error| {
+        if error.kind() == std::io::ErrorKind::UnexpectedEof {
+            IndexError::format("file is truncated")
+        } else {
+            io_error("reading index")(error)
+        }
+    })
+}
+
+pub(crate) fn write_section(writer: &mut impl Write, tag: u32, payload: &[u8]) -> Result<()> {
+    let mut header = [0u8; 24];
+    header[0..4].copy_from_slice(&tag.to_le_bytes());
+    header[8..16].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    header[16..20].copy_from_slice(&crc32c::crc32c(payload).to_le_bytes());
+    write_all(writer, &header)?;
+    write_all(writer, payload)
+}
+
+/// Reads the next section, which must carry `tag` and exactly `expected_length` bytes.
+pub(crate) fn read_section(
+    reader: &mut impl Read,
+    tag: u32,
+    expected_length: u64,
+    name: &str,
+) -> Result<Vec<u8>> {
+    let mut header = [0u8; 24];
+    read_exact(reader, &mut header)?;
+    let found_tag = u32::from_le_bytes(header[0..4].try_into().expect("4 bytes"));
+    let length = u64::from_le_bytes(header[8..16].try_into().expect("8 bytes"));
+    let crc = u32::from_le_bytes(header[16..20].try_into().expect("4 bytes"));
+    if header[4..8] != [0; 4] || header[20..24] != [0; 4] {
+        return Err(IndexError::format(format!(
+            "section `{name}`: reserved header bytes are not zero"
+        )));
+    }
+    if found_tag != tag {
+        return Err(IndexError::format(format!(
+            "section `{name}`: expected tag {tag:#010x}, found {found_tag:#010x}"
+        )));
+    }
+    if length != expected_length || length > SECTION_BYTES_MAX {
+        return Err(IndexError::format(format!(
+            "section `{name}`: expected {expected_length} bytes, header says {length}"
+        )));
+    }
+    let length = usize::try_from(length)
+        .map_err(|_| IndexError::format(format!("section `{name}` too large")))?;
+    let mut payload = vec![0u8; length];
+    read_exact(reader, &mut payload)?;
+    let actual = crc32c::crc32c(&payload);
+    if actual != crc {
+        return Err(IndexError::format(format!(
+            "section `{name}`: checksum mismatch (stored {crc:#010x}, computed {actual:#010x})"
+        )));
+    }
+    Ok(payload)
+}
+
+pub(crate) fn f32s_to_bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+pub(crate) fn bytes_to_f32s(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
+        .collect()
+}
+
+pub(crate) fn u32s_to_bytes(values: impl IntoIterator<Item = u32>) -> Vec<u8> {
+    values.into_iter().flat_map(u32::to_le_bytes).collect()
+}
+
+pub(crate) fn bytes_to_u32s(bytes: &[u8]) -> Vec<u32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+        .collect()
+}
+
+pub(crate) fn u64s_to_bytes(values: impl IntoIterator<Item = u64>) -> Vec<u8> {
+    values.into_iter().flat_map(u64::to_le_bytes).collect()
+}
+
+pub(crate) fn bytes_to_u64s(bytes: &[u8]) -> Vec<u64> {
+    bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .collect()
+}
+
+/// Fixed 64-byte file header fields shared by both index kinds.
+pub(crate) struct HeaderCursor<'a> {
+    pub bytes: &'a [u8],
+    pub offset: usize,
+}
+
+impl HeaderCursor<'_> {
+    pub fn u8(&mut self) -> u8 {
+        let value = self.bytes[self.offset];
+        self.offset += 1;
+        value
+    }
+    pub fn u32(&mut self) -> u32 {
+        let value = u32::from_le_bytes(
+            self.bytes[self.offset..self.offset + 4]
+                .try_into()
+                .expect("4 bytes"),
+        );
+        self.offset += 4;
+        value
+    }
+    pub fn u64(&mut self) -> u64 {
+        let value = u64::from_le_bytes(
+            self.bytes[self.offset..self.offset + 8]
+                .try_into()
+                .expect("8 bytes"),
+        );
+        self.offset += 8;
+        value
+    }
+}

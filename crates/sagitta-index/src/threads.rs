@@ -1,0 +1,53 @@
+//! Batch parallelism: scoped std threads pulling chunks from an atomic counter, so uneven
+//! work (HNSW searches differ in length) balances without a pool.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Thread count to use: `requested` (0 = all cores), never more than `work_items`.
+pub(crate) fn effective_threads(requested: usize, work_items: usize) -> usize {
+    let available = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let threads = if requested == 0 { available } else { requested };
+    threads.clamp(1, crate::limits::MAX_THREADS).min(work_items.max(1))
+}
+
+/// Calls `work(start, end)` for consecutive ranges of `0..total`, `chunk` items at a time,
+/// on `threads` threads. Returns the first error any call returned.
+pub(crate) fn for_each_chunk<E: Send>(
+    total: usize,
+    chunk: usize,
+    threads: usize,
+    work: impl Fn(usize, usize) -> Result<(), E> + Sync,
+) -> Result<(), E> {
+    let chunk = chunk.max(1);
+    if threads <= 1 || total <= chunk {
+        let mut start = 0;
+        while start < total {
+            let end = (start + chunk).min(total);
+            work(start, end)?;
+            start = end;
+        }
+        return Ok(());
+    }
+    let next = AtomicUsize::new(0);
+    let first_error = parking_lot::Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let start = next.fetch_add(chunk, Ordering::Relaxed);
+                if start >= total {
+                    break;
+                }
+                let end = (start + chunk).min(total);
+                if let Err(error) = work(start, end) {
+                    first_error.lock().get_or_insert(error);
+                    next.store(total, Ordering::Relaxed);
+                    break;
+                }
+            });
+        }
+    });
+    match first_error.into_inner() {
+        Some(error) => Err(error),
+        None => Ok(()),
+    }
+}

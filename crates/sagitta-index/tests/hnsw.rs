@@ -1,0 +1,207 @@
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use common::{brute_force, clustered, recall};
+use sagitta_index::hnsw::{HnswIndex, HnswParams, HnswSearchParams, Quantization};
+use sagitta_index::{IndexError, Metric};
+
+const DIM: usize = 48;
+const COUNT: usize = 4_000;
+/// Recall floor for k=10, ef=64 on the clustered set: a correctness check (a broken graph,
+/// quantizer or re-scoring drops far below it), not a speed test.
+const RECALL_FLOOR: f64 = 0.95;
+
+fn build(metric: Metric, quantization: Quantization, base: &[f32], threads: usize) -> HnswIndex {
+    let mut params = HnswParams::new(DIM, metric);
+    params.quantization = quantization;
+    params.m = 12;
+    params.ef_construction = 80;
+    let index = HnswIndex::new(params, base.len() / DIM).unwrap();
+    let labels: Vec<u64> = (0..(base.len() / DIM) as u64).collect();
+    index.add(base, &labels, threads).unwrap();
+    index
+}
+
+#[test]
+fn hnsw_recall_meets_floor_for_every_metric_and_quantization() {
+    let base = clustered(COUNT, DIM, 11);
+    let queries = clustered(100, DIM, 12);
+    for metric in [Metric::Cosine, Metric::Dot, Metric::L2] {
+        let truth = brute_force(metric, &base, &queries, DIM, 10);
+        for quantization in [Quantization::None, Quantization::Sq8] {
+            let index = build(metric, quantization, &base, 2);
+            let results = index.search_batch(&queries, HnswSearchParams::new(10, 64), 2).unwrap();
+            let measured = recall(&results.ids, &truth, 10);
+            eprintln!("{metric:?}/{quantization:?}: recall@10 at ef=64 = {measured}");
+            assert!(
+                measured >= RECALL_FLOOR,
+                "{metric:?}/{quantization:?}: recall {measured} < {RECALL_FLOOR}"
+            );
+        }
+    }
+}
+
+#[test]
+fn sq8_scores_are_exact_after_rescoring() {
+    let base = clustered(1_000, DIM, 13);
+    let index = build(Metric::L2, Quantization::Sq8, &base, 1);
+    let query = &clustered(1, DIM, 14)[..];
+    let hits = index.search(query, HnswSearchParams::new(5, 50)).unwrap();
+    for hit in hits {
+        let row = &base[hit.label as usize * DIM..(hit.label as usize + 1) * DIM];
+        let exact = common::reference_distance(Metric::L2, query, row);
+        assert!((f64::from(hit.score) - exact).abs() <= 1e-3 * (1.0 + exact));
+    }
+}
+
+#[test]
+fn deleted_points_and_rejected_points_are_never_returned() {
+    let base = clustered(2_000, DIM, 15);
+    let index = build(Metric::Cosine, Quantization::Sq8, &base, 2);
+    let queries = clustered(20, DIM, 16);
+    let first = index.search_batch(&queries, HnswSearchParams::new(10, 64), 1).unwrap();
+    let victims: Vec<u64> = first.ids.iter().step_by(3).copied().collect();
+    for id in &victims {
+        index.mark_deleted(*id);
+    }
+    let second = index.search_batch(&queries, HnswSearchParams::new(10, 64), 1).unwrap();
+    assert!(second.ids.iter().all(|id| !victims.contains(id)));
+    assert!(second.ids.iter().all(|id| *id != sagitta_index::MISSING_ID));
+    let hits = index
+        .search_filtered(&queries[..DIM], HnswSearchParams::new(10, 64), |node| {
+            index.label(node) % 5 == 0
+        })
+        .unwrap();
+    assert_eq!(hits.len(), 10);
+    assert!(hits.iter().all(|hit| hit.label % 5 == 0 && !victims.contains(&hit.label)));
+}
+
+#[test]
+fn concurrent_insert_and_search_stay_consistent() {
+    let base = clustered(6_000, DIM, 17);
+    let mut params = HnswParams::new(DIM, Metric::L2);
+    params.m = 8;
+    params.ef_construction = 40;
+    let index = HnswIndex::new(params, 6_000).unwrap();
+    index.add(&base[..1_000 * DIM], &(0..1_000).collect::<Vec<u64>>(), 1).unwrap();
+    let done = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for chunk in 1..6 {
+                let rows = chunk * 1_000..(chunk + 1) * 1_000;
+                let labels: Vec<u64> = rows.clone().map(|r| r as u64).collect();
+                index.add(&base[rows.start * DIM..rows.end * DIM], &labels, 2).unwrap();
+            }
+            done.store(true, Ordering::Release);
+        });
+        scope.spawn(|| {
+            let queries = clustered(16, DIM, 18);
+            let mut rounds = 0;
+            while !done.load(Ordering::Acquire) || rounds < 3 {
+                let results = index.search_batch(&queries, HnswSearchParams::new(5, 32), 1).unwrap();
+                assert!(results.ids.iter().all(|id| *id < 6_000), "{:?}", results.ids);
+                rounds += 1;
+            }
+        });
+    });
+    assert_eq!(index.len(), 6_000);
+    let queries = clustered(50, DIM, 19);
+    let truth = brute_force(Metric::L2, &base, &queries, DIM, 10);
+    let results = index.search_batch(&queries, HnswSearchParams::new(10, 96), 2).unwrap();
+    assert!(recall(&results.ids, &truth, 10) >= RECALL_FLOOR);
+}
+
+#[test]
+fn save_load_round_trip_and_corruption_is_detected() {
+    let base = clustered(1_500, DIM, 20);
+    let queries = clustered(10, DIM, 21);
+    for quantization in [Quantization::None, Quantization::Sq8] {
+        let index = build(Metric::Dot, quantization, &base, 2);
+        index.mark_deleted(3);
+        let mut bytes = Vec::new();
+        index.save(&mut bytes).unwrap();
+        let loaded = HnswIndex::load(&mut bytes.as_slice()).unwrap();
+        let params = HnswSearchParams::new(10, 40);
+        assert_eq!(
+            index.search_batch(&queries, params, 1).unwrap(),
+            loaded.search_batch(&queries, params, 1).unwrap()
+        );
+        assert!(loaded.is_deleted(loaded.node_of(3).unwrap()));
+        // every flipped byte past the magic is caught by a checksum or a structural check
+        for position in [9, 20, 70, bytes.len() / 2, bytes.len() - 2] {
+            let mut corrupt = bytes.clone();
+            corrupt[position] ^= 0x10;
+            assert!(
+                matches!(HnswIndex::load(&mut corrupt.as_slice()), Err(IndexError::Format { .. })),
+                "flip at {position} not detected"
+            );
+        }
+        let truncated = &bytes[..bytes.len() - 100];
+        assert!(matches!(HnswIndex::load(&mut &truncated[..]), Err(IndexError::Format { .. })));
+        // loaded indexes keep accepting inserts after growing
+        let mut loaded = loaded;
+        loaded.reserve(2_000).unwrap();
+        let extra = clustered(10, DIM, 22);
+        loaded.add(&extra, &(5_000..5_010).collect::<Vec<u64>>(), 1).unwrap();
+        assert_eq!(loaded.len(), 1_510);
+    }
+}
+
+#[test]
+fn bad_input_is_rejected_with_named_fields_and_nothing_is_stored() {
+    let index = HnswIndex::new(HnswParams::new(4, Metric::Cosine), 3).unwrap();
+    assert!(matches!(
+        index.add(&[1.0, 2.0, 3.0], &[1], 1),
+        Err(IndexError::WrongVectorDimension { expected: 4, .. })
+    ));
+    assert!(matches!(
+        index.add(&[1.0, f32::NAN, 3.0, 4.0], &[1], 1),
+        Err(IndexError::NonFiniteValue { row: 0, position: 1 })
+    ));
+    assert!(matches!(
+        index.add(&[1.0, 2.0, 3.0, 4.0, 1.0, 2.0, 3.0, 4.0], &[1, 1], 1),
+        Err(IndexError::DuplicateId { id: 1 })
+    ));
+    assert!(index.is_empty());
+    index.add(&[1.0, 2.0, 3.0, 4.0], &[1], 1).unwrap();
+    assert!(matches!(
+        index.add(&[1.0, 2.0, 3.0, 4.0], &[1], 1),
+        Err(IndexError::DuplicateId { id: 1 })
+    ));
+    assert!(matches!(
+        index.add(&[0.5; 12], &[2, 3, 4], 1),
+        Err(IndexError::CapacityExceeded { capacity: 3 })
+    ));
+    assert_eq!(index.len(), 1);
+    assert!(matches!(
+        index.search(&[1.0, 2.0, 3.0, 4.0], HnswSearchParams::new(1, 0)),
+        Err(IndexError::ParameterOutOfRange { name: "ef", .. })
+    ));
+    assert!(matches!(
+        index.search(&[1.0, 2.0, 3.0, 4.0], HnswSearchParams::new(100_000, 10)),
+        Err(IndexError::ParameterOutOfRange { name: "k", .. })
+    ));
+    let mut params = HnswParams::new(4, Metric::L2);
+    params.m = 1;
+    assert!(matches!(
+        HnswIndex::new(params, 1),
+        Err(IndexError::ParameterOutOfRange { name: "m", .. })
+    ));
+    params.m = 16;
+    params.ef_construction = 100_000;
+    assert!(matches!(
+        HnswIndex::new(params, 1),
+        Err(IndexError::ParameterOutOfRange { name: "ef_construction", .. })
+    ));
+    assert!(matches!(
+        HnswIndex::new(HnswParams::new(100_000, Metric::L2), 1),
+        Err(IndexError::ParameterOutOfRange { name: "dim", .. })
+    ));
+}
+
+#[test]
+fn empty_index_returns_nothing() {
+    let index = HnswIndex::new(HnswParams::new(8, Metric::Dot), 0).unwrap();
+    assert!(index.search(&[0.5; 8], HnswSearchParams::new(3, 10)).unwrap().is_empty());
+}

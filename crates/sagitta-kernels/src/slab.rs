@@ -1,0 +1,433 @@
+//! `AppendSlab`: a fixed-capacity store of equal-length rows, written once each, readable
+//! from other threads while further rows are being written.
+//!
+//! Protocol, per row, with one `AtomicU8` state:
+//!
+//! ```text
+//! EMPTY --(write_row: compare_exchange, Acquire)--> WRITING --(copy, store Release)--> PUBLISHED
+//! ```
+//!
+//! Only the thread that won the compare-exchange writes the row's memory, and it writes
+//! through a raw pointer (never through a shared slice), so no `&[T]` ever aliases a row that
+//! is being written. `row` returns a slice only after an Acquire load sees PUBLISHED, which
+//! orders the copy before the read; published rows are never written again, so the returned
+//! slices stay valid and immutable for as long as the slab is borrowed.
+
+use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// Alignment of the allocation's first byte, in bytes (one cache line, one zmm register).
+pub const SLAB_ALIGNMENT_BYTES: usize = 64;
+
+const ROW_EMPTY: u8 = 0;
+const ROW_WRITING: u8 = 1;
+const ROW_PUBLISHED: u8 = 2;
+
+/// Errors of [`AppendSlab::write_row`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SlabError {
+    /// The row index is not below the capacity.
+    RowOutOfRange {
+        /// Requested row index.
+        row: usize,
+        /// Capacity in rows.
+        capacity: usize,
+    },
+    /// The row was already written (or is being written by another thread).
+    RowAlreadyWritten {
+        /// Requested row index.
+        row: usize,
+    },
+    /// More values than the row stride.
+    WrongRowLength {
+        /// Most values a row holds (the stride).
+        expected: usize,
+        /// Values passed.
+        received: usize,
+    },
+}
+
+impl std::fmt::Display for SlabError {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SlabError::RowOutOfRange { row, capacity } => {
+                write!(formatter, "row {row} is out of range (capacity {capacity} rows)")
+            }
+            SlabError::RowAlreadyWritten { row } => write!(formatter, "row {row} was already written"),
+            SlabError::WrongRowLength { expected, received } => write!(
+                formatter,
+                "row has {received} values but the stride is {expected}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SlabError {}
+
+/// Rows of `stride` elements, 64-byte aligned start, capacity fixed at creation. Each row is
+/// written exactly once ([`write_row`](Self::write_row)) then immutable; readers on other
+/// threads can read any published row while writers fill other rows.
+///
+/// Row r starts `r * stride` elements after the 64-byte aligned base, so rows are 64-byte
+/// aligned when `stride * size_of::<T>()` is a multiple of 64 (see
+/// [`aligned_stride`](Self::aligned_stride)).
+pub struct AppendSlab<T: Copy + Default + Send + Sync + 'static> {
+    /// Base of `capacity_rows * stride` initialised elements (dangling when the layout has
+    /// size 0).
+    base: NonNull<T>,
+    capacity_rows: usize,
+    stride: usize,
+    /// `capacity_rows` row states (`ROW_EMPTY`, `ROW_WRITING`, `ROW_PUBLISHED`).
+    states: Box<[AtomicU8]>,
+    /// Layout of the allocation at `base` (not allocated when its size is 0).
+    layout: Layout,
+    _owns: PhantomData<T>,
+}
+
+// SAFETY: the slab owns its elements like a `Box<[T]>`; moving it to another thread moves
+// them, which is fine because `T: Send`.
+unsafe impl<T: Copy + Default + Send + Sync + 'static> Send for AppendSlab<T> {}
+
+// SAFETY: shared access hands out `&[T]` of published (immutable) rows only, which needs
+// `T: Sync`; writes through `&self` go to rows claimed exclusively by an atomic
+// compare-exchange, and are published with Release / observed with Acquire.
+unsafe impl<T: Copy + Default + Send + Sync + 'static> Sync for AppendSlab<T> {}
+
+impl<T: Copy + Default + Send + Sync + 'static> AppendSlab<T> {
+    /// A slab of `capacity_rows` rows of `stride` elements, every element `T::default()`.
+    ///
+    /// # Panics
+    /// If the size in bytes overflows `isize` or the allocation fails.
+    pub fn new(capacity_rows: usize, stride: usize) -> Self {
+        let (base, layout) = allocate_default::<T>(capacity_rows, stride);
+        let states = (0..capacity_rows).map(|_| AtomicU8::new(ROW_EMPTY)).collect();
+        AppendSlab {
+            base,
+            capacity_rows,
+            stride,
+            states,
+            layout,
+            _owns: PhantomData,
+        }
+    }
+
+    /// Smallest stride of at least `dimension` elements that makes every row start 64-byte
+    /// aligned (when `size_of::<T>()` divides 64; otherwise `dimension` unchanged).
+    pub fn aligned_stride(dimension: usize) -> usize {
+        let element_bytes = size_of::<T>();
+        if element_bytes == 0 || !SLAB_ALIGNMENT_BYTES.is_multiple_of(element_bytes) {
+            return dimension;
+        }
+        dimension.next_multiple_of(SLAB_ALIGNMENT_BYTES / element_bytes)
+    }
+
+    /// Capacity in rows.
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.capacity_rows
+    }
+
+    /// Elements per row.
+    #[inline]
+    pub fn stride(&self) -> usize {
+        self.stride
+    }
+
+    /// Writes row `row` once and publishes it. `values.len()` may be below the stride; the
+    /// rest of the row stays `T::default()`.
+    pub fn write_row(&self, row: usize, values: &[T]) -> Result<(), SlabError> {
+        if row >= self.capacity_rows {
+            return Err(SlabError::RowOutOfRange { row, capacity: self.capacity_rows });
+        }
+        if values.len() > self.stride {
+            return Err(SlabError::WrongRowLength { expected: self.stride, received: values.len() });
+        }
+        let state = &self.states[row];
+        if state
+            .compare_exchange(ROW_EMPTY, ROW_WRITING, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return Err(SlabError::RowAlreadyWritten { row });
+        }
+        // SAFETY: row < capacity_rows, so the row's `stride` elements lie inside the
+        // allocation (or are zero bytes long); `values.len() <= stride`. This thread won the
+        // EMPTY -> WRITING exchange, so no other thread writes this row, and no reader holds
+        // a slice of it until it is PUBLISHED below. Source and destination do not overlap:
+        // `values` is a shared borrow, which cannot point into an unpublished row.
+        unsafe {
+            let destination = self.base.as_ptr().add(row * self.stride);
+            std::ptr::copy_nonoverlapping(values.as_ptr(), destination, values.len());
+        }
+        state.store(ROW_PUBLISHED, Ordering::Release);
+        Ok(())
+    }
+
+    /// The full row (`stride` elements) if it is published, else `None`.
+    #[inline]
+    pub fn row(&self, row: usize) -> Option<&[T]> {
+        let state = self.states.get(row)?;
+        if state.load(Ordering::Acquire) != ROW_PUBLISHED {
+            return None;
+        }
+        // SAFETY: row < capacity_rows (the state exists), so the row lies inside the
+        // initialised allocation. PUBLISHED was observed with Acquire, pairing with the
+        // writer's Release store, so the copy happened before this read; published rows are
+        // never written again while `self` is shared (`grow` needs `&mut self`).
+        Some(unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(row * self.stride), self.stride) })
+    }
+
+    /// Whether row `row` is published (false when out of range).
+    #[inline]
+    pub fn is_published(&self, row: usize) -> bool {
+        self.states
+            .get(row)
+            .is_some_and(|state| state.load(Ordering::Acquire) == ROW_PUBLISHED)
+    }
+
+    /// Grows the capacity to `new_capacity_rows` (no-op if not larger), keeping every row's
+    /// contents and state. Needs exclusive access, so no reader or writer is active.
+    pub fn grow(&mut self, new_capacity_rows: usize) {
+        if new_capacity_rows <= self.capacity_rows {
+            return;
+        }
+        let (new_base, new_layout) = allocate_default::<T>(new_capacity_rows, self.stride);
+        let old_element_count = self.capacity_rows * self.stride;
+        // SAFETY: both allocations hold at least `old_element_count` initialised elements
+        // and are distinct; `&mut self` rules out concurrent writers.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.base.as_ptr(), new_base.as_ptr(), old_element_count);
+        }
+        let states: Box<[AtomicU8]> = self
+            .states
+            .iter_mut()
+            .map(|state| AtomicU8::new(*state.get_mut()))
+            .chain((self.capacity_rows..new_capacity_rows).map(|_| AtomicU8::new(ROW_EMPTY)))
+            .collect();
+        // SAFETY: `base` and `layout` describe the current allocation, which nothing borrows
+        // (`&mut self`); it is replaced right after.
+        unsafe { free(self.base, self.layout) };
+        self.base = new_base;
+        self.layout = new_layout;
+        self.states = states;
+        self.capacity_rows = new_capacity_rows;
+    }
+
+    /// Bytes held: the row memory plus one state byte per row.
+    pub fn memory_bytes(&self) -> usize {
+        self.layout.size() + self.states.len() * size_of::<AtomicU8>()
+    }
+}
+
+impl<T: Copy + Default + Send + Sync + 'static> Drop for AppendSlab<T> {
+    fn drop(&mut self) {
+        // SAFETY: `base` and `layout` describe the allocation made by `allocate_default`,
+        // freed exactly once here.
+        unsafe { free(self.base, self.layout) };
+    }
+}
+
+impl<T: Copy + Default + Send + Sync + 'static> std::fmt::Debug for AppendSlab<T> {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("AppendSlab")
+            .field("capacity_rows", &self.capacity_rows)
+            .field("stride", &self.stride)
+            .field("memory_bytes", &self.memory_bytes())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Allocates `row_count * stride` elements, 64-byte aligned, each set to `T::default()`.
+fn allocate_default<T: Copy + Default>(row_count: usize, stride: usize) -> (NonNull<T>, Layout) {
+    let element_count = row_count.checked_mul(stride).expect("slab element count overflows usize");
+    let size_bytes = element_count
+        .checked_mul(size_of::<T>())
+        .expect("slab size in bytes overflows usize");
+    let alignment_bytes = SLAB_ALIGNMENT_BYTES.max(align_of::<T>());
+    let layout = Layout::from_size_align(size_bytes, alignment_bytes).expect("slab size overflows isize");
+    if layout.size() == 0 {
+        // Nothing to allocate; a dangling, well-aligned pointer is valid for zero-byte
+        // accesses and for slices of zero-sized `T`.
+        return (NonNull::dangling(), layout);
+    }
+    // SAFETY: the layout has a non-zero size.
+    let raw = unsafe { alloc(layout) }.cast::<T>();
+    let Some(base) = NonNull::new(raw) else {
+        handle_alloc_error(layout)
+    };
+    // 1 GiB of rows: ~0.1 s at memset speed, paid once at creation.
+    for element_index in 0..element_count {
+        // SAFETY: element_index < element_count, inside the fresh allocation, which is
+        // aligned for `T`; `write` does not read or drop the uninitialised old value.
+        unsafe { base.as_ptr().add(element_index).write(T::default()) };
+    }
+    (base, layout)
+}
+
+/// Frees an allocation made by `allocate_default`.
+///
+/// # Safety
+/// `base` and `layout` come from one `allocate_default` call, the allocation is not freed
+/// yet and nothing borrows it.
+unsafe fn free<T>(base: NonNull<T>, layout: Layout) {
+    if layout.size() != 0 {
+        // SAFETY: guaranteed by the caller; zero-size layouts were never allocated.
+        unsafe { dealloc(base.as_ptr().cast(), layout) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slab_is_send_and_sync() {
+        fn assert_send_sync<S: Send + Sync>() {}
+        assert_send_sync::<AppendSlab<f32>>();
+        assert_send_sync::<AppendSlab<i8>>();
+    }
+
+    #[test]
+    fn base_is_aligned_and_rows_default() {
+        let slab = AppendSlab::<f32>::new(10, 7);
+        assert_eq!(slab.base.as_ptr() as usize % SLAB_ALIGNMENT_BYTES, 0);
+        assert_eq!(slab.capacity(), 10);
+        assert_eq!(slab.stride(), 7);
+        assert!(slab.row(0).is_none());
+        slab.write_row(3, &[1.0, 2.0]).unwrap();
+        assert_eq!(slab.row(3).unwrap(), &[1.0, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        assert!(slab.is_published(3));
+        assert!(!slab.is_published(4));
+        assert!(!slab.is_published(100));
+        assert!(slab.row(100).is_none());
+        assert_eq!(slab.memory_bytes(), 10 * 7 * 4 + 10);
+    }
+
+    #[test]
+    fn errors() {
+        let slab = AppendSlab::<i8>::new(4, 3);
+        assert_eq!(
+            slab.write_row(4, &[1]),
+            Err(SlabError::RowOutOfRange { row: 4, capacity: 4 })
+        );
+        assert_eq!(
+            slab.write_row(0, &[1, 2, 3, 4]),
+            Err(SlabError::WrongRowLength { expected: 3, received: 4 })
+        );
+        assert!(!slab.is_published(0), "a rejected write must not publish the row");
+        slab.write_row(0, &[1, 2, 3]).unwrap();
+        assert_eq!(slab.write_row(0, &[4, 5, 6]), Err(SlabError::RowAlreadyWritten { row: 0 }));
+        assert_eq!(slab.row(0).unwrap(), &[1, 2, 3]);
+        let message = SlabError::RowAlreadyWritten { row: 0 }.to_string();
+        assert!(message.contains("row 0"));
+    }
+
+    #[test]
+    fn zero_sizes() {
+        let empty = AppendSlab::<f32>::new(0, 16);
+        assert!(empty.row(0).is_none());
+        assert_eq!(empty.memory_bytes(), 0);
+        let zero_stride = AppendSlab::<f32>::new(3, 0);
+        zero_stride.write_row(1, &[]).unwrap();
+        assert_eq!(zero_stride.row(1), Some(&[][..]));
+        let zero_sized = AppendSlab::<()>::new(3, 5);
+        zero_sized.write_row(2, &[(), ()]).unwrap();
+        assert_eq!(zero_sized.row(2).unwrap().len(), 5);
+    }
+
+    #[test]
+    fn grow_keeps_rows_and_states() {
+        let mut slab = AppendSlab::<u64>::new(2, 3);
+        slab.write_row(1, &[7, 8, 9]).unwrap();
+        slab.grow(5);
+        assert_eq!(slab.capacity(), 5);
+        assert_eq!(slab.base.as_ptr() as usize % SLAB_ALIGNMENT_BYTES, 0);
+        assert!(slab.row(0).is_none());
+        assert_eq!(slab.row(1).unwrap(), &[7, 8, 9]);
+        assert_eq!(slab.write_row(1, &[1]), Err(SlabError::RowAlreadyWritten { row: 1 }));
+        slab.write_row(4, &[1, 2]).unwrap();
+        assert_eq!(slab.row(4).unwrap(), &[1, 2, 0]);
+        slab.grow(1);
+        assert_eq!(slab.capacity(), 5);
+        let mut from_empty = AppendSlab::<f32>::new(0, 4);
+        from_empty.grow(2);
+        from_empty.write_row(1, &[1.0; 4]).unwrap();
+        assert_eq!(from_empty.row(1).unwrap(), &[1.0; 4]);
+    }
+
+    #[test]
+    fn aligned_stride() {
+        assert_eq!(AppendSlab::<f32>::aligned_stride(0), 0);
+        assert_eq!(AppendSlab::<f32>::aligned_stride(1), 16);
+        assert_eq!(AppendSlab::<f32>::aligned_stride(100), 112);
+        assert_eq!(AppendSlab::<i8>::aligned_stride(768), 768);
+        assert_eq!(AppendSlab::<[u8; 3]>::aligned_stride(5), 5);
+    }
+
+    /// Writers fill distinct rows while readers poll; every row a reader sees must be
+    /// complete (all elements equal to the row's tag).
+    #[test]
+    fn concurrent_writers_and_readers() {
+        const ROW_COUNT: usize = 2_000;
+        const STRIDE: usize = 67;
+        const WRITER_COUNT: usize = 3;
+        let slab = AppendSlab::<u64>::new(ROW_COUNT, STRIDE);
+        std::thread::scope(|scope| {
+            for writer_index in 0..WRITER_COUNT {
+                let slab = &slab;
+                scope.spawn(move || {
+                    for row in (writer_index..ROW_COUNT).step_by(WRITER_COUNT) {
+                        let tag = row as u64 * 1_000_003 + 1;
+                        slab.write_row(row, &[tag; STRIDE]).unwrap();
+                    }
+                });
+            }
+            for _ in 0..2 {
+                let slab = &slab;
+                scope.spawn(move || {
+                    let mut seen_rows = 0;
+                    while seen_rows < ROW_COUNT {
+                        seen_rows = 0;
+                        for row in 0..ROW_COUNT {
+                            if let Some(values) = slab.row(row) {
+                                let tag = row as u64 * 1_000_003 + 1;
+                                assert!(values.iter().all(|&value| value == tag), "torn row {row}");
+                                seen_rows += 1;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        for row in 0..ROW_COUNT {
+            assert!(slab.is_published(row));
+        }
+    }
+
+    /// Two threads race for the same rows: exactly one write per row succeeds.
+    #[test]
+    fn concurrent_double_writes() {
+        const ROW_COUNT: usize = 1_000;
+        let slab = AppendSlab::<u32>::new(ROW_COUNT, 4);
+        let successes: Vec<usize> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..2u32)
+                .map(|thread_index| {
+                    let slab = &slab;
+                    scope.spawn(move || {
+                        (0..ROW_COUNT)
+                            .filter(|&row| slab.write_row(row, &[thread_index; 4]).is_ok())
+                            .count()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|handle| handle.join().unwrap()).collect()
+        });
+        assert_eq!(successes.iter().sum::<usize>(), ROW_COUNT);
+        for row in 0..ROW_COUNT {
+            let values = slab.row(row).unwrap();
+            assert!(values.iter().all(|&value| value == values[0]));
+        }
+    }
+}

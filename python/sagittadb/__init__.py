@@ -1,0 +1,39 @@
+"""SagittaDB embedded in Python: exact (flat) and HNSW vector indexes over numpy arrays.
+
+>>> import numpy as np, sagittadb
+>>> index = sagittadb.HnswIndex(4, metric="cosine", m=8, ef_construction=32)
+>>> index.add(np.eye(4, dtype=np.float32))
+>>> ids, scores = index.search(np.eye(4, dtype=np.float32)[:1], k=1)
+>>> int(ids[0, 0])
+0
+"""
+
+from ._native import (
+    CapacityError,
+    DimensionError,
+    DuplicateIdError,
+    FlatIndex,
+    FormatError,
+    HnswIndex,
+    InvalidParameterError,
+    SagittaError,
+    __version__,
+    simd_level,
+)
+
+MISSING_ID = 2**64 - 1
+"""The id in a result slot that no point filled (fewer than k points matched)."""
+
+__all__ = [
+    "MISSING_ID",
+    "CapacityError",
+    "DimensionError",
+    "DuplicateIdError",
+    "FlatIndex",
+    "FormatError",
+    "HnswIndex",
+    "InvalidParameterError",
+    "SagittaError",
+    "__version__",
+    "simd_level",
+]

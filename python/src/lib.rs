@@ -1,0 +1,365 @@
+//! The `sagittadb._native` extension: PyO3 bindings over `sagitta-index`.
+//!
+//! Architecture invariant: this is the only crate that knows PyO3. Work on numpy arrays runs
+//! with the GIL released. Index files are written to `<path>.tmp`, fsynced, renamed over
+//! `<path>`, and the directory is fsynced, so a crash never leaves a half-written index.
+#![deny(unsafe_code)]
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use numpy::{IntoPyArray, PyArray2, PyReadonlyArrayDyn, PyUntypedArrayMethods};
+use parking_lot::RwLock;
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use sagitta_index::flat::{FlatIndex as CoreFlat, SearchResults};
+use sagitta_index::hnsw::{HnswIndex as CoreHnsw, HnswParams, HnswSearchParams, Quantization};
+use sagitta_index::{IndexError, Metric};
+
+create_exception!(_native, SagittaError, PyException, "Base class of SagittaDB errors.");
+create_exception!(_native, DimensionError, SagittaError, "A vector has the wrong dimension.");
+create_exception!(_native, InvalidParameterError, SagittaError, "A parameter or value is out of range or malformed.");
+create_exception!(_native, DuplicateIdError, SagittaError, "An id is already in the index.");
+create_exception!(_native, CapacityError, SagittaError, "The index cannot hold more points.");
+create_exception!(_native, FormatError, SagittaError, "An index file is corrupt or of an unknown version.");
+
+/// The one table from engine errors to Python exceptions.
+fn to_python_error(error: IndexError) -> PyErr {
+    let message = error.to_string();
+    match error {
+        IndexError::WrongVectorDimension { .. } | IndexError::WrongIdCount { .. } => {
+            DimensionError::new_err(message)
+        }
+        IndexError::ParameterOutOfRange { .. }
+        | IndexError::NonFiniteValue { .. }
+        | IndexError::UnknownMetric { .. }
+        | IndexError::UnknownQuantization { .. } => InvalidParameterError::new_err(message),
+        IndexError::DuplicateId { .. } => DuplicateIdError::new_err(message),
+        IndexError::CapacityExceeded { .. } => CapacityError::new_err(message),
+        IndexError::Format { .. } => FormatError::new_err(message),
+        IndexError::Io { .. } => PyOSError::new_err(message),
+    }
+}
+
+/// A borrowed batch of f32 rows from a 1-d (one vector) or 2-d numpy array.
+struct Batch<'py> {
+    array: PyReadonlyArrayDyn<'py, f32>,
+    rows: usize,
+}
+
+impl Batch<'_> {
+    fn values(&self) -> PyResult<&[f32]> {
+        self.array
+            .as_slice()
+            .map_err(|_| PyValueError::new_err("vectors must be a C-contiguous float32 array"))
+    }
+}
+
+fn batch<'py>(vectors: &Bound<'py, PyAny>, dim: usize, name: &str) -> PyResult<Batch<'py>> {
+    let numpy = vectors.py().import("numpy")?;
+    let converted = numpy.call_method1("ascontiguousarray", (vectors, "float32"))?;
+    let array: PyReadonlyArrayDyn<'py, f32> = converted.extract()?;
+    let shape = array.shape().to_vec();
+    let (rows, columns) = match shape.as_slice() {
+        [columns] => (1, *columns),
+        [rows, columns] => (*rows, *columns),
+        _ => {
+            return Err(DimensionError::new_err(format!(
+                "`{name}` must be a 1-d or 2-d array, got {} dimensions",
+                shape.len()
+            )))
+        }
+    };
+    if columns != dim {
+        return Err(DimensionError::new_err(format!(
+            "vector dimension error: `{name}` has {columns} columns, the index has dim {dim}"
+        )));
+    }
+    Ok(Batch { array, rows })
+}
+
+fn labels_or_default(ids: Option<&Bound<'_, PyAny>>, rows: usize, start: usize) -> PyResult<Vec<u64>> {
+    match ids {
+        None => Ok((start as u64..(start + rows) as u64).collect()),
+        Some(ids) => {
+            let numpy = ids.py().import("numpy")?;
+            let converted = numpy.call_method1("ascontiguousarray", (ids, "uint64"))?;
+            let labels: Vec<u64> = converted.call_method0("ravel")?.call_method0("tolist")?.extract()?;
+            if labels.len() != rows {
+                return Err(DimensionError::new_err(format!(
+                    "`ids` has {} entries but {rows} vectors were given",
+                    labels.len()
+                )));
+            }
+            Ok(labels)
+        }
+    }
+}
+
+type ResultArrays<'py> = (Bound<'py, PyArray2<u64>>, Bound<'py, PyArray2<f32>>);
+
+fn result_arrays(py: Python<'_>, results: SearchResults, rows: usize) -> PyResult<ResultArrays<'_>> {
+    let k = results.k;
+    let ids = results.ids.into_pyarray(py).reshape([rows, k])?;
+    let scores = results.scores.into_pyarray(py).reshape([rows, k])?;
+    Ok((ids, scores))
+}
+
+/// Writes through `<path>.tmp`, fsync, rename, fsync of the directory.
+fn write_atomically(path: &Path, body: impl FnOnce(&mut BufWriter<File>) -> Result<(), IndexError>) -> PyResult<()> {
+    let mut temporary = PathBuf::from(path);
+    temporary.as_mut_os_string().push(".tmp");
+    let file = File::create(&temporary)?;
+    let mut writer = BufWriter::with_capacity(1 << 20, file);
+    body(&mut writer).map_err(to_python_error)?;
+    writer.flush()?;
+    let file = writer.into_inner().map_err(|error| error.into_error())?;
+    file.sync_all()?;
+    drop(file);
+    std::fs::rename(&temporary, path)?;
+    let directory = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    File::open(directory)?.sync_all()?;
+    Ok(())
+}
+
+fn open_reader(path: &Path) -> PyResult<BufReader<File>> {
+    Ok(BufReader::with_capacity(1 << 20, File::open(path)?))
+}
+
+/// Exact index: every query scans every vector (SIMD, batched, multi-threaded).
+#[pyclass(module = "sagittadb")]
+struct FlatIndex {
+    inner: RwLock<CoreFlat>,
+}
+
+#[pymethods]
+impl FlatIndex {
+    #[new]
+    #[pyo3(signature = (dim, metric = "cosine"))]
+    fn new(dim: usize, metric: &str) -> PyResult<Self> {
+        let metric = Metric::parse(metric).map_err(to_python_error)?;
+        let inner = CoreFlat::new(dim, metric).map_err(to_python_error)?;
+        Ok(FlatIndex { inner: RwLock::new(inner) })
+    }
+
+    #[getter]
+    fn dim(&self) -> usize {
+        self.inner.read().dim()
+    }
+
+    #[getter]
+    fn metric(&self) -> &'static str {
+        self.inner.read().metric().name()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.read().len()
+    }
+
+    /// Adds vectors (n × dim float32) with optional uint64 ids (default: continuing 0, 1, …).
+    #[pyo3(signature = (vectors, ids = None))]
+    fn add(&self, py: Python<'_>, vectors: &Bound<'_, PyAny>, ids: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let dim = self.dim();
+        let batch = batch(vectors, dim, "vectors")?;
+        let labels = labels_or_default(ids, batch.rows, self.__len__())?;
+        let values = batch.values()?;
+        py.allow_threads(|| self.inner.write().add(values, &labels)).map_err(to_python_error)
+    }
+
+    /// Exact top-k: returns (ids uint64 nq×k, scores float32 nq×k), closest first.
+    #[pyo3(signature = (queries, k = 10, threads = 0))]
+    fn search<'py>(&self, py: Python<'py>, queries: &Bound<'py, PyAny>, k: usize, threads: usize) -> PyResult<ResultArrays<'py>> {
+        let batch = batch(queries, self.dim(), "queries")?;
+        let values = batch.values()?;
+        let results = py
+            .allow_threads(|| self.inner.read().search(values, k, threads))
+            .map_err(to_python_error)?;
+        result_arrays(py, results, batch.rows)
+    }
+
+    /// Bytes held by vectors and ids.
+    fn memory_bytes(&self) -> usize {
+        self.inner.read().memory_bytes()
+    }
+
+    /// Saves to `path` atomically (temporary file, fsync, rename).
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        py.allow_threads(|| write_atomically(&path, |writer| self.inner.read().save(writer)))
+    }
+
+    #[staticmethod]
+    fn load(py: Python<'_>, path: PathBuf) -> PyResult<FlatIndex> {
+        let inner = py.allow_threads(|| {
+            let mut reader = open_reader(&path)?;
+            CoreFlat::load(&mut reader).map_err(to_python_error)
+        })?;
+        Ok(FlatIndex { inner: RwLock::new(inner) })
+    }
+
+    fn __repr__(&self) -> String {
+        let inner = self.inner.read();
+        format!("FlatIndex(dim={}, metric='{}', len={})", inner.dim(), inner.metric().name(), inner.len())
+    }
+}
+
+/// HNSW index with optional SQ8 traversal and exact re-scoring.
+///
+/// `add` and `search` may run concurrently from several Python threads; a search never waits
+/// for an insert except while the capacity grows (amortized doubling).
+#[pyclass(module = "sagittadb")]
+struct HnswIndex {
+    inner: RwLock<CoreHnsw>,
+}
+
+#[pymethods]
+impl HnswIndex {
+    #[new]
+    #[pyo3(signature = (dim, metric = "cosine", m = 16, ef_construction = 100, quantization = "sq8", capacity = 0, seed = 42))]
+    fn new(dim: usize, metric: &str, m: usize, ef_construction: usize, quantization: &str, capacity: usize, seed: u64) -> PyResult<Self> {
+        let mut params = HnswParams::new(dim, Metric::parse(metric).map_err(to_python_error)?);
+        params.m = m;
+        params.ef_construction = ef_construction;
+        params.quantization = Quantization::parse(quantization).map_err(to_python_error)?;
+        params.seed = seed;
+        let inner = CoreHnsw::new(params, capacity).map_err(to_python_error)?;
+        Ok(HnswIndex { inner: RwLock::new(inner) })
+    }
+
+    #[getter]
+    fn dim(&self) -> usize {
+        self.inner.read().dim()
+    }
+
+    #[getter]
+    fn metric(&self) -> &'static str {
+        self.inner.read().metric().name()
+    }
+
+    #[getter]
+    fn quantization(&self) -> &'static str {
+        self.inner.read().params().quantization.name()
+    }
+
+    #[getter]
+    fn capacity(&self) -> usize {
+        self.inner.read().capacity()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.read().len()
+    }
+
+    /// Adds vectors with optional uint64 ids, linking them on `threads` threads (0 = all).
+    #[pyo3(signature = (vectors, ids = None, threads = 0))]
+    fn add(&self, py: Python<'_>, vectors: &Bound<'_, PyAny>, ids: Option<&Bound<'_, PyAny>>, threads: usize) -> PyResult<()> {
+        let dim = self.dim();
+        let batch = batch(vectors, dim, "vectors")?;
+        let labels = labels_or_default(ids, batch.rows, self.__len__())?;
+        let values = batch.values()?;
+        py.allow_threads(|| {
+            let needed = self.inner.read().len() + batch.rows;
+            if needed > self.inner.read().capacity() {
+                let mut inner = self.inner.write();
+                let grown = needed.max(inner.capacity().saturating_mul(2));
+                inner.reserve(grown.min(sagitta_index::limits::MAX_POINTS))?;
+            }
+            self.inner.read().add(values, &labels, threads)
+        })
+        .map_err(to_python_error)
+    }
+
+    /// Approximate top-k: (ids uint64 nq×k, scores float32 nq×k), closest first.
+    /// `rescore`: how many SQ8 candidates are re-scored exactly (default: all `ef`).
+    #[pyo3(signature = (queries, k = 10, ef = 64, threads = 0, rescore = None, exact_traversal = false))]
+    #[allow(clippy::too_many_arguments)]
+    fn search<'py>(
+        &self,
+        py: Python<'py>,
+        queries: &Bound<'py, PyAny>,
+        k: usize,
+        ef: usize,
+        threads: usize,
+        rescore: Option<usize>,
+        exact_traversal: bool,
+    ) -> PyResult<ResultArrays<'py>> {
+        let batch = batch(queries, self.dim(), "queries")?;
+        let values = batch.values()?;
+        let params = HnswSearchParams { k, ef, rescore, exact_traversal };
+        let results = py
+            .allow_threads(|| self.inner.read().search_batch(values, params, threads))
+            .map_err(to_python_error)?;
+        result_arrays(py, results, batch.rows)
+    }
+
+    /// Marks an id deleted (never returned again). Returns False if unknown or already deleted.
+    fn mark_deleted(&self, id: u64) -> bool {
+        self.inner.read().mark_deleted(id)
+    }
+
+    /// Memory by part: graph, codes, vectors, index (what traversal touches) and total.
+    fn memory_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let usage = self.inner.read().memory_usage();
+        let dict = PyDict::new(py);
+        dict.set_item("graph", usage.graph_bytes)?;
+        dict.set_item("codes", usage.codes_bytes)?;
+        dict.set_item("vectors", usage.vectors_bytes)?;
+        dict.set_item("index", usage.index_bytes())?;
+        dict.set_item("total", usage.total_bytes())?;
+        Ok(dict)
+    }
+
+    /// Saves to `path` atomically (temporary file, fsync, rename). Inserts wait meanwhile.
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        py.allow_threads(|| {
+            let guard = self.inner.write();
+            write_atomically(&path, |writer| guard.save(writer))
+        })
+    }
+
+    #[staticmethod]
+    fn load(py: Python<'_>, path: PathBuf) -> PyResult<HnswIndex> {
+        let inner = py.allow_threads(|| {
+            let mut reader = open_reader(&path)?;
+            CoreHnsw::load(&mut reader).map_err(to_python_error)
+        })?;
+        Ok(HnswIndex { inner: RwLock::new(inner) })
+    }
+
+    fn __repr__(&self) -> String {
+        let inner = self.inner.read();
+        format!(
+            "HnswIndex(dim={}, metric='{}', m={}, ef_construction={}, quantization='{}', len={})",
+            inner.dim(),
+            inner.metric().name(),
+            inner.params().m,
+            inner.params().ef_construction,
+            inner.params().quantization.name(),
+            inner.len()
+        )
+    }
+}
+
+/// The instruction set the distance kernels use on this CPU, e.g. "avx512-vnni".
+#[pyfunction]
+fn simd_level() -> &'static str {
+    sagitta_kernels::detected_simd_level().name()
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<FlatIndex>()?;
+    m.add_class::<HnswIndex>()?;
+    m.add_function(wrap_pyfunction!(simd_level, m)?)?;
+    let py = m.py();
+    m.add("SagittaError", py.get_type::<SagittaError>())?;
+    m.add("DimensionError", py.get_type::<DimensionError>())?;
+    m.add("InvalidParameterError", py.get_type::<InvalidParameterError>())?;
+    m.add("DuplicateIdError", py.get_type::<DuplicateIdError>())?;
+    m.add("CapacityError", py.get_type::<CapacityError>())?;
+    m.add("FormatError", py.get_type::<FormatError>())?;
+    Ok(())
+}

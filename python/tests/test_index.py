@@ -1,0 +1,164 @@
+"""The sagittadb Python API over numpy: exactness, recall floors, persistence, bad input."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import sagittadb
+
+DIM = 40
+
+
+def clustered(count, dim=DIM, seed=0):
+    """Embedding-like data: a 12-d Gaussian latent, a fixed random projection, noise."""
+    projection = np.random.default_rng(0).normal(size=(12, dim))
+    rng = np.random.default_rng(seed)
+    latent = rng.normal(size=(count, 12))
+    noise = rng.normal(scale=0.5, size=(count, dim))
+    return np.ascontiguousarray(latent @ projection + noise, dtype=np.float32)
+
+
+def exact_top_k(base, queries, k, metric):
+    if metric == "cosine":
+        base = base / np.linalg.norm(base, axis=1, keepdims=True)
+        queries = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    if metric == "l2":
+        distances = ((queries[:, None, :].astype(np.float64) - base[None, :, :]) ** 2).sum(-1)
+    else:
+        distances = -(queries.astype(np.float64) @ base.T.astype(np.float64))
+    return np.argsort(distances, axis=1, kind="stable")[:, :k]
+
+
+def recall(found, truth):
+    k = truth.shape[1]
+    hits = sum(len(set(f.tolist()) & set(t.tolist())) for f, t in zip(found, truth))
+    return hits / (len(truth) * k)
+
+
+def test_simd_level_is_reported():
+    assert sagittadb.simd_level() in {"scalar", "neon", "avx2", "avx512", "avx512-vnni"}
+
+
+@pytest.mark.parametrize("metric", ["cosine", "dot", "l2"])
+def test_flat_index_is_exact(metric):
+    base, queries = clustered(2000, seed=1), clustered(40, seed=2)
+    index = sagittadb.FlatIndex(DIM, metric=metric)
+    index.add(base)
+    ids, scores = index.search(queries, k=10, threads=2)
+    assert ids.dtype == np.uint64 and ids.shape == (40, 10)
+    assert scores.dtype == np.float32
+    assert recall(ids, exact_top_k(base, queries, 10, metric)) == 1.0
+
+
+@pytest.mark.parametrize("quantization", ["none", "sq8"])
+@pytest.mark.parametrize("metric", ["cosine", "dot", "l2"])
+def test_hnsw_recall_floor(metric, quantization):
+    base, queries = clustered(3000, seed=3), clustered(60, seed=4)
+    index = sagittadb.HnswIndex(
+        DIM, metric=metric, m=12, ef_construction=80, quantization=quantization
+    )
+    index.add(base, threads=2)
+    assert len(index) == 3000
+    ids, _ = index.search(queries, k=10, ef=64, threads=2)
+    assert recall(ids, exact_top_k(base, queries, 10, metric)) >= 0.95
+
+
+def test_custom_ids_deletes_and_missing_slots():
+    base = clustered(500, seed=5)
+    ids = np.arange(1000, 1500, dtype=np.uint64)
+    index = sagittadb.HnswIndex(DIM, metric="l2", m=8, ef_construction=40)
+    index.add(base, ids=ids)
+    found, _ = index.search(base[:1], k=1, ef=32)
+    assert found[0, 0] == 1000
+    assert index.mark_deleted(1000)
+    assert not index.mark_deleted(1000)
+    found, _ = index.search(base[:1], k=5, ef=32)
+    assert 1000 not in found[0].tolist()
+    small = sagittadb.FlatIndex(DIM, metric="dot")
+    small.add(base[:2])
+    found, _ = small.search(base[:1], k=4)
+    assert (found[0, 2:] == sagittadb.MISSING_ID).all()
+
+
+def test_save_and_load_round_trip(tmp_path):
+    base, queries = clustered(1200, seed=6), clustered(20, seed=7)
+    for index in (
+        sagittadb.HnswIndex(DIM, metric="cosine", m=8, ef_construction=40),
+        sagittadb.FlatIndex(DIM, metric="cosine"),
+    ):
+        index.add(base)
+        path = tmp_path / f"{type(index).__name__}.sgt"
+        index.save(path)
+        assert not (tmp_path / f"{path.name}.tmp").exists()
+        loaded = type(index).load(path)
+        assert len(loaded) == len(index)
+        before = index.search(queries, k=5)
+        after = loaded.search(queries, k=5)
+        np.testing.assert_array_equal(before[0], after[0])
+        np.testing.assert_array_equal(before[1], after[1])
+
+
+def test_corrupt_file_raises_format_error(tmp_path):
+    index = sagittadb.HnswIndex(DIM, m=8, ef_construction=40)
+    index.add(clustered(300, seed=8))
+    path = tmp_path / "index.sgt"
+    index.save(path)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(sagittadb.FormatError, match="checksum"):
+        sagittadb.HnswIndex.load(path)
+    with pytest.raises(OSError):
+        sagittadb.HnswIndex.load(tmp_path / "missing.sgt")
+
+
+def test_bad_input_names_the_field_and_stores_nothing():
+    index = sagittadb.HnswIndex(4, metric="cosine")
+    with pytest.raises(sagittadb.DimensionError, match="dim"):
+        index.add(np.ones((2, 5), dtype=np.float32))
+    with pytest.raises(sagittadb.InvalidParameterError, match="non-finite"):
+        index.add(np.array([[1, np.nan, 0, 0]], dtype=np.float32))
+    with pytest.raises(sagittadb.DuplicateIdError, match="id 7"):
+        index.add(np.ones((2, 4), dtype=np.float32), ids=np.array([7, 7], dtype=np.uint64))
+    with pytest.raises(sagittadb.DimensionError, match="ids"):
+        index.add(np.ones((2, 4), dtype=np.float32), ids=np.array([1], dtype=np.uint64))
+    assert len(index) == 0
+    with pytest.raises(sagittadb.InvalidParameterError, match="`m`"):
+        sagittadb.HnswIndex(4, m=1)
+    with pytest.raises(sagittadb.InvalidParameterError, match="metric"):
+        sagittadb.HnswIndex(4, metric="hamming")
+    with pytest.raises(sagittadb.InvalidParameterError, match="quantization"):
+        sagittadb.HnswIndex(4, quantization="pq")
+    index.add(np.ones((1, 4), dtype=np.float32))
+    with pytest.raises(sagittadb.InvalidParameterError, match="`ef`"):
+        index.search(np.ones(4, dtype=np.float32), k=1, ef=0)
+    with pytest.raises(sagittadb.DimensionError):
+        index.search(np.ones((1, 2, 4), dtype=np.float32), k=1)
+    assert issubclass(sagittadb.DimensionError, sagittadb.SagittaError)
+
+
+def test_search_runs_while_another_thread_inserts():
+    base = clustered(4000, seed=9)
+    index = sagittadb.HnswIndex(DIM, metric="l2", m=8, ef_construction=40)
+    index.add(base[:500])
+    errors = []
+
+    def insert():
+        try:
+            for start in range(500, 4000, 500):
+                index.add(base[start : start + 500], threads=1)
+        except Exception as error:  # noqa: BLE001 - surfaced by the assertion below
+            errors.append(error)
+
+    writer = threading.Thread(target=insert)
+    writer.start()
+    searches = 0
+    while writer.is_alive() or searches < 3:
+        ids, _ = index.search(base[:8], k=3, ef=16, threads=1)
+        assert (ids < 4000).all()
+        searches += 1
+    writer.join()
+    assert not errors
+    assert len(index) == 4000
+    assert index.memory_bytes()["index"] < index.memory_bytes()["total"]

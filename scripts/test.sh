@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Every test: formatting, lints, Rust tests, Python tests. Sets up what it needs first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+echo "== cargo fmt --check"
+cargo fmt --all --check
+echo "== cargo clippy -D warnings"
+cargo clippy --workspace --all-targets --release -- -D warnings
+if rustup target list --installed 2>/dev/null | grep -qx aarch64-unknown-linux-gnu; then
+  echo "== cargo check (aarch64: the NEON kernels compile)"
+  cargo check -p sagitta-kernels -p sagitta-index --target aarch64-unknown-linux-gnu
+else
+  echo "== aarch64 target not installed: NEON kernels not compiled here"
+fi
+echo "== tidy"
+scripts/tidy.sh
+echo "== cargo test"
+cargo test --workspace --exclude sagittadb-python --release
+echo "== python setup"
+scripts/setup-python.sh
+echo "== ruff"
+.venv/bin/ruff check python bench
+.venv/bin/ruff format --check python bench
+echo "== pytest"
+.venv/bin/python -m pytest -q python/tests bench/tests
