@@ -52,30 +52,48 @@ def _int_list(text: str) -> list[int]:
 
 
 def _add_synthetic_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--n", type=int, help="synthetic: base vectors (default 200000)")
+    parser.add_argument(
+        "--n", type=int, help="synthetic: base vectors (default 200000)"
+    )
     parser.add_argument("--dim", type=int, help="synthetic: dimension (default 768)")
     parser.add_argument(
-        "--intrinsic-dim", type=int, default=datasets.DEFAULT_INTRINSIC_DIM, help="synthetic"
+        "--intrinsic-dim",
+        type=int,
+        default=datasets.DEFAULT_INTRINSIC_DIM,
+        help="synthetic",
     )
     parser.add_argument(
-        "--difficulty", type=float, default=datasets.DEFAULT_DIFFICULTY, help="synthetic"
+        "--difficulty",
+        type=float,
+        default=datasets.DEFAULT_DIFFICULTY,
+        help="synthetic",
     )
-    parser.add_argument("--seed", type=int, default=datasets.DEFAULT_SEED, help="synthetic")
+    parser.add_argument(
+        "--seed", type=int, default=datasets.DEFAULT_SEED, help="synthetic"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench", description=__doc__.split("\n")[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    ann = sub.add_parser("ann", help="ANN engines side by side: recall, QPS, latency, memory")
+    ann = sub.add_parser(
+        "ann", help="ANN engines side by side: recall, QPS, latency, memory"
+    )
     ann.add_argument(
         "--dataset",
         default="synth",
         choices=["synth", "debian-minilm", "npy", "fvecs", "hdf5"],
         help="synth (generated), debian-minilm, npy dir, fvecs/bvecs dir, ann-benchmarks hdf5",
     )
-    ann.add_argument("--dataset-path", help="file or directory for non-synthetic datasets")
-    ann.add_argument("--metric", choices=datasets.METRICS, help="for npy (cosine) / fvecs (l2)")
+    ann.add_argument(
+        "--dataset-path", help="file or directory for non-synthetic datasets"
+    )
+    ann.add_argument(
+        "--metric", choices=datasets.METRICS, help="for npy (cosine) / fvecs (l2)"
+    )
     ann.add_argument("--name", help="dataset name in the result (default derived)")
     ann.add_argument(
         "--queries", type=int, help="synthetic: queries generated; others: first N kept"
@@ -85,23 +103,43 @@ def build_parser() -> argparse.ArgumentParser:
     ann.add_argument("--k", type=int, default=10)
     ann.add_argument("--m", type=int, default=16)
     ann.add_argument("--ef-construction", type=int, default=100)
-    ann.add_argument("--ef-sweep", help="comma list (default 16,24,32,48,64,96,128,192,256)")
-    ann.add_argument("--nprobe-sweep", help="comma list for IVF (default 1,2,4,8,16,32,64)")
-    ann.add_argument("--engines", default=",".join(engines.ALL_ENGINES), help="comma list")
-    ann.add_argument("--latency-queries", type=int, help="queries in the latency loop (200)")
-    ann.add_argument("--min-seconds", type=float, help="repeat short QPS calls up to this time")
-    ann.add_argument("--recompute-gt", action="store_true", help="ignore a shipped ground truth")
+    ann.add_argument(
+        "--ef-sweep", help="comma list (default 16,24,32,48,64,96,128,192,256)"
+    )
+    ann.add_argument(
+        "--nprobe-sweep", help="comma list for IVF (default 1,2,4,8,16,32,64)"
+    )
+    ann.add_argument(
+        "--engines", default=",".join(engines.ALL_ENGINES), help="comma list"
+    )
+    ann.add_argument(
+        "--latency-queries", type=int, help="queries in the latency loop (200)"
+    )
+    ann.add_argument(
+        "--min-seconds", type=float, help="repeat short QPS calls up to this time"
+    )
+    ann.add_argument(
+        "--recompute-gt", action="store_true", help="ignore a shipped ground truth"
+    )
     ann.add_argument("--out", help="result JSON (PNG plot written next to it)")
     ann.add_argument("--no-plot", action="store_true")
-    ann.add_argument("--quick", action="store_true", help="20k x 128-d, 200 queries, small sweep")
     ann.add_argument(
-        "--strict", action="store_true", help="fail instead of skipping unimportable engines"
+        "--quick", action="store_true", help="20k x 128-d, 200 queries, small sweep"
+    )
+    ann.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail instead of skipping unimportable engines",
     )
 
-    check = sub.add_parser("check", help="validate result JSON files against bench-schema.md")
+    check = sub.add_parser(
+        "check", help="validate result JSON files against bench-schema.md"
+    )
     check.add_argument("files", nargs="+")
 
-    calibrate = sub.add_parser("calibrate", help="hnswlib recall-vs-ef table on synthetic data")
+    calibrate = sub.add_parser(
+        "calibrate", help="hnswlib recall-vs-ef table on synthetic data"
+    )
     _add_synthetic_options(calibrate)
     calibrate.add_argument("--queries", type=int, default=1000)
     calibrate.add_argument("--threads", type=int, default=2)
@@ -136,9 +174,13 @@ def load_dataset(args: argparse.Namespace) -> datasets.Dataset:
     elif args.dataset_path is None:
         raise SystemExit(f"--dataset {args.dataset} needs --dataset-path")
     elif args.dataset == "npy":
-        dataset = datasets.load_npy_dir(args.dataset_path, args.metric or "cosine", args.name)
+        dataset = datasets.load_npy_dir(
+            args.dataset_path, args.metric or "cosine", args.name
+        )
     elif args.dataset == "fvecs":
-        dataset = datasets.load_vecs_dir(args.dataset_path, args.metric or "l2", args.name)
+        dataset = datasets.load_vecs_dir(
+            args.dataset_path, args.metric or "l2", args.name
+        )
     else:
         dataset = datasets.load_hdf5(args.dataset_path, args.name)
     if args.name:
@@ -154,7 +196,9 @@ def cmd_ann(args: argparse.Namespace, command: str) -> int:
     names = [name.strip() for name in args.engines.split(",") if name.strip()]
     unknown = [name for name in names if name not in engines.ALL_ENGINES]
     if unknown:
-        raise SystemExit(f"unknown engines {unknown}; known: {', '.join(engines.ALL_ENGINES)}")
+        raise SystemExit(
+            f"unknown engines {unknown}; known: {', '.join(engines.ALL_ENGINES)}"
+        )
     start = time.perf_counter()
     dataset = load_dataset(args)
     print(
@@ -270,7 +314,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         log=lambda *_: None,
     )
     print(f"build {result['build_seconds']:.1f} s")
-    print("ef    recall@%d" % args.k)
+    print(f"ef    recall@{args.k}")
     for run in result["runs"]:
         print(f"{run['search_params']['ef']:<5} {run['recall_at_k']:.4f}")
     return 0

@@ -84,7 +84,9 @@ class Dataset:
         if count <= 0 or count >= self.nq:
             return self
         gt = None if self.gt is None else self.gt[:count]
-        return Dataset(self.name, self.base, self.queries[:count], self.metric, gt, self.extra)
+        return Dataset(
+            self.name, self.base, self.queries[:count], self.metric, gt, self.extra
+        )
 
     def ensure_gt(self, k: int, cache_dir: Path | None = None) -> np.ndarray:
         """Exact ground truth with at least ``k`` columns (computed and cached when absent)."""
@@ -101,7 +103,9 @@ def normalize(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x / norms, dtype=np.float32)
 
 
-def _prepare(base: np.ndarray, queries: np.ndarray, metric: str) -> tuple[np.ndarray, np.ndarray]:
+def _prepare(
+    base: np.ndarray, queries: np.ndarray, metric: str
+) -> tuple[np.ndarray, np.ndarray]:
     base = np.ascontiguousarray(base, dtype=np.float32)
     queries = np.ascontiguousarray(queries, dtype=np.float32)
     if metric == "cosine":
@@ -127,7 +131,9 @@ def data_hash(base: np.ndarray, queries: np.ndarray, k: int, metric: str) -> str
     return digest.hexdigest()
 
 
-def exact_search(base: np.ndarray, queries: np.ndarray, k: int, metric: str) -> np.ndarray:
+def exact_search(
+    base: np.ndarray, queries: np.ndarray, k: int, metric: str
+) -> np.ndarray:
     """Exact top-k row indices by blocked matmul + argpartition (best first)."""
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}")
@@ -143,7 +149,9 @@ def exact_search(base: np.ndarray, queries: np.ndarray, k: int, metric: str) -> 
         q = queries[start : start + block]
         scores = q @ base.T  # higher is better
         if metric == "l2":
-            scores = 2.0 * scores - base_sq[None, :]  # -(|b|^2 - 2 q.b), |q|^2 is constant
+            scores = (
+                2.0 * scores - base_sq[None, :]
+            )  # -(|b|^2 - 2 q.b), |q|^2 is constant
         if k < n:
             part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
         else:
@@ -214,20 +222,31 @@ def _synthetic_model(dim: int, intrinsic_dim: int, clusters: int, seed: int) -> 
     mapping = rng.standard_normal((intrinsic_dim, dim)).astype(np.float32)
     mapping /= np.float32(np.sqrt(intrinsic_dim * (1.0 + float(np.mean(spreads**2)))))
     bias = (0.3 * rng.standard_normal(dim)).astype(np.float32)
-    return {
+    model = {
         "cumulative": np.cumsum(weights),
         "centers": centers,
         "spreads": spreads,
         "axis_scales": axis_scales,
         "mapping": mapping,
         "bias": bias,
+        "signal_norm": 1.0,
     }
+    # RMS norm of the noiseless signal, estimated once from a fixed sample of the model.
+    sample = _synthetic_rows(model, 4096, 0.0, rng)
+    model["signal_norm"] = float(
+        np.sqrt(np.mean(np.einsum("ij,ij->i", sample, sample)))
+    )
+    return model
 
 
-def _synthetic_rows(model: dict, rows: int, difficulty: float, rng: np.random.Generator):
+def _synthetic_rows(
+    model: dict, rows: int, difficulty: float, rng: np.random.Generator
+):
     dim = model["mapping"].shape[1]
     intrinsic_dim = model["mapping"].shape[0]
-    cluster = np.searchsorted(model["cumulative"], rng.random(rows) * model["cumulative"][-1])
+    cluster = np.searchsorted(
+        model["cumulative"], rng.random(rows) * model["cumulative"][-1]
+    )
     cluster = np.minimum(cluster, len(model["spreads"]) - 1)
     z = rng.standard_normal((rows, intrinsic_dim), dtype=np.float32)
     z *= model["axis_scales"][cluster]
@@ -240,14 +259,15 @@ def _synthetic_rows(model: dict, rows: int, difficulty: float, rng: np.random.Ge
     # Isotropic noise whose expected norm is `difficulty * (dim / 768) ** 0.25` times the
     # signal's. The spread of |n1 - n2|^2 relative to its mean falls as 1 / sqrt(dim), so this
     # scaling keeps the neighbour structure about equally hard at 128, 768 and 1536 dimensions.
-    signal_norm = np.sqrt(np.mean(np.einsum("ij,ij->i", x, x)))
-    noise_norm = difficulty * (dim / REFERENCE_DIM) ** 0.25 * signal_norm
+    noise_norm = difficulty * (dim / REFERENCE_DIM) ** 0.25 * model["signal_norm"]
     noise_std = np.float32(noise_norm / np.sqrt(dim))
     x += noise_std * rng.standard_normal((rows, dim), dtype=np.float32)
     return x
 
 
-def _generate(model: dict, rows: int, difficulty: float, seed: int, stream: int) -> np.ndarray:
+def _generate(
+    model: dict, rows: int, difficulty: float, seed: int, stream: int
+) -> np.ndarray:
     dim = model["mapping"].shape[1]
     out = np.empty((rows, dim), dtype=np.float32)
     for chunk_index, start in enumerate(range(0, rows, _CHUNK_ROWS)):
@@ -255,7 +275,9 @@ def _generate(model: dict, rows: int, difficulty: float, seed: int, stream: int)
         rng = np.random.Generator(
             np.random.PCG64(np.random.SeedSequence([seed, stream, chunk_index]))
         )
-        out[start:stop] = normalize(_synthetic_rows(model, stop - start, difficulty, rng))
+        # Always draw a whole chunk so row i depends only on (parameters, i), never on n.
+        chunk = _synthetic_rows(model, _CHUNK_ROWS, difficulty, rng)
+        out[start:stop] = normalize(chunk[: stop - start])
     return out
 
 
@@ -278,7 +300,8 @@ def synthetic(
     difficulty means about the same hardness at any dimension), then L2-normalized. Queries are
     fresh draws from the same distribution (never copies of base rows). Rows are produced in
     chunks of 16,384 with one PCG64 stream per chunk (SeedSequence([seed, stream, chunk])), so
-    the output depends only on the parameters and peak memory is the output plus one chunk.
+    row i depends only on the parameters and i (a smaller n gives a prefix of a larger one)
+    and peak memory is the output plus a few chunks (about 200 MB at dim 768).
     """
     if n <= 0 or nq <= 0 or dim <= 0 or intrinsic_dim <= 0:
         raise ValueError("n, nq, dim and intrinsic_dim must be positive")
@@ -292,7 +315,9 @@ def synthetic(
         "difficulty": difficulty,
         "clusters": clusters,
     }
-    return Dataset(name or synthetic_name(n, dim), base, queries, "cosine", None, params)
+    return Dataset(
+        name or synthetic_name(n, dim), base, queries, "cosine", None, params
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -313,7 +338,9 @@ def read_vecs(path: str | Path) -> np.ndarray:
     item = np.dtype(dtypes[suffix]).itemsize
     row_bytes = 4 + dim * item
     if dim <= 0 or raw.size % row_bytes != 0:
-        raise ValueError(f"{path}: size {raw.size} is not a multiple of row size {row_bytes}")
+        raise ValueError(
+            f"{path}: size {raw.size} is not a multiple of row size {row_bytes}"
+        )
     rows = raw.reshape(-1, row_bytes)
     headers = rows[:, :4].copy().view(np.int32).ravel()
     if not np.all(headers == dim):
@@ -342,20 +369,30 @@ def _find_one(directory: Path, patterns: tuple[str, ...]) -> Path | None:
     return None
 
 
-def load_vecs_dir(path: str | Path, metric: str = "l2", name: str | None = None) -> Dataset:
+def load_vecs_dir(
+    path: str | Path, metric: str = "l2", name: str | None = None
+) -> Dataset:
     """A TEXMEX-style directory: *base.[fb]vecs, *query.[fb]vecs, optional *groundtruth.ivecs."""
     directory = Path(path)
     base_path = _find_one(directory, ("*base.fvecs", "*base.bvecs", "*learn.fvecs"))
-    query_path = _find_one(directory, ("*query.fvecs", "*query.bvecs", "*queries.fvecs"))
+    query_path = _find_one(
+        directory, ("*query.fvecs", "*query.bvecs", "*queries.fvecs")
+    )
     if base_path is None or query_path is None:
-        raise FileNotFoundError(f"{directory}: need *base.fvecs|bvecs and *query.fvecs|bvecs")
+        raise FileNotFoundError(
+            f"{directory}: need *base.fvecs|bvecs and *query.fvecs|bvecs"
+        )
     gt_path = _find_one(directory, ("*groundtruth.ivecs", "*gt.ivecs"))
     base, queries = _prepare(read_vecs(base_path), read_vecs(query_path), metric)
     gt = read_vecs(gt_path).astype(np.int64) if gt_path is not None else None
-    return Dataset(name or directory.name, base, queries, metric, gt, {"path": str(directory)})
+    return Dataset(
+        name or directory.name, base, queries, metric, gt, {"path": str(directory)}
+    )
 
 
-def load_npy_dir(path: str | Path, metric: str = "cosine", name: str | None = None) -> Dataset:
+def load_npy_dir(
+    path: str | Path, metric: str = "cosine", name: str | None = None
+) -> Dataset:
     """A directory with base.npy, queries.npy and optionally gt.npy (row indices)."""
     directory = Path(path)
     base, queries = _prepare(
@@ -363,7 +400,9 @@ def load_npy_dir(path: str | Path, metric: str = "cosine", name: str | None = No
     )
     gt_path = directory / "gt.npy"
     gt = np.load(gt_path).astype(np.int64) if gt_path.exists() else None
-    return Dataset(name or directory.name, base, queries, metric, gt, {"path": str(directory)})
+    return Dataset(
+        name or directory.name, base, queries, metric, gt, {"path": str(directory)}
+    )
 
 
 _HDF5_METRICS = {"angular": "cosine", "cosine": "cosine", "euclidean": "l2", "l2": "l2"}
@@ -387,7 +426,9 @@ def load_hdf5(path: str | Path, name: str | None = None) -> Dataset:
     return Dataset(name or path.stem, base, queries, metric, gt, {"path": str(path)})
 
 
-def load_debian_minilm(path: str | Path = "/work/shared/datasets/debian-minilm") -> Dataset:
+def load_debian_minilm(
+    path: str | Path = "/work/shared/datasets/debian-minilm",
+) -> Dataset:
     """debian-minilm: float16 .npy -> float32, re-normalized; exact gt recomputed on float32.
 
     The shipped gt.npy was computed on the float16 values; recall must be measured against
@@ -396,7 +437,11 @@ def load_debian_minilm(path: str | Path = "/work/shared/datasets/debian-minilm")
     """
     directory = Path(path)
     if not (directory / "base.npy").exists():
-        raise FileNotFoundError(f"debian-minilm not found at {directory} (need base.npy)")
+        raise FileNotFoundError(
+            f"debian-minilm not found at {directory} (need base.npy)"
+        )
     base = normalize(np.load(directory / "base.npy").astype(np.float32))
     queries = normalize(np.load(directory / "queries.npy").astype(np.float32))
-    return Dataset("debian-minilm", base, queries, "cosine", None, {"path": str(directory)})
+    return Dataset(
+        "debian-minilm", base, queries, "cosine", None, {"path": str(directory)}
+    )

@@ -77,7 +77,9 @@ class Engine:
     def index_params(self) -> dict:
         return {}
 
-    def sweep(self, ef_sweep=DEFAULT_EF_SWEEP, nprobe_sweep=DEFAULT_NPROBE_SWEEP) -> list[dict]:
+    def sweep(
+        self, ef_sweep=DEFAULT_EF_SWEEP, nprobe_sweep=DEFAULT_NPROBE_SWEEP
+    ) -> list[dict]:
         if self.sweep_key == "ef":
             return [{"ef": int(ef)} for ef in ef_sweep]
         if self.sweep_key == "nprobe":
@@ -87,7 +89,9 @@ class Engine:
     def build(self, base: np.ndarray, metric: str, threads: int) -> None:
         raise NotImplementedError
 
-    def search(self, queries: np.ndarray, k: int, search_params: dict, threads: int) -> np.ndarray:
+    def search(
+        self, queries: np.ndarray, k: int, search_params: dict, threads: int
+    ) -> np.ndarray:
         raise NotImplementedError
 
     def search_one(self, query: np.ndarray, k: int, search_params: dict) -> np.ndarray:
@@ -107,7 +111,9 @@ class Engine:
 
 class HnswlibEngine(Engine):
     sweep_key = "ef"
-    memory_method = "layout formula (hnswlib 0.8 hnswalg.h: level-0 block + upper links + locks)"
+    memory_method = (
+        "layout formula (hnswlib 0.8 hnswalg.h: level-0 block + upper links + locks)"
+    )
 
     def __init__(self, name: str, params: dict) -> None:
         super().__init__(name, params)
@@ -132,7 +138,10 @@ class HnswlibEngine(Engine):
         n, dim = base.shape
         index = self._hnswlib.Index(space=space, dim=dim)
         index.init_index(
-            max_elements=n, M=self.m, ef_construction=self.ef_construction, random_seed=self.seed
+            max_elements=n,
+            M=self.m,
+            ef_construction=self.ef_construction,
+            random_seed=self.seed,
         )
         index.set_num_threads(threads)
         index.add_items(base, np.arange(n), num_threads=threads)
@@ -158,7 +167,9 @@ class HnswlibEngine(Engine):
         n, m, dim = self._n, self.m, self._dim
         level0 = n * (2 * m * 4 + 4 + dim * 4 + 8)  # links + count + vector + label
         upper = n / (m - 1) * (m * 4 + 4)  # expected levels above 0: sum M^-l = 1/(M-1)
-        per_element = n * (8 + 4 + 40 + 48)  # linklist pointer, level, mutex, label map entry
+        per_element = n * (
+            8 + 4 + 40 + 48
+        )  # linklist pointer, level, mutex, label map entry
         return int(level0 + upper + per_element)
 
     def close(self):
@@ -188,14 +199,20 @@ class _FaissEngine(Engine):
             self._omp_threads = threads
 
     def _metric(self, metric: str):
-        return self._faiss.METRIC_L2 if metric == "l2" else self._faiss.METRIC_INNER_PRODUCT
+        return (
+            self._faiss.METRIC_L2
+            if metric == "l2"
+            else self._faiss.METRIC_INNER_PRODUCT
+        )
 
     def _search_params(self, search_params: dict):
         raise NotImplementedError
 
     def search(self, queries, k, search_params, threads):
         self._threads(threads)
-        _, labels = self.index.search(queries, k, params=self._search_params(search_params))
+        _, labels = self.index.search(
+            queries, k, params=self._search_params(search_params)
+        )
         return labels.astype(np.int64, copy=False)
 
     def search_one(self, query, k, search_params):
@@ -229,7 +246,9 @@ class FaissHnswEngine(_FaissEngine):
 
     def memory_bytes(self):
         hnsw = self.index.hnsw
-        graph = hnsw.neighbors.size() * 4 + hnsw.offsets.size() * 8 + hnsw.levels.size() * 4
+        graph = (
+            hnsw.neighbors.size() * 4 + hnsw.offsets.size() * 8 + hnsw.levels.size() * 4
+        )
         codes = self.index.ntotal * self.index.d * 4
         return int(graph + codes)
 
@@ -251,7 +270,7 @@ class FaissIvfEngine(_FaissEngine):
         faiss = self._faiss
         self._threads(threads)
         n, dim = base.shape
-        self.nlist = max(1, min(n, int(round(4 * math.sqrt(n)))))
+        self.nlist = max(1, min(n, round(4 * math.sqrt(n))))
         self.train_size = min(n, 40 * self.nlist)
         rng = np.random.Generator(np.random.PCG64(self.seed))
         sample = base[np.sort(rng.choice(n, self.train_size, replace=False))]
@@ -389,7 +408,9 @@ class SagittaFlatEngine(_SagittaEngine):
                 self.extra["memory_report"] = {key: int(v) for key, v in value.items()}
                 return int(value.get("total", sum(value.values())))
             return int(value)
-        self.memory_method = "layout (n * dim * 4 bytes of float32 vectors + 8-byte ids)"
+        self.memory_method = (
+            "layout (n * dim * 4 bytes of float32 vectors + 8-byte ids)"
+        )
         return int(self._n * (self._dim * 4 + 8))
 
 
@@ -398,7 +419,9 @@ class SagittaHnswEngine(_SagittaEngine):
 
     def __init__(self, name: str, params: dict) -> None:
         super().__init__(name, params)
-        self.quantization = params.get("quantization", "sq8" if name.endswith("sq8") else "none")
+        self.quantization = params.get(
+            "quantization", "sq8" if name.endswith("sq8") else "none"
+        )
 
     @property
     def index_params(self) -> dict:
@@ -422,18 +445,24 @@ class SagittaHnswEngine(_SagittaEngine):
         self.index = index
 
     def search(self, queries, k, search_params, threads):
-        ids, _ = self.index.search(queries, k, ef=int(search_params["ef"]), threads=threads)
+        ids, _ = self.index.search(
+            queries, k, ef=int(search_params["ef"]), threads=threads
+        )
         return _as_int64_ids(ids)
 
     def search_one(self, query, k, search_params):
-        ids, _ = self.index.search(query[None, :], k, ef=int(search_params["ef"]), threads=1)
+        ids, _ = self.index.search(
+            query[None, :], k, ef=int(search_params["ef"]), threads=1
+        )
         return _as_int64_ids(ids)[0]
 
     def memory_bytes(self):
         report = {key: int(value) for key, value in self.index.memory_bytes().items()}
         self.extra["memory_report"] = report
         if self.quantization == "none":
-            self.memory_method = "engine-reported (sagittadb memory_bytes(): graph + vectors)"
+            self.memory_method = (
+                "engine-reported (sagittadb memory_bytes(): graph + vectors)"
+            )
             return report.get("graph", 0) + report.get("vectors", 0)
         self.memory_method = "engine-reported (sagittadb memory_bytes(): graph + codes)"
         return report.get("graph", 0) + report.get("codes", 0)

@@ -24,7 +24,10 @@ def _cpuinfo() -> dict:
             for line in f:
                 key, _, value = line.partition(":")
                 key = key.strip()
-                if key in ("model name", "flags", "Features", "CPU implementer") and key not in info:
+                if (
+                    key in ("model name", "flags", "Features", "CPU implementer")
+                    and key not in info
+                ):
                     info[key] = value.strip()
     except OSError:
         pass
@@ -143,7 +146,11 @@ def build_document(
 
 
 def _finite(value) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+    )
 
 
 def validate(document) -> list[str]:
@@ -162,7 +169,9 @@ def validate(document) -> list[str]:
         elif kind == "int":
             ok = isinstance(value, int) and not isinstance(value, bool)
         elif kind == "int?":
-            ok = value is None or (isinstance(value, int) and not isinstance(value, bool))
+            ok = value is None or (
+                isinstance(value, int) and not isinstance(value, bool)
+            )
         else:
             ok = isinstance(value, kind)
         if not ok:
@@ -179,7 +188,9 @@ def validate(document) -> list[str]:
         try:
             datetime.strptime(started, "%Y-%m-%dT%H:%M:%SZ")
         except ValueError:
-            errors.append("$.started_at: not a UTC ISO-8601 time like 2026-11-21T05:00:00Z")
+            errors.append(
+                "$.started_at: not a UTC ISO-8601 time like 2026-11-21T05:00:00Z"
+            )
     need(document, "command", str, "$")
     machine = need(document, "machine", dict, "$")
     if isinstance(machine, dict):
@@ -192,7 +203,12 @@ def validate(document) -> list[str]:
         need(dataset, "name", str, "$.dataset")
         for key in ("n", "dim", "queries", "k"):
             need(dataset, key, "int", "$.dataset")
-        if need(dataset, "metric", str, "$.dataset") not in (None, "cosine", "dot", "l2"):
+        if need(dataset, "metric", str, "$.dataset") not in (
+            None,
+            "cosine",
+            "dot",
+            "l2",
+        ):
             errors.append("$.dataset.metric: expected cosine, dot or l2")
     results = need(document, "results", list, "$")
     for i, result in enumerate(results or []):
@@ -238,13 +254,17 @@ def write_json(document: dict, path: str | Path) -> Path:
 
 def format_table(document: dict) -> str:
     k = document["dataset"]["k"]
-    lines = [
+    header = (
         f"{'engine':<18} {'params':<12} {'recall@' + str(k):>9} {'qps':>11} "
         f"{'p50 ms':>8} {'p99 ms':>8} {'build s':>8} {'mem MiB':>8}"
-    ]
+    )
+    lines = [header]
     for result in document["results"]:
         for run in result["runs"]:
-            params = ",".join(f"{key}={v}" for key, v in run["search_params"].items()) or "exact"
+            params = (
+                ",".join(f"{key}={v}" for key, v in run["search_params"].items())
+                or "exact"
+            )
             latency = run.get("latency_ms") or {}
             lines.append(
                 f"{result['engine']:<18} {params:<12} {run['recall_at_k']:>9.4f} "
@@ -260,13 +280,16 @@ def format_summary(summary: dict) -> str:
     lines = ["best QPS at recall floor:"]
     lines.append(f"  {'engine':<18} " + " ".join(f"{'>=' + f:>12}" for f in floors))
     for engine, best in summary["best_qps_at_recall"].items():
-        cells = " ".join(f"{best[f]:>12.1f}" if best[f] else f"{'-':>12}" for f in floors)
+        cells = " ".join(
+            f"{best[f]:>12.1f}" if best[f] else f"{'-':>12}" for f in floors
+        )
         lines.append(f"  {engine:<18} {cells}")
     for ours, peers in summary["ratio_to_peer"].items():
         lines.append(f"{ours} / peer (QPS ratio at the same recall floor):")
         for peer, ratio in peers.items():
             cells = " ".join(
-                f"{ratio[f]:>12.2f}x" if ratio[f] is not None else f"{'-':>13}" for f in floors
+                f"{ratio[f]:>12.2f}x" if ratio[f] is not None else f"{'-':>13}"
+                for f in floors
             )
             lines.append(f"  {peer:<18} {cells}")
     return "\n".join(lines)
@@ -298,8 +321,12 @@ def plot(document: dict, path: str | Path) -> Path:
         )
     ax.set_yscale("log")
     ax.set_xlabel(f"recall@{dataset['k']}")
-    threads = {run["threads"] for result in document["results"] for run in result["runs"]}
-    threads_label = f", {'/'.join(str(t) for t in sorted(threads))} threads" if threads else ""
+    threads = {
+        run["threads"] for result in document["results"] for run in result["runs"]
+    }
+    threads_label = (
+        f", {'/'.join(str(t) for t in sorted(threads))} threads" if threads else ""
+    )
     ax.set_ylabel(f"queries per second (log scale){threads_label}")
     ax.set_title(
         f"{dataset['name']}: n={dataset['n']:,}, dim={dataset['dim']}, {dataset['metric']}, "

@@ -66,7 +66,11 @@ def _latency(engine, queries, k, params, count):
         engine.search_one(queries[i], k, params)
         samples[i] = time.perf_counter() - start
     p50, p95, p99 = np.percentile(samples * 1e3, [50, 95, 99])
-    return {"p50": round(float(p50), 4), "p95": round(float(p95), 4), "p99": round(float(p99), 4)}
+    return {
+        "p50": round(float(p50), 4),
+        "p95": round(float(p95), 4),
+        "p99": round(float(p99), 4),
+    }
 
 
 def run_engine(
@@ -88,7 +92,9 @@ def run_engine(
     """Build one engine, run its sweep and return its result entry (bench-schema format)."""
     gt = dataset.ensure_gt(k)
     queries = dataset.queries
-    engine = make_engine(name, {"m": m, "ef_construction": ef_construction, "seed": seed})
+    engine = make_engine(
+        name, {"m": m, "ef_construction": ef_construction, "seed": seed}
+    )
     gc.collect()
     rss_before = rss_bytes()
     start = time.perf_counter()
@@ -98,7 +104,9 @@ def run_engine(
     rss_delta = rss_bytes() - rss_before
     reported = engine.memory_bytes()
     memory = reported if reported is not None else max(rss_delta, 0)
-    memory_method = engine.memory_method if reported is not None else "rss-delta around build"
+    memory_method = (
+        engine.memory_method if reported is not None else "rss-delta around build"
+    )
     log(f"  {name}: built in {build_seconds:.2f} s, memory {memory / 2**20:.1f} MiB")
 
     runs = []
@@ -127,7 +135,9 @@ def run_engine(
         )
         label = ", ".join(f"{key}={value}" for key, value in params.items()) or "exact"
         p50 = latency["p50"] if latency else float("nan")
-        log(f"    {label:>12}  recall@{k} {recall:.4f}  qps {qps:10.1f}  p50 {p50:.3f} ms")
+        log(
+            f"    {label:>12}  recall@{k} {recall:.4f}  qps {qps:10.1f}  p50 {p50:.3f} ms"
+        )
 
     result = {
         "engine": name,

@@ -33,7 +33,10 @@ fn common_length(a_length: usize, b_length: usize) -> usize {
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 fn horizontal_sum_f32(vector: __m256) -> f32 {
-    let quarter = _mm_add_ps(_mm256_castps256_ps128(vector), _mm256_extractf128_ps::<1>(vector));
+    let quarter = _mm_add_ps(
+        _mm256_castps256_ps128(vector),
+        _mm256_extractf128_ps::<1>(vector),
+    );
     let eighth = _mm_add_ps(quarter, _mm_movehl_ps(quarter, quarter));
     _mm_cvtss_f32(_mm_add_ss(eighth, _mm_shuffle_ps::<0b01>(eighth, eighth)))
 }
@@ -46,7 +49,10 @@ fn horizontal_sum_i32(vector: __m256i) -> i32 {
         _mm256_extracti128_si256::<1>(vector),
     );
     let eighth = _mm_add_epi32(quarter, _mm_shuffle_epi32::<0b01_00_11_10>(quarter));
-    _mm_cvtsi128_si32(_mm_add_epi32(eighth, _mm_shuffle_epi32::<0b10_11_00_01>(eighth)))
+    _mm_cvtsi128_si32(_mm_add_epi32(
+        eighth,
+        _mm_shuffle_epi32::<0b10_11_00_01>(eighth),
+    ))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -15,16 +15,15 @@
 
 use core::arch::x86_64::{
     __m512, __m512i, __mmask16, _mm256_loadu_si256, _mm256_maskz_loadu_epi16,
-    _mm256_maskz_loadu_epi8, _mm512_add_epi32, _mm512_add_epi64, _mm512_add_ps,
-    _mm512_and_si512, _mm512_cvtepi32_ps, _mm512_cvtepi8_epi16, _mm512_cvtepi8_epi32,
-    _mm512_cvtepu8_epi16, _mm512_cvtepu8_epi32, _mm512_cvtph_ps, _mm512_dpbusd_epi32,
-    _mm512_dpwssd_epi32, _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_loadu_si512,
-    _mm512_madd_epi16, _mm512_maskz_loadu_epi64,
-    _mm512_maskz_loadu_epi8, _mm512_maskz_loadu_ps, _mm512_max_epu8, _mm512_min_epu8,
-    _mm512_popcnt_epi64, _mm512_reduce_add_epi32, _mm512_reduce_add_epi64,
+    _mm256_maskz_loadu_epi8, _mm512_add_epi32, _mm512_add_epi64, _mm512_add_ps, _mm512_and_si512,
+    _mm512_cvtepi32_ps, _mm512_cvtepi8_epi16, _mm512_cvtepi8_epi32, _mm512_cvtepu8_epi16,
+    _mm512_cvtepu8_epi32, _mm512_cvtph_ps, _mm512_dpbusd_epi32, _mm512_dpwssd_epi32,
+    _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_loadu_si512, _mm512_madd_epi16,
+    _mm512_maskz_loadu_epi64, _mm512_maskz_loadu_epi8, _mm512_maskz_loadu_ps, _mm512_max_epu8,
+    _mm512_min_epu8, _mm512_popcnt_epi64, _mm512_reduce_add_epi32, _mm512_reduce_add_epi64,
     _mm512_reduce_add_ps, _mm512_set1_epi8, _mm512_setzero_ps, _mm512_setzero_si512,
-    _mm512_sub_epi16, _mm512_sub_epi8, _mm512_sub_ps, _mm512_unpackhi_epi8,
-    _mm512_unpacklo_epi8, _mm512_xor_si512, _mm_loadu_si128, _mm_maskz_loadu_epi8,
+    _mm512_sub_epi16, _mm512_sub_epi8, _mm512_sub_ps, _mm512_unpackhi_epi8, _mm512_unpacklo_epi8,
+    _mm512_xor_si512, _mm_loadu_si128, _mm_maskz_loadu_epi8,
 };
 
 use half::f16;
@@ -210,7 +209,7 @@ fn sum_terms<L: Widen16, R: Widen16, const ROW_COUNT: usize, const SQUARED_DIFFE
         index += 16;
     }
     if index < length {
-        let mask = low_bits_mask16(length - index) & 0x3fff;
+        let mask = low_bits_mask16(length - index);
         // SAFETY: only the length - index lanes left in bounds are enabled in the mask.
         let right_vector = unsafe { R::load16_masked(right_pointer.add(index), mask) };
         for (row_sums, &pointer) in sums.iter_mut().zip(&left_pointers) {
@@ -350,7 +349,11 @@ fn sum_byte_pairs<const KIND: u8>(a: &[u8], b: &[u8]) -> i32 {
     }
     while index < length {
         let count = (length - index).min(32);
-        let mask = if count == 32 { u32::MAX } else { low_bits_mask32(count) };
+        let mask = if count == 32 {
+            u32::MAX
+        } else {
+            low_bits_mask32(count)
+        };
         // SAFETY: only the `count` in-bounds lanes are enabled in the mask.
         let (a_half, b_half) = unsafe {
             (

@@ -248,7 +248,11 @@ impl Kernels {
 
     /// Cosine similarity of f16 vectors; 0.0 when either norm is 0.
     pub fn cosine_f16(&self, a: &[f16], b: &[f16]) -> f32 {
-        cosine_from_parts((self.dot_f16)(a, b), (self.dot_f16)(a, a), (self.dot_f16)(b, b))
+        cosine_from_parts(
+            (self.dot_f16)(a, b),
+            (self.dot_f16)(a, a),
+            (self.dot_f16)(b, b),
+        )
     }
 
     /// One query against the `out.len()` contiguous rows of `matrix` (row-major, `dim`
@@ -260,7 +264,14 @@ impl Kernels {
     /// One query against the `out.len()` contiguous rows of `matrix`:
     /// `out[r] = l2_squared_f32(query, row r)`, bit for bit.
     pub fn l2_squared_f32_batch(&self, query: &[f32], matrix: &[f32], dim: usize, out: &mut [f32]) {
-        batch_f32(query, matrix, dim, out, self.l2_squared_f32_rows4, self.l2_squared_f32);
+        batch_f32(
+            query,
+            matrix,
+            dim,
+            out,
+            self.l2_squared_f32_rows4,
+            self.l2_squared_f32,
+        );
     }
 
     /// One u8 query against `out.len()` i8 rows that start every `row_stride` elements
@@ -299,8 +310,21 @@ impl Kernels {
     }
 
     /// Many queries against many rows: `out[i * n + j] = l2_squared_f32(query i, row j)`.
-    pub fn l2_squared_f32_many(&self, queries: &[f32], matrix: &[f32], dim: usize, out: &mut [f32]) {
-        many_f32(queries, matrix, dim, out, self.l2_squared_f32_rows4, self.l2_squared_f32);
+    pub fn l2_squared_f32_many(
+        &self,
+        queries: &[f32],
+        matrix: &[f32],
+        dim: usize,
+        out: &mut [f32],
+    ) {
+        many_f32(
+            queries,
+            matrix,
+            dim,
+            out,
+            self.l2_squared_f32_rows4,
+            self.l2_squared_f32,
+        );
     }
 
     /// `sum_j q_j * b_j` from query bit planes (see [`binary_query_planes`]) and a 1-bit code.
@@ -422,9 +446,7 @@ fn many_f32(
 #[inline]
 pub fn kernels() -> &'static Kernels {
     static KERNELS: OnceLock<Kernels> = OnceLock::new();
-    KERNELS.get_or_init(|| {
-        Kernels::for_level(detected_simd_level()).unwrap_or(SCALAR_KERNELS)
-    })
+    KERNELS.get_or_init(|| Kernels::for_level(detected_simd_level()).unwrap_or(SCALAR_KERNELS))
 }
 
 /// Views i8 values as their u8 bit patterns.
@@ -527,7 +549,13 @@ pub fn l2_squared_f32_batch(query: &[f32], matrix: &[f32], dim: usize, out: &mut
 }
 
 /// One u8 query against `out.len()` i8 rows; row r is `matrix[r * row_stride..][..dim]`.
-pub fn dot_u8_i8_batch(query: &[u8], matrix: &[i8], row_stride: usize, dim: usize, out: &mut [i32]) {
+pub fn dot_u8_i8_batch(
+    query: &[u8],
+    matrix: &[i8],
+    row_stride: usize,
+    dim: usize,
+    out: &mut [i32],
+) {
     kernels().dot_u8_i8_batch(query, matrix, row_stride, dim, out);
 }
 
@@ -550,10 +578,9 @@ pub fn l2_squared_f32_many(queries: &[f32], matrix: &[f32], dim: usize, out: &mu
 pub fn binary_encode_signs(vector: &[f32], out: &mut [u64]) {
     debug_assert_eq!(out.len(), vector.len().div_ceil(64));
     for (word, chunk) in out.iter_mut().zip(vector.chunks(64)) {
-        *word = chunk
-            .iter()
-            .enumerate()
-            .fold(0u64, |word, (bit, &value)| word | (u64::from(value > 0.0) << bit));
+        *word = chunk.iter().enumerate().fold(0u64, |word, (bit, &value)| {
+            word | (u64::from(value > 0.0) << bit)
+        });
     }
 }
 
@@ -572,7 +599,10 @@ pub fn binary_query_planes(query_codes: &[u8], bits: u32, out_planes: &mut [u64]
     debug_assert_eq!(out_planes.len(), bits as usize * words);
     out_planes.fill(0);
     for (dimension_index, &code) in query_codes.iter().enumerate() {
-        debug_assert!(u32::from(code) < (1u32 << bits), "code does not fit in `bits` bits");
+        debug_assert!(
+            u32::from(code) < (1u32 << bits),
+            "code does not fit in `bits` bits"
+        );
         let (word_index, bit_index) = (dimension_index / 64, dimension_index % 64);
         for (plane, plane_index) in out_planes.chunks_exact_mut(words.max(1)).zip(0..bits) {
             plane[word_index] |= u64::from((code >> plane_index) & 1) << bit_index;

@@ -7,9 +7,8 @@
 //! This file cannot be tested on the x86_64 development machines; keep it small.
 
 use core::arch::aarch64::{
-    float32x4_t, int32x4_t, vaddq_f32, vaddq_s32, vaddvq_f32, vaddvq_s32, vdupq_n_f32,
-    vdupq_n_s32, vfmaq_f32, vget_high_s8, vget_low_s8, vld1q_f32, vld1q_s8, vmull_s8,
-    vpadalq_s16, vsubq_f32,
+    float32x4_t, int32x4_t, vaddq_f32, vaddq_s32, vaddvq_f32, vaddvq_s32, vdupq_n_f32, vdupq_n_s32,
+    vfmaq_f32, vget_high_s8, vget_low_s8, vld1q_f32, vld1q_s8, vmull_s8, vpadalq_s16, vsubq_f32,
 };
 
 use crate::{scalar, Kernels, SimdLevel};
@@ -49,25 +48,42 @@ fn sum_terms_f32<const SQUARED_DIFFERENCE: bool>(a: &[f32], b: &[f32]) -> f32 {
         for (unroll, sum) in sums.iter_mut().enumerate() {
             let offset = index + 4 * unroll;
             // SAFETY: offset + 4 <= length, the readable length of both inputs.
-            let (left, right) =
-                unsafe { (vld1q_f32(a_pointer.add(offset)), vld1q_f32(b_pointer.add(offset))) };
+            let (left, right) = unsafe {
+                (
+                    vld1q_f32(a_pointer.add(offset)),
+                    vld1q_f32(b_pointer.add(offset)),
+                )
+            };
             *sum = accumulate::<SQUARED_DIFFERENCE>(left, right, *sum);
         }
         index += 16;
     }
     while index + 4 <= length {
         // SAFETY: index + 4 <= length, the readable length of both inputs.
-        let (left, right) =
-            unsafe { (vld1q_f32(a_pointer.add(index)), vld1q_f32(b_pointer.add(index))) };
+        let (left, right) = unsafe {
+            (
+                vld1q_f32(a_pointer.add(index)),
+                vld1q_f32(b_pointer.add(index)),
+            )
+        };
         sums[0] = accumulate::<SQUARED_DIFFERENCE>(left, right, sums[0]);
         index += 4;
     }
     let mut tail_sum = 0.0f32;
     for (&x, &y) in a[index..length].iter().zip(&b[index..length]) {
-        tail_sum += if SQUARED_DIFFERENCE { (x - y) * (x - y) } else { x * y };
+        tail_sum += if SQUARED_DIFFERENCE {
+            (x - y) * (x - y)
+        } else {
+            x * y
+        };
     }
     // SAFETY: register-only; NEON is part of the aarch64 baseline.
-    let vector_sum = unsafe { vaddvq_f32(vaddq_f32(vaddq_f32(sums[0], sums[1]), vaddq_f32(sums[2], sums[3]))) };
+    let vector_sum = unsafe {
+        vaddvq_f32(vaddq_f32(
+            vaddq_f32(sums[0], sums[1]),
+            vaddq_f32(sums[2], sums[3]),
+        ))
+    };
     vector_sum + tail_sum
 }
 

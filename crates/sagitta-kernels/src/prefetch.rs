@@ -24,7 +24,11 @@ pub fn prefetch_bytes(data: &[u8], max_lines: usize) {
 /// Prefetches every cache line of `data`, at most `PREFETCH_SLICE_MAX_LINES` lines.
 #[inline]
 pub fn prefetch_slice<T>(data: &[T]) {
-    prefetch_lines(data.as_ptr().cast(), size_of_val(data), PREFETCH_SLICE_MAX_LINES);
+    prefetch_lines(
+        data.as_ptr().cast(),
+        size_of_val(data),
+        PREFETCH_SLICE_MAX_LINES,
+    );
 }
 
 /// Prefetches the first `PREFETCH_READ_LINES` cache lines of `data`.

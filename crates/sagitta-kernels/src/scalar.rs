@@ -22,7 +22,8 @@ fn common_length(a_length: usize, b_length: usize) -> usize {
 /// Pairwise sum of the accumulator lanes, in a fixed order.
 #[inline]
 fn sum_lanes(lanes: [f32; LANE_COUNT]) -> f32 {
-    ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]))
+    ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5]))
+        + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]))
 }
 
 /// Shared shape of the floating-point kernels: `term(x, y)` is summed over all positions.

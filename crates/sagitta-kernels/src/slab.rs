@@ -53,9 +53,14 @@ impl std::fmt::Display for SlabError {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             SlabError::RowOutOfRange { row, capacity } => {
-                write!(formatter, "row {row} is out of range (capacity {capacity} rows)")
+                write!(
+                    formatter,
+                    "row {row} is out of range (capacity {capacity} rows)"
+                )
             }
-            SlabError::RowAlreadyWritten { row } => write!(formatter, "row {row} was already written"),
+            SlabError::RowAlreadyWritten { row } => {
+                write!(formatter, "row {row} was already written")
+            }
             SlabError::WrongRowLength { expected, received } => write!(
                 formatter,
                 "row has {received} values but the stride is {expected}"
@@ -102,7 +107,9 @@ impl<T: Copy + Default + Send + Sync + 'static> AppendSlab<T> {
     /// If the size in bytes overflows `isize` or the allocation fails.
     pub fn new(capacity_rows: usize, stride: usize) -> Self {
         let (base, layout) = allocate_default::<T>(capacity_rows, stride);
-        let states = (0..capacity_rows).map(|_| AtomicU8::new(ROW_EMPTY)).collect();
+        let states = (0..capacity_rows)
+            .map(|_| AtomicU8::new(ROW_EMPTY))
+            .collect();
         AppendSlab {
             base,
             capacity_rows,
@@ -139,10 +146,16 @@ impl<T: Copy + Default + Send + Sync + 'static> AppendSlab<T> {
     /// rest of the row stays `T::default()`.
     pub fn write_row(&self, row: usize, values: &[T]) -> Result<(), SlabError> {
         if row >= self.capacity_rows {
-            return Err(SlabError::RowOutOfRange { row, capacity: self.capacity_rows });
+            return Err(SlabError::RowOutOfRange {
+                row,
+                capacity: self.capacity_rows,
+            });
         }
         if values.len() > self.stride {
-            return Err(SlabError::WrongRowLength { expected: self.stride, received: values.len() });
+            return Err(SlabError::WrongRowLength {
+                expected: self.stride,
+                received: values.len(),
+            });
         }
         let state = &self.states[row];
         if state
@@ -175,7 +188,9 @@ impl<T: Copy + Default + Send + Sync + 'static> AppendSlab<T> {
         // initialised allocation. PUBLISHED was observed with Acquire, pairing with the
         // writer's Release store, so the copy happened before this read; published rows are
         // never written again while `self` is shared (`grow` needs `&mut self`).
-        Some(unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(row * self.stride), self.stride) })
+        Some(unsafe {
+            std::slice::from_raw_parts(self.base.as_ptr().add(row * self.stride), self.stride)
+        })
     }
 
     /// Whether row `row` is published (false when out of range).
@@ -241,12 +256,15 @@ impl<T: Copy + Default + Send + Sync + 'static> std::fmt::Debug for AppendSlab<T
 
 /// Allocates `row_count * stride` elements, 64-byte aligned, each set to `T::default()`.
 fn allocate_default<T: Copy + Default>(row_count: usize, stride: usize) -> (NonNull<T>, Layout) {
-    let element_count = row_count.checked_mul(stride).expect("slab element count overflows usize");
+    let element_count = row_count
+        .checked_mul(stride)
+        .expect("slab element count overflows usize");
     let size_bytes = element_count
         .checked_mul(size_of::<T>())
         .expect("slab size in bytes overflows usize");
     let alignment_bytes = SLAB_ALIGNMENT_BYTES.max(align_of::<T>());
-    let layout = Layout::from_size_align(size_bytes, alignment_bytes).expect("slab size overflows isize");
+    let layout =
+        Layout::from_size_align(size_bytes, alignment_bytes).expect("slab size overflows isize");
     if layout.size() == 0 {
         // Nothing to allocate; a dangling, well-aligned pointer is valid for zero-byte
         // accesses and for slices of zero-sized `T`.
@@ -310,15 +328,27 @@ mod tests {
         let slab = AppendSlab::<i8>::new(4, 3);
         assert_eq!(
             slab.write_row(4, &[1]),
-            Err(SlabError::RowOutOfRange { row: 4, capacity: 4 })
+            Err(SlabError::RowOutOfRange {
+                row: 4,
+                capacity: 4
+            })
         );
         assert_eq!(
             slab.write_row(0, &[1, 2, 3, 4]),
-            Err(SlabError::WrongRowLength { expected: 3, received: 4 })
+            Err(SlabError::WrongRowLength {
+                expected: 3,
+                received: 4
+            })
         );
-        assert!(!slab.is_published(0), "a rejected write must not publish the row");
+        assert!(
+            !slab.is_published(0),
+            "a rejected write must not publish the row"
+        );
         slab.write_row(0, &[1, 2, 3]).unwrap();
-        assert_eq!(slab.write_row(0, &[4, 5, 6]), Err(SlabError::RowAlreadyWritten { row: 0 }));
+        assert_eq!(
+            slab.write_row(0, &[4, 5, 6]),
+            Err(SlabError::RowAlreadyWritten { row: 0 })
+        );
         assert_eq!(slab.row(0).unwrap(), &[1, 2, 3]);
         let message = SlabError::RowAlreadyWritten { row: 0 }.to_string();
         assert!(message.contains("row 0"));
@@ -346,7 +376,10 @@ mod tests {
         assert_eq!(slab.base.as_ptr() as usize % SLAB_ALIGNMENT_BYTES, 0);
         assert!(slab.row(0).is_none());
         assert_eq!(slab.row(1).unwrap(), &[7, 8, 9]);
-        assert_eq!(slab.write_row(1, &[1]), Err(SlabError::RowAlreadyWritten { row: 1 }));
+        assert_eq!(
+            slab.write_row(1, &[1]),
+            Err(SlabError::RowAlreadyWritten { row: 1 })
+        );
         slab.write_row(4, &[1, 2]).unwrap();
         assert_eq!(slab.row(4).unwrap(), &[1, 2, 0]);
         slab.grow(1);
@@ -422,7 +455,10 @@ mod tests {
                     })
                 })
                 .collect();
-            handles.into_iter().map(|handle| handle.join().unwrap()).collect()
+            handles
+                .into_iter()
+                .map(|handle| handle.join().unwrap())
+                .collect()
         });
         assert_eq!(successes.iter().sum::<usize>(), ROW_COUNT);
         for row in 0..ROW_COUNT {

@@ -84,7 +84,12 @@ fn check_batches(dim: usize, row_count: usize, query_count: usize, seed: u64) {
 fn batch_and_many_equal_pairwise_at_edge_sizes() {
     for dim in [1, 3, 7, 16, 17, 33, 64, 100, 383, 385, 768] {
         for (row_count, query_count) in [(0, 3), (1, 1), (5, 4), (9, 7), (13, 9)] {
-            check_batches(dim, row_count, query_count, dim as u64 * 31 + row_count as u64);
+            check_batches(
+                dim,
+                row_count,
+                query_count,
+                dim as u64 * 31 + row_count as u64,
+            );
         }
     }
 }
@@ -227,7 +232,11 @@ fn dispatch_and_levels() {
     assert_eq!(*levels.last().unwrap(), detected_simd_level());
     assert_eq!(kernels().level, detected_simd_level());
     for level in SimdLevel::ALL {
-        assert_eq!(Kernels::for_level(level).is_some(), levels.contains(&level), "{level:?}");
+        assert_eq!(
+            Kernels::for_level(level).is_some(),
+            levels.contains(&level),
+            "{level:?}"
+        );
         if let Some(table) = Kernels::for_level(level) {
             assert_eq!(table.level, level);
         }
@@ -236,15 +245,28 @@ fn dispatch_and_levels() {
     assert_eq!(names, ["scalar", "neon", "avx2", "avx512", "avx512-vnni"]);
     #[cfg(target_arch = "x86_64")]
     {
-        if std::is_x86_feature_detected!("avx512vnni") && std::is_x86_feature_detected!("avx512bw") {
+        if std::is_x86_feature_detected!("avx512vnni") && std::is_x86_feature_detected!("avx512bw")
+        {
             assert_eq!(detected_simd_level(), SimdLevel::Avx512Vnni);
         }
     }
     // The free functions use the best kernels.
     let a = [1.0f32, -2.0, 3.5];
-    assert_eq!(sagitta_kernels::dot_f32(&a, &a), (kernels().dot_f32)(&a, &a));
-    assert_eq!(sagitta_kernels::dot_i8(&[-128, 127], &[-128, -128]), 16384 - 16256);
-    assert_eq!(sagitta_kernels::dot_u8_i8(&[255, 255], &[-128, -128]), -65280);
+    assert_eq!(
+        sagitta_kernels::dot_f32(&a, &a),
+        (kernels().dot_f32)(&a, &a)
+    );
+    assert_eq!(
+        sagitta_kernels::dot_i8(&[-128, 127], &[-128, -128]),
+        16384 - 16256
+    );
+    assert_eq!(
+        sagitta_kernels::dot_u8_i8(&[255, 255], &[-128, -128]),
+        -65280
+    );
     assert_eq!(sagitta_kernels::hamming_u64(&[u64::MAX], &[0]), 64);
-    println!("detected SIMD level: {}, available: {levels:?}", detected_simd_level());
+    println!(
+        "detected SIMD level: {}, available: {levels:?}",
+        detected_simd_level()
+    );
 }

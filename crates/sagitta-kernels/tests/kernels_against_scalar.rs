@@ -36,15 +36,24 @@ fn assert_close(level: SimdLevel, name: &str, actual: f32, expected: f32, magnit
 }
 
 fn magnitude_dot(a: &[f32], b: &[f32]) -> f64 {
-    a.iter().zip(b).map(|(&x, &y)| (f64::from(x) * f64::from(y)).abs()).sum()
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| (f64::from(x) * f64::from(y)).abs())
+        .sum()
 }
 
 fn exact_dot(a: &[f32], b: &[f32]) -> f64 {
-    a.iter().zip(b).map(|(&x, &y)| f64::from(x) * f64::from(y)).sum()
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| f64::from(x) * f64::from(y))
+        .sum()
 }
 
 fn exact_l2(a: &[f32], b: &[f32]) -> f64 {
-    a.iter().zip(b).map(|(&x, &y)| (f64::from(x) - f64::from(y)).powi(2)).sum()
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| (f64::from(x) - f64::from(y)).powi(2))
+        .sum()
 }
 
 fn widen_f16(values: &[f16]) -> Vec<f32> {
@@ -56,7 +65,8 @@ fn equal_length_pair<A: std::fmt::Debug, B: std::fmt::Debug>(
     right: impl Strategy<Value = B> + Clone,
     max_length: usize,
 ) -> impl Strategy<Value = (Vec<A>, Vec<B>)> {
-    (0..=max_length).prop_flat_map(move |length| (vec(left.clone(), length), vec(right.clone(), length)))
+    (0..=max_length)
+        .prop_flat_map(move |length| (vec(left.clone(), length), vec(right.clone(), length)))
 }
 
 fn f32_value() -> impl Strategy<Value = f32> + Clone {
@@ -80,12 +90,36 @@ fn check_f32_pair(a: &[f32], b: &[f32]) {
     let reference = scalar();
     let magnitude = magnitude_dot(a, b);
     let l2_magnitude = exact_l2(a, b);
-    assert_close(SimdLevel::Scalar, "scalar dot_f32", (reference.dot_f32)(a, b), exact_dot(a, b) as f32, magnitude);
-    assert_close(SimdLevel::Scalar, "scalar l2_squared_f32", (reference.l2_squared_f32)(a, b), l2_magnitude as f32, l2_magnitude);
+    assert_close(
+        SimdLevel::Scalar,
+        "scalar dot_f32",
+        (reference.dot_f32)(a, b),
+        exact_dot(a, b) as f32,
+        magnitude,
+    );
+    assert_close(
+        SimdLevel::Scalar,
+        "scalar l2_squared_f32",
+        (reference.l2_squared_f32)(a, b),
+        l2_magnitude as f32,
+        l2_magnitude,
+    );
     for kernels in all_kernels() {
         let level = kernels.level;
-        assert_close(level, "dot_f32", (kernels.dot_f32)(a, b), (reference.dot_f32)(a, b), magnitude);
-        assert_close(level, "l2_squared_f32", (kernels.l2_squared_f32)(a, b), (reference.l2_squared_f32)(a, b), l2_magnitude);
+        assert_close(
+            level,
+            "dot_f32",
+            (kernels.dot_f32)(a, b),
+            (reference.dot_f32)(a, b),
+            magnitude,
+        );
+        assert_close(
+            level,
+            "l2_squared_f32",
+            (kernels.l2_squared_f32)(a, b),
+            (reference.l2_squared_f32)(a, b),
+            l2_magnitude,
+        );
         assert_close(
             level,
             "norm_squared_f32",
@@ -118,36 +152,82 @@ fn check_f16_pair(a: &[f16], b: &[f16]) {
     let (a_wide, b_wide) = (widen_f16(a), widen_f16(b));
     let magnitude = magnitude_dot(&a_wide, &b_wide);
     let l2_magnitude = exact_l2(&a_wide, &b_wide);
-    assert_close(SimdLevel::Scalar, "scalar dot_f16", (reference.dot_f16)(a, b), exact_dot(&a_wide, &b_wide) as f32, magnitude);
+    assert_close(
+        SimdLevel::Scalar,
+        "scalar dot_f16",
+        (reference.dot_f16)(a, b),
+        exact_dot(&a_wide, &b_wide) as f32,
+        magnitude,
+    );
     for kernels in all_kernels() {
         let level = kernels.level;
-        assert_close(level, "dot_f16", (kernels.dot_f16)(a, b), (reference.dot_f16)(a, b), magnitude);
-        assert_close(level, "l2_squared_f16", (kernels.l2_squared_f16)(a, b), (reference.l2_squared_f16)(a, b), l2_magnitude);
+        assert_close(
+            level,
+            "dot_f16",
+            (kernels.dot_f16)(a, b),
+            (reference.dot_f16)(a, b),
+            magnitude,
+        );
+        assert_close(
+            level,
+            "l2_squared_f16",
+            (kernels.l2_squared_f16)(a, b),
+            (reference.l2_squared_f16)(a, b),
+            l2_magnitude,
+        );
     }
 }
 
 fn exact_dot_i8(a: &[i8], b: &[i8]) -> i64 {
-    a.iter().zip(b).map(|(&x, &y)| i64::from(x) * i64::from(y)).sum()
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| i64::from(x) * i64::from(y))
+        .sum()
 }
 
 fn exact_l2_i8(a: &[i8], b: &[i8]) -> i64 {
-    a.iter().zip(b).map(|(&x, &y)| (i64::from(x) - i64::from(y)).pow(2)).sum()
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| (i64::from(x) - i64::from(y)).pow(2))
+        .sum()
 }
 
 fn exact_dot_u8_i8(a: &[u8], b: &[i8]) -> i64 {
-    a.iter().zip(b).map(|(&x, &y)| i64::from(x) * i64::from(y)).sum()
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| i64::from(x) * i64::from(y))
+        .sum()
 }
 
 fn check_i8_pair(a: &[i8], b: &[i8], a_unsigned: &[u8]) {
     let reference = scalar();
     assert_eq!(i64::from((reference.dot_i8)(a, b)), exact_dot_i8(a, b));
-    assert_eq!(i64::from((reference.l2_squared_i8)(a, b)), exact_l2_i8(a, b));
-    assert_eq!(i64::from((reference.dot_u8_i8)(a_unsigned, b)), exact_dot_u8_i8(a_unsigned, b));
+    assert_eq!(
+        i64::from((reference.l2_squared_i8)(a, b)),
+        exact_l2_i8(a, b)
+    );
+    assert_eq!(
+        i64::from((reference.dot_u8_i8)(a_unsigned, b)),
+        exact_dot_u8_i8(a_unsigned, b)
+    );
     for kernels in all_kernels() {
         let level = kernels.level;
-        assert_eq!((kernels.dot_i8)(a, b), (reference.dot_i8)(a, b), "dot_i8 at {level:?}, length {}", a.len());
-        assert_eq!((kernels.l2_squared_i8)(a, b), (reference.l2_squared_i8)(a, b), "l2_squared_i8 at {level:?}");
-        assert_eq!((kernels.dot_u8_i8)(a_unsigned, b), (reference.dot_u8_i8)(a_unsigned, b), "dot_u8_i8 at {level:?}");
+        assert_eq!(
+            (kernels.dot_i8)(a, b),
+            (reference.dot_i8)(a, b),
+            "dot_i8 at {level:?}, length {}",
+            a.len()
+        );
+        assert_eq!(
+            (kernels.l2_squared_i8)(a, b),
+            (reference.l2_squared_i8)(a, b),
+            "l2_squared_i8 at {level:?}"
+        );
+        assert_eq!(
+            (kernels.dot_u8_i8)(a_unsigned, b),
+            (reference.dot_u8_i8)(a_unsigned, b),
+            "dot_u8_i8 at {level:?}"
+        );
     }
 }
 
@@ -185,8 +265,18 @@ fn check_bits(a: &[u64], b: &[u64]) {
     let hamming: u32 = a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum();
     let and_count: u32 = a.iter().zip(b).map(|(x, y)| (x & y).count_ones()).sum();
     for kernels in all_kernels() {
-        assert_eq!((kernels.hamming_u64)(a, b), hamming, "hamming_u64 at {:?}", kernels.level);
-        assert_eq!((kernels.and_popcount_u64)(a, b), and_count, "and_popcount_u64 at {:?}", kernels.level);
+        assert_eq!(
+            (kernels.hamming_u64)(a, b),
+            hamming,
+            "hamming_u64 at {:?}",
+            kernels.level
+        );
+        assert_eq!(
+            (kernels.and_popcount_u64)(a, b),
+            and_count,
+            "and_popcount_u64 at {:?}",
+            kernels.level
+        );
     }
 }
 
@@ -242,7 +332,9 @@ fn edge_lengths_with_extreme_integers() {
             let a_unsigned = vec![unsigned_value; length];
             check_i8_pair(&a, &b, &a_unsigned);
             // Alternating signs too: positive and negative products must not cancel wrongly.
-            let alternating: Vec<i8> = (0..length).map(|index| if index % 2 == 0 { i8::MIN } else { i8::MAX }).collect();
+            let alternating: Vec<i8> = (0..length)
+                .map(|index| if index % 2 == 0 { i8::MIN } else { i8::MAX })
+                .collect();
             check_i8_pair(&alternating, &b, &a_unsigned);
         }
     }
@@ -252,15 +344,27 @@ fn edge_lengths_with_extreme_integers() {
 #[test]
 fn integer_kernels_exact_at_dimension_limit() {
     let length = MAX_INTEGER_KERNEL_DIMENSION;
-    let cases: [(i8, i8, u8); 3] = [(i8::MIN, i8::MAX, u8::MAX), (i8::MAX, i8::MIN, u8::MAX), (i8::MIN, i8::MIN, u8::MAX)];
+    let cases: [(i8, i8, u8); 3] = [
+        (i8::MIN, i8::MAX, u8::MAX),
+        (i8::MAX, i8::MIN, u8::MAX),
+        (i8::MIN, i8::MIN, u8::MAX),
+    ];
     for (a_value, b_value, unsigned_value) in cases {
         let a = vec![a_value; length];
         let b = vec![b_value; length];
         let a_unsigned = vec![unsigned_value; length];
         for kernels in all_kernels() {
             let level = kernels.level;
-            assert_eq!(i64::from((kernels.dot_i8)(&a, &b)), exact_dot_i8(&a, &b), "dot_i8 at {level:?}");
-            assert_eq!(i64::from((kernels.l2_squared_i8)(&a, &b)), exact_l2_i8(&a, &b), "l2_squared_i8 at {level:?}");
+            assert_eq!(
+                i64::from((kernels.dot_i8)(&a, &b)),
+                exact_dot_i8(&a, &b),
+                "dot_i8 at {level:?}"
+            );
+            assert_eq!(
+                i64::from((kernels.l2_squared_i8)(&a, &b)),
+                exact_l2_i8(&a, &b),
+                "l2_squared_i8 at {level:?}"
+            );
             assert_eq!(
                 i64::from((kernels.dot_u8_i8)(&a_unsigned, &b)),
                 exact_dot_u8_i8(&a_unsigned, &b),
@@ -273,17 +377,28 @@ fn integer_kernels_exact_at_dimension_limit() {
 #[test]
 fn edge_lengths_f32() {
     for length in EDGE_LENGTHS {
-        let a: Vec<f32> = (0..length).map(|index| (index as f32 * 0.37).sin()).collect();
-        let b: Vec<f32> = (0..length).map(|index| (index as f32 * 0.11).cos()).collect();
+        let a: Vec<f32> = (0..length)
+            .map(|index| (index as f32 * 0.37).sin())
+            .collect();
+        let b: Vec<f32> = (0..length)
+            .map(|index| (index as f32 * 0.11).cos())
+            .collect();
         check_f32_pair(&a, &b);
         let a_f16: Vec<f16> = a.iter().map(|&value| f16::from_f32(value)).collect();
         let b_f16: Vec<f16> = b.iter().map(|&value| f16::from_f32(value)).collect();
         check_f16_pair(&a_f16, &b_f16);
-        let codes: Vec<i8> = (0..length).map(|index| (index * 37 % 256) as u8 as i8).collect();
+        let codes: Vec<i8> = (0..length)
+            .map(|index| (index * 37 % 256) as u8 as i8)
+            .collect();
         let unsigned_codes: Vec<u8> = (0..length).map(|index| (index * 53 % 256) as u8).collect();
         check_f32_codes(&a, &codes, &unsigned_codes);
-        let words: Vec<u64> = (0..length).map(|index| (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
-        let other_words: Vec<u64> = words.iter().map(|word| word.rotate_left(17) ^ 0xFFFF_0000).collect();
+        let words: Vec<u64> = (0..length)
+            .map(|index| (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+            .collect();
+        let other_words: Vec<u64> = words
+            .iter()
+            .map(|word| word.rotate_left(17) ^ 0xFFFF_0000)
+            .collect();
         check_bits(&words, &other_words);
     }
 }

@@ -1,0 +1,42 @@
+"""SagittaDB engines end to end. Deliberately FAILS (never skips) when `sagittadb` does not
+import: CI always builds the package (`maturin develop`) before running these tests."""
+
+import json
+
+from bench.__main__ import main
+
+
+def test_sagitta_engines_end_to_end(tmp_path):
+    import sagittadb  # noqa: F401 - an ImportError here is a test failure by design
+
+    out = tmp_path / "ann-sagitta.json"
+    engines = "sagitta-flat,sagitta-hnsw,sagitta-hnsw-sq8,hnswlib"
+    args = [
+        "ann",
+        "--quick",
+        "--n",
+        "5000",
+        "--dim",
+        "64",
+        "--queries",
+        "100",
+        "--threads",
+        "2",
+    ]
+    assert main([*args, "--engines", engines, "--strict", "--out", str(out)]) == 0
+    assert main(["check", str(out)]) == 0
+    assert out.with_suffix(".png").exists()
+    doc = json.loads(out.read_text())
+    results = {r["engine"]: r for r in doc["results"]}
+    assert set(results) == set(engines.split(","))
+    assert doc["machine"]["simd_source"] == "sagittadb.simd_level()"
+    # The flat index is exact.
+    (flat_run,) = results["sagitta-flat"]["runs"]
+    assert flat_run["recall_at_k"] >= 0.999
+    # Graph indexes reach a recall floor at the largest ef of the quick sweep (ef=128).
+    assert results["sagitta-hnsw"]["runs"][-1]["recall_at_k"] >= 0.95
+    assert results["sagitta-hnsw-sq8"]["runs"][-1]["recall_at_k"] >= 0.90
+    for name in ("sagitta-hnsw", "sagitta-hnsw-sq8"):
+        assert set(results[name]["engine_extra"]["memory_report"]) >= {"graph", "total"}
+        assert results[name]["memory_bytes"] > 0
+    assert "sagitta-hnsw-sq8" in doc["summary"]["ratio_to_peer"]
