@@ -4,6 +4,8 @@
 //! with the GIL released. Index files are written to `<path>.tmp`, fsynced, renamed over
 //! `<path>`, and the directory is fsynced, so a crash never leaves a half-written index.
 #![deny(unsafe_code)]
+// PyO3 extracts arguments as owned values and `map_err` passes errors by value.
+#![allow(clippy::needless_pass_by_value)]
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
@@ -19,12 +21,42 @@ use sagitta_index::flat::{FlatIndex as CoreFlat, SearchResults};
 use sagitta_index::hnsw::{HnswIndex as CoreHnsw, HnswParams, HnswSearchParams, Quantization};
 use sagitta_index::{IndexError, Metric};
 
-create_exception!(_native, SagittaError, PyException, "Base class of SagittaDB errors.");
-create_exception!(_native, DimensionError, SagittaError, "A vector has the wrong dimension.");
-create_exception!(_native, InvalidParameterError, SagittaError, "A parameter or value is out of range or malformed.");
-create_exception!(_native, DuplicateIdError, SagittaError, "An id is already in the index.");
-create_exception!(_native, CapacityError, SagittaError, "The index cannot hold more points.");
-create_exception!(_native, FormatError, SagittaError, "An index file is corrupt or of an unknown version.");
+create_exception!(
+    _native,
+    SagittaError,
+    PyException,
+    "Base class of SagittaDB errors."
+);
+create_exception!(
+    _native,
+    DimensionError,
+    SagittaError,
+    "A vector has the wrong dimension."
+);
+create_exception!(
+    _native,
+    InvalidParameterError,
+    SagittaError,
+    "A parameter or value is out of range or malformed."
+);
+create_exception!(
+    _native,
+    DuplicateIdError,
+    SagittaError,
+    "An id is already in the index."
+);
+create_exception!(
+    _native,
+    CapacityError,
+    SagittaError,
+    "The index cannot hold more points."
+);
+create_exception!(
+    _native,
+    FormatError,
+    SagittaError,
+    "An index file is corrupt or of an unknown version."
+);
 
 /// The one table from engine errors to Python exceptions.
 fn to_python_error(error: IndexError) -> PyErr {
@@ -81,13 +113,20 @@ fn batch<'py>(vectors: &Bound<'py, PyAny>, dim: usize, name: &str) -> PyResult<B
     Ok(Batch { array, rows })
 }
 
-fn labels_or_default(ids: Option<&Bound<'_, PyAny>>, rows: usize, start: usize) -> PyResult<Vec<u64>> {
+fn labels_or_default(
+    ids: Option<&Bound<'_, PyAny>>,
+    rows: usize,
+    start: usize,
+) -> PyResult<Vec<u64>> {
     match ids {
         None => Ok((start as u64..(start + rows) as u64).collect()),
         Some(ids) => {
             let numpy = ids.py().import("numpy")?;
             let converted = numpy.call_method1("ascontiguousarray", (ids, "uint64"))?;
-            let labels: Vec<u64> = converted.call_method0("ravel")?.call_method0("tolist")?.extract()?;
+            let labels: Vec<u64> = converted
+                .call_method0("ravel")?
+                .call_method0("tolist")?
+                .extract()?;
             if labels.len() != rows {
                 return Err(DimensionError::new_err(format!(
                     "`ids` has {} entries but {rows} vectors were given",
@@ -101,7 +140,11 @@ fn labels_or_default(ids: Option<&Bound<'_, PyAny>>, rows: usize, start: usize) 
 
 type ResultArrays<'py> = (Bound<'py, PyArray2<u64>>, Bound<'py, PyArray2<f32>>);
 
-fn result_arrays(py: Python<'_>, results: SearchResults, rows: usize) -> PyResult<ResultArrays<'_>> {
+fn result_arrays(
+    py: Python<'_>,
+    results: SearchResults,
+    rows: usize,
+) -> PyResult<ResultArrays<'_>> {
     let k = results.k;
     let ids = results.ids.into_pyarray(py).reshape([rows, k])?;
     let scores = results.scores.into_pyarray(py).reshape([rows, k])?;
@@ -109,18 +152,26 @@ fn result_arrays(py: Python<'_>, results: SearchResults, rows: usize) -> PyResul
 }
 
 /// Writes through `<path>.tmp`, fsync, rename, fsync of the directory.
-fn write_atomically(path: &Path, body: impl FnOnce(&mut BufWriter<File>) -> Result<(), IndexError>) -> PyResult<()> {
+fn write_atomically(
+    path: &Path,
+    body: impl FnOnce(&mut BufWriter<File>) -> Result<(), IndexError>,
+) -> PyResult<()> {
     let mut temporary = PathBuf::from(path);
     temporary.as_mut_os_string().push(".tmp");
     let file = File::create(&temporary)?;
     let mut writer = BufWriter::with_capacity(1 << 20, file);
     body(&mut writer).map_err(to_python_error)?;
     writer.flush()?;
-    let file = writer.into_inner().map_err(|error| error.into_error())?;
+    let file = writer
+        .into_inner()
+        .map_err(std::io::IntoInnerError::into_error)?;
     file.sync_all()?;
     drop(file);
     std::fs::rename(&temporary, path)?;
-    let directory = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let directory = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     File::open(directory)?.sync_all()?;
     Ok(())
 }
@@ -142,7 +193,9 @@ impl FlatIndex {
     fn new(dim: usize, metric: &str) -> PyResult<Self> {
         let metric = Metric::parse(metric).map_err(to_python_error)?;
         let inner = CoreFlat::new(dim, metric).map_err(to_python_error)?;
-        Ok(FlatIndex { inner: RwLock::new(inner) })
+        Ok(FlatIndex {
+            inner: RwLock::new(inner),
+        })
     }
 
     #[getter]
@@ -161,17 +214,29 @@ impl FlatIndex {
 
     /// Adds vectors (n × dim float32) with optional uint64 ids (default: continuing 0, 1, …).
     #[pyo3(signature = (vectors, ids = None))]
-    fn add(&self, py: Python<'_>, vectors: &Bound<'_, PyAny>, ids: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    fn add(
+        &self,
+        py: Python<'_>,
+        vectors: &Bound<'_, PyAny>,
+        ids: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
         let dim = self.dim();
         let batch = batch(vectors, dim, "vectors")?;
         let labels = labels_or_default(ids, batch.rows, self.__len__())?;
         let values = batch.values()?;
-        py.allow_threads(|| self.inner.write().add(values, &labels)).map_err(to_python_error)
+        py.allow_threads(|| self.inner.write().add(values, &labels))
+            .map_err(to_python_error)
     }
 
     /// Exact top-k: returns (ids uint64 nq×k, scores float32 nq×k), closest first.
     #[pyo3(signature = (queries, k = 10, threads = 0))]
-    fn search<'py>(&self, py: Python<'py>, queries: &Bound<'py, PyAny>, k: usize, threads: usize) -> PyResult<ResultArrays<'py>> {
+    fn search<'py>(
+        &self,
+        py: Python<'py>,
+        queries: &Bound<'py, PyAny>,
+        k: usize,
+        threads: usize,
+    ) -> PyResult<ResultArrays<'py>> {
         let batch = batch(queries, self.dim(), "queries")?;
         let values = batch.values()?;
         let results = py
@@ -196,12 +261,19 @@ impl FlatIndex {
             let mut reader = open_reader(&path)?;
             CoreFlat::load(&mut reader).map_err(to_python_error)
         })?;
-        Ok(FlatIndex { inner: RwLock::new(inner) })
+        Ok(FlatIndex {
+            inner: RwLock::new(inner),
+        })
     }
 
     fn __repr__(&self) -> String {
         let inner = self.inner.read();
-        format!("FlatIndex(dim={}, metric='{}', len={})", inner.dim(), inner.metric().name(), inner.len())
+        format!(
+            "FlatIndex(dim={}, metric='{}', len={})",
+            inner.dim(),
+            inner.metric().name(),
+            inner.len()
+        )
     }
 }
 
@@ -218,14 +290,24 @@ struct HnswIndex {
 impl HnswIndex {
     #[new]
     #[pyo3(signature = (dim, metric = "cosine", m = 16, ef_construction = 100, quantization = "sq8", capacity = 0, seed = 42))]
-    fn new(dim: usize, metric: &str, m: usize, ef_construction: usize, quantization: &str, capacity: usize, seed: u64) -> PyResult<Self> {
+    fn new(
+        dim: usize,
+        metric: &str,
+        m: usize,
+        ef_construction: usize,
+        quantization: &str,
+        capacity: usize,
+        seed: u64,
+    ) -> PyResult<Self> {
         let mut params = HnswParams::new(dim, Metric::parse(metric).map_err(to_python_error)?);
         params.m = m;
         params.ef_construction = ef_construction;
         params.quantization = Quantization::parse(quantization).map_err(to_python_error)?;
         params.seed = seed;
         let inner = CoreHnsw::new(params, capacity).map_err(to_python_error)?;
-        Ok(HnswIndex { inner: RwLock::new(inner) })
+        Ok(HnswIndex {
+            inner: RwLock::new(inner),
+        })
     }
 
     #[getter]
@@ -254,7 +336,13 @@ impl HnswIndex {
 
     /// Adds vectors with optional uint64 ids, linking them on `threads` threads (0 = all).
     #[pyo3(signature = (vectors, ids = None, threads = 0))]
-    fn add(&self, py: Python<'_>, vectors: &Bound<'_, PyAny>, ids: Option<&Bound<'_, PyAny>>, threads: usize) -> PyResult<()> {
+    fn add(
+        &self,
+        py: Python<'_>,
+        vectors: &Bound<'_, PyAny>,
+        ids: Option<&Bound<'_, PyAny>>,
+        threads: usize,
+    ) -> PyResult<()> {
         let dim = self.dim();
         let batch = batch(vectors, dim, "vectors")?;
         let labels = labels_or_default(ids, batch.rows, self.__len__())?;
@@ -287,7 +375,12 @@ impl HnswIndex {
     ) -> PyResult<ResultArrays<'py>> {
         let batch = batch(queries, self.dim(), "queries")?;
         let values = batch.values()?;
-        let params = HnswSearchParams { k, ef, rescore, exact_traversal };
+        let params = HnswSearchParams {
+            k,
+            ef,
+            rescore,
+            exact_traversal,
+        };
         let results = py
             .allow_threads(|| self.inner.read().search_batch(values, params, threads))
             .map_err(to_python_error)?;
@@ -325,7 +418,9 @@ impl HnswIndex {
             let mut reader = open_reader(&path)?;
             CoreHnsw::load(&mut reader).map_err(to_python_error)
         })?;
-        Ok(HnswIndex { inner: RwLock::new(inner) })
+        Ok(HnswIndex {
+            inner: RwLock::new(inner),
+        })
     }
 
     fn __repr__(&self) -> String {
@@ -357,7 +452,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("SagittaError", py.get_type::<SagittaError>())?;
     m.add("DimensionError", py.get_type::<DimensionError>())?;
-    m.add("InvalidParameterError", py.get_type::<InvalidParameterError>())?;
+    m.add(
+        "InvalidParameterError",
+        py.get_type::<InvalidParameterError>(),
+    )?;
     m.add("DuplicateIdError", py.get_type::<DuplicateIdError>())?;
     m.add("CapacityError", py.get_type::<CapacityError>())?;
     m.add("FormatError", py.get_type::<FormatError>())?;

@@ -60,7 +60,7 @@ impl Metric {
 
 /// Validates a row-major batch: dimension, finiteness. Returns the row count.
 pub(crate) fn check_batch(vectors: &[f32], dim: usize) -> Result<usize> {
-    if dim == 0 || vectors.len() % dim != 0 {
+    if dim == 0 || !vectors.len().is_multiple_of(dim) {
         return Err(IndexError::WrongVectorDimension {
             expected: dim,
             received: if dim == 0 { 0 } else { vectors.len() % dim },

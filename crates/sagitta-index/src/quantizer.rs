@@ -32,7 +32,7 @@ pub struct Sq8Quantizer {
 impl Sq8Quantizer {
     /// Trains the scale on row-major `sample` vectors (already normalized for cosine).
     pub fn train(sample: &[f32], dim: usize) -> Sq8Quantizer {
-        assert!(dim > 0 && sample.len() % dim == 0);
+        assert!(dim > 0 && sample.len().is_multiple_of(dim));
         let step = (sample.len() / TRAINING_VALUES_MAX).max(1);
         let mut magnitudes: Vec<f32> = sample.iter().step_by(step).map(|v| v.abs()).collect();
         let scale = if magnitudes.is_empty() {
@@ -188,7 +188,10 @@ mod tests {
             let decoded_norm: f32 = decoded.iter().map(|v| v * v).sum();
             assert!((decoded_norm - norm_squared).abs() <= 1e-4 * (1.0 + decoded_norm));
             for (original, restored) in vector.iter().zip(&decoded) {
-                assert!((original - restored).abs() <= 0.5 * 0.01 + 1e-6, "{original} {restored}");
+                assert!(
+                    (original - restored).abs() <= 0.5 * 0.01 + 1e-6,
+                    "{original} {restored}"
+                );
             }
         }
     }

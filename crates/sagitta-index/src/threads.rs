@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub(crate) fn effective_threads(requested: usize, work_items: usize) -> usize {
     let available = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let threads = if requested == 0 { available } else { requested };
-    threads.clamp(1, crate::limits::MAX_THREADS).min(work_items.max(1))
+    threads
+        .clamp(1, crate::limits::MAX_THREADS)
+        .min(work_items.max(1))
 }
 
 /// Calls `work(start, end)` for consecutive ranges of `0..total`, `chunk` items at a time,

@@ -17,7 +17,11 @@ fn flat_recall_is_exactly_one_for_every_metric() {
         let truth = brute_force(metric, &base, &queries, DIM, 10);
         for threads in [1, 2, 3] {
             let results = index.search(&queries, 10, threads).unwrap();
-            assert_eq!(recall(&results.ids, &truth, 10), 1.0, "{metric:?} threads={threads}");
+            assert_eq!(
+                recall(&results.ids, &truth, 10),
+                1.0,
+                "{metric:?} threads={threads}"
+            );
         }
     }
 }
@@ -42,7 +46,10 @@ fn flat_fills_missing_slots_when_k_exceeds_len() {
     let mut index = FlatIndex::new(DIM, Metric::Dot).unwrap();
     index.add(&clustered(3, DIM, 3), &[10, 11, 12]).unwrap();
     let results = index.search(&clustered(1, DIM, 4), 5, 1).unwrap();
-    assert_eq!(results.ids.iter().filter(|id| **id == MISSING_ID).count(), 2);
+    assert_eq!(
+        results.ids.iter().filter(|id| **id == MISSING_ID).count(),
+        2
+    );
 }
 
 #[test]
@@ -65,15 +72,24 @@ fn flat_rejects_bad_input_and_stays_unchanged() {
     ));
     assert!(matches!(
         index.add(&[1.0, 2.0, 3.0, 4.0, 1.0, f32::NAN, 0.0, 0.0], &[1, 2]),
-        Err(IndexError::NonFiniteValue { row: 1, position: 1 })
+        Err(IndexError::NonFiniteValue {
+            row: 1,
+            position: 1
+        })
     ));
     assert!(matches!(
         index.add(&[1.0, 2.0, 3.0, f32::INFINITY], &[1]),
-        Err(IndexError::NonFiniteValue { row: 0, position: 3 })
+        Err(IndexError::NonFiniteValue {
+            row: 0,
+            position: 3
+        })
     ));
     assert!(matches!(
         index.add(&[1.0, 2.0, 3.0, 4.0], &[1, 2]),
-        Err(IndexError::WrongIdCount { expected: 1, received: 2 })
+        Err(IndexError::WrongIdCount {
+            expected: 1,
+            received: 2
+        })
     ));
     assert!(index.is_empty());
     assert!(matches!(
@@ -99,15 +115,27 @@ fn flat_save_load_round_trip_and_corruption_is_detected() {
     index.save(&mut bytes).unwrap();
     let loaded = FlatIndex::load(&mut bytes.as_slice()).unwrap();
     let queries = clustered(10, DIM, 8);
-    assert_eq!(index.search(&queries, 5, 1).unwrap(), loaded.search(&queries, 5, 1).unwrap());
+    assert_eq!(
+        index.search(&queries, 5, 1).unwrap(),
+        loaded.search(&queries, 5, 1).unwrap()
+    );
 
     let mut corrupt = bytes.clone();
     let last = corrupt.len() - 3;
     corrupt[last] ^= 0x40;
-    assert!(matches!(FlatIndex::load(&mut corrupt.as_slice()), Err(IndexError::Format { .. })));
+    assert!(matches!(
+        FlatIndex::load(&mut corrupt.as_slice()),
+        Err(IndexError::Format { .. })
+    ));
     let truncated = &bytes[..bytes.len() / 2];
-    assert!(matches!(FlatIndex::load(&mut &truncated[..]), Err(IndexError::Format { .. })));
+    assert!(matches!(
+        FlatIndex::load(&mut &truncated[..]),
+        Err(IndexError::Format { .. })
+    ));
     let mut bad_header = bytes.clone();
     bad_header[17] ^= 1;
-    assert!(matches!(FlatIndex::load(&mut bad_header.as_slice()), Err(IndexError::Format { .. })));
+    assert!(matches!(
+        FlatIndex::load(&mut bad_header.as_slice()),
+        Err(IndexError::Format { .. })
+    ));
 }

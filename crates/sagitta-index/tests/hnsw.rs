@@ -31,7 +31,9 @@ fn hnsw_recall_meets_floor_for_every_metric_and_quantization() {
         let truth = brute_force(metric, &base, &queries, DIM, 10);
         for quantization in [Quantization::None, Quantization::Sq8] {
             let index = build(metric, quantization, &base, 2);
-            let results = index.search_batch(&queries, HnswSearchParams::new(10, 64), 2).unwrap();
+            let results = index
+                .search_batch(&queries, HnswSearchParams::new(10, 64), 2)
+                .unwrap();
             let measured = recall(&results.ids, &truth, 10);
             eprintln!("{metric:?}/{quantization:?}: recall@10 at ef=64 = {measured}");
             assert!(
@@ -60,21 +62,27 @@ fn deleted_points_and_rejected_points_are_never_returned() {
     let base = clustered(2_000, DIM, 15);
     let index = build(Metric::Cosine, Quantization::Sq8, &base, 2);
     let queries = clustered(20, DIM, 16);
-    let first = index.search_batch(&queries, HnswSearchParams::new(10, 64), 1).unwrap();
+    let first = index
+        .search_batch(&queries, HnswSearchParams::new(10, 64), 1)
+        .unwrap();
     let victims: Vec<u64> = first.ids.iter().step_by(3).copied().collect();
     for id in &victims {
         index.mark_deleted(*id);
     }
-    let second = index.search_batch(&queries, HnswSearchParams::new(10, 64), 1).unwrap();
+    let second = index
+        .search_batch(&queries, HnswSearchParams::new(10, 64), 1)
+        .unwrap();
     assert!(second.ids.iter().all(|id| !victims.contains(id)));
     assert!(second.ids.iter().all(|id| *id != sagitta_index::MISSING_ID));
     let hits = index
         .search_filtered(&queries[..DIM], HnswSearchParams::new(10, 64), |node| {
-            index.label(node) % 5 == 0
+            index.label(node).is_multiple_of(5)
         })
         .unwrap();
     assert_eq!(hits.len(), 10);
-    assert!(hits.iter().all(|hit| hit.label % 5 == 0 && !victims.contains(&hit.label)));
+    assert!(hits
+        .iter()
+        .all(|hit| hit.label.is_multiple_of(5) && !victims.contains(&hit.label)));
 }
 
 #[test]
@@ -84,14 +92,18 @@ fn concurrent_insert_and_search_stay_consistent() {
     params.m = 8;
     params.ef_construction = 40;
     let index = HnswIndex::new(params, 6_000).unwrap();
-    index.add(&base[..1_000 * DIM], &(0..1_000).collect::<Vec<u64>>(), 1).unwrap();
+    index
+        .add(&base[..1_000 * DIM], &(0..1_000).collect::<Vec<u64>>(), 1)
+        .unwrap();
     let done = AtomicBool::new(false);
     std::thread::scope(|scope| {
         scope.spawn(|| {
             for chunk in 1..6 {
                 let rows = chunk * 1_000..(chunk + 1) * 1_000;
                 let labels: Vec<u64> = rows.clone().map(|r| r as u64).collect();
-                index.add(&base[rows.start * DIM..rows.end * DIM], &labels, 2).unwrap();
+                index
+                    .add(&base[rows.start * DIM..rows.end * DIM], &labels, 2)
+                    .unwrap();
             }
             done.store(true, Ordering::Release);
         });
@@ -99,8 +111,14 @@ fn concurrent_insert_and_search_stay_consistent() {
             let queries = clustered(16, DIM, 18);
             let mut rounds = 0;
             while !done.load(Ordering::Acquire) || rounds < 3 {
-                let results = index.search_batch(&queries, HnswSearchParams::new(5, 32), 1).unwrap();
-                assert!(results.ids.iter().all(|id| *id < 6_000), "{:?}", results.ids);
+                let results = index
+                    .search_batch(&queries, HnswSearchParams::new(5, 32), 1)
+                    .unwrap();
+                assert!(
+                    results.ids.iter().all(|id| *id < 6_000),
+                    "{:?}",
+                    results.ids
+                );
                 rounds += 1;
             }
         });
@@ -108,7 +126,9 @@ fn concurrent_insert_and_search_stay_consistent() {
     assert_eq!(index.len(), 6_000);
     let queries = clustered(50, DIM, 19);
     let truth = brute_force(Metric::L2, &base, &queries, DIM, 10);
-    let results = index.search_batch(&queries, HnswSearchParams::new(10, 96), 2).unwrap();
+    let results = index
+        .search_batch(&queries, HnswSearchParams::new(10, 96), 2)
+        .unwrap();
     assert!(recall(&results.ids, &truth, 10) >= RECALL_FLOOR);
 }
 
@@ -133,17 +153,25 @@ fn save_load_round_trip_and_corruption_is_detected() {
             let mut corrupt = bytes.clone();
             corrupt[position] ^= 0x10;
             assert!(
-                matches!(HnswIndex::load(&mut corrupt.as_slice()), Err(IndexError::Format { .. })),
+                matches!(
+                    HnswIndex::load(&mut corrupt.as_slice()),
+                    Err(IndexError::Format { .. })
+                ),
                 "flip at {position} not detected"
             );
         }
         let truncated = &bytes[..bytes.len() - 100];
-        assert!(matches!(HnswIndex::load(&mut &truncated[..]), Err(IndexError::Format { .. })));
+        assert!(matches!(
+            HnswIndex::load(&mut &truncated[..]),
+            Err(IndexError::Format { .. })
+        ));
         // loaded indexes keep accepting inserts after growing
         let mut loaded = loaded;
         loaded.reserve(2_000).unwrap();
         let extra = clustered(10, DIM, 22);
-        loaded.add(&extra, &(5_000..5_010).collect::<Vec<u64>>(), 1).unwrap();
+        loaded
+            .add(&extra, &(5_000..5_010).collect::<Vec<u64>>(), 1)
+            .unwrap();
         assert_eq!(loaded.len(), 1_510);
     }
 }
@@ -157,7 +185,10 @@ fn bad_input_is_rejected_with_named_fields_and_nothing_is_stored() {
     ));
     assert!(matches!(
         index.add(&[1.0, f32::NAN, 3.0, 4.0], &[1], 1),
-        Err(IndexError::NonFiniteValue { row: 0, position: 1 })
+        Err(IndexError::NonFiniteValue {
+            row: 0,
+            position: 1
+        })
     ));
     assert!(matches!(
         index.add(&[1.0, 2.0, 3.0, 4.0, 1.0, 2.0, 3.0, 4.0], &[1, 1], 1),
@@ -192,7 +223,10 @@ fn bad_input_is_rejected_with_named_fields_and_nothing_is_stored() {
     params.ef_construction = 100_000;
     assert!(matches!(
         HnswIndex::new(params, 1),
-        Err(IndexError::ParameterOutOfRange { name: "ef_construction", .. })
+        Err(IndexError::ParameterOutOfRange {
+            name: "ef_construction",
+            ..
+        })
     ));
     assert!(matches!(
         HnswIndex::new(HnswParams::new(100_000, Metric::L2), 1),
@@ -203,5 +237,8 @@ fn bad_input_is_rejected_with_named_fields_and_nothing_is_stored() {
 #[test]
 fn empty_index_returns_nothing() {
     let index = HnswIndex::new(HnswParams::new(8, Metric::Dot), 0).unwrap();
-    assert!(index.search(&[0.5; 8], HnswSearchParams::new(3, 10)).unwrap().is_empty());
+    assert!(index
+        .search(&[0.5; 8], HnswSearchParams::new(3, 10))
+        .unwrap()
+        .is_empty());
 }

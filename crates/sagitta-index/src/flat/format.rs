@@ -29,7 +29,11 @@ impl FlatIndex {
         let crc = crc32c::crc32c(&header[..60]);
         header[60..64].copy_from_slice(&crc.to_le_bytes());
         write_all(writer, &header)?;
-        write_section(writer, TAG_LABELS, &u64s_to_bytes(self.labels.iter().copied()))?;
+        write_section(
+            writer,
+            TAG_LABELS,
+            &u64s_to_bytes(self.labels.iter().copied()),
+        )?;
         write_section(writer, TAG_VECTORS, &f32s_to_bytes(&self.vectors))
     }
 
@@ -64,7 +68,12 @@ impl FlatIndex {
             )));
         }
         let count = usize::try_from(count).map_err(|_| IndexError::format("count too large"))?;
-        let labels = bytes_to_u64s(&read_section(reader, TAG_LABELS, count as u64 * 8, "labels")?);
+        let labels = bytes_to_u64s(&read_section(
+            reader,
+            TAG_LABELS,
+            count as u64 * 8,
+            "labels",
+        )?);
         let vectors = bytes_to_f32s(&read_section(
             reader,
             TAG_VECTORS,

@@ -38,7 +38,9 @@ impl HnswIndex {
         // Normalize once (cosine) so rows, codes and training all see the stored values.
         let prepared: std::borrow::Cow<'_, [f32]> = if self.params.metric == Metric::Cosine {
             let mut normalized = vectors.to_vec();
-            for (target, source) in normalized.chunks_exact_mut(dim).zip(vectors.chunks_exact(dim))
+            for (target, source) in normalized
+                .chunks_exact_mut(dim)
+                .zip(vectors.chunks_exact(dim))
             {
                 normalize_into(source, target);
             }
@@ -61,7 +63,11 @@ impl HnswIndex {
         let threads = effective_threads(threads, rows);
         for_each_chunk(rows, 256, threads, |start, end| {
             for row in start..end {
-                self.publish_rows(first + row, labels[row], &prepared[row * dim..(row + 1) * dim]);
+                self.publish_rows(
+                    first + row,
+                    labels[row],
+                    &prepared[row * dim..(row + 1) * dim],
+                );
             }
             Ok::<(), IndexError>(())
         })?;
@@ -90,7 +96,10 @@ impl HnswIndex {
             })
             .map_err(|_| IndexError::CapacityExceeded { capacity })?;
         for (offset, label) in labels.iter().enumerate() {
-            map.insert(*label, u32::try_from(first + offset).expect("node < MAX_POINTS"));
+            map.insert(
+                *label,
+                u32::try_from(first + offset).expect("node < MAX_POINTS"),
+            );
         }
         Ok(first)
     }
@@ -171,7 +180,10 @@ impl HnswIndex {
         }
         if level > max_level {
             let _guard = self.entry_lock.lock();
-            if self.entry_snapshot().is_none_or(|(_, current)| level > current) {
+            if self
+                .entry_snapshot()
+                .is_none_or(|(_, current)| level > current)
+            {
                 self.publish_entry(node, level);
             }
         }
@@ -286,10 +298,9 @@ impl HnswIndex {
         let metric = self.params.metric;
         if let Some(store) = self.sq8.get() {
             let dim = self.params.dim;
-            let (Some(row_a), Some(row_b)) = (
-                store.codes.row(a as usize),
-                store.codes.row(b as usize),
-            ) else {
+            let (Some(row_a), Some(row_b)) =
+                (store.codes.row(a as usize), store.codes.row(b as usize))
+            else {
                 return f32::INFINITY;
             };
             let scale_squared = store.quantizer.scale() * store.quantizer.scale();

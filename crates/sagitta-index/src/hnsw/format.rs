@@ -9,7 +9,9 @@ use sagitta_kernels::AppendSlab;
 use super::storage::Sq8Store;
 use super::{HnswIndex, HnswParams, Quantization};
 use crate::error::{IndexError, Result};
-use crate::limits::{check_range, MAX_DIMENSION, MAX_EF_CONSTRUCTION, MAX_LEVEL, MAX_M, MAX_POINTS, MIN_M};
+use crate::limits::{
+    check_range, MAX_DIMENSION, MAX_EF_CONSTRUCTION, MAX_LEVEL, MAX_M, MAX_POINTS, MIN_M,
+};
 use crate::metric::Metric;
 use crate::quantizer::Sq8Quantizer;
 use crate::serial::{
@@ -35,7 +37,10 @@ impl HnswIndex {
     pub fn save(&self, writer: &mut impl Write) -> Result<()> {
         let count = self.len();
         for node in 0..count {
-            if self.vector(u32::try_from(node).expect("< MAX_POINTS")).is_none() {
+            if self
+                .vector(u32::try_from(node).expect("< MAX_POINTS"))
+                .is_none()
+            {
                 return Err(IndexError::format(format!(
                     "node {node} is still being inserted; save after inserts finish"
                 )));
@@ -68,7 +73,11 @@ impl HnswIndex {
         write_all(writer, &header)?;
 
         let nodes = (0..count).map(|node| u32::try_from(node).expect("< MAX_POINTS"));
-        write_section(writer, TAG_LABELS, &u64s_to_bytes(nodes.clone().map(|n| self.label(n))))?;
+        write_section(
+            writer,
+            TAG_LABELS,
+            &u64s_to_bytes(nodes.clone().map(|n| self.label(n))),
+        )?;
         let levels: Vec<u8> = nodes
             .clone()
             .map(|n| u8::try_from(self.graph.level(n)).expect("<= MAX_LEVEL"))
@@ -134,7 +143,11 @@ impl HnswIndex {
         let quantization = match cursor.u8() {
             0 => Quantization::None,
             1 => Quantization::Sq8,
-            other => return Err(IndexError::format(format!("unknown quantization code {other}"))),
+            other => {
+                return Err(IndexError::format(format!(
+                    "unknown quantization code {other}"
+                )))
+            }
         };
         let has_codes = cursor.u8() == 1;
         cursor.offset = 16;
@@ -154,7 +167,9 @@ impl HnswIndex {
             .map_err(header_error)?;
         check_range("max_level", max_level, 0, MAX_LEVEL).map_err(header_error)?;
         if count > MAX_POINTS as u64 {
-            return Err(IndexError::format(format!("header: count {count} exceeds {MAX_POINTS}")));
+            return Err(IndexError::format(format!(
+                "header: count {count} exceeds {MAX_POINTS}"
+            )));
         }
         let count = usize::try_from(count).map_err(|_| IndexError::format("count too large"))?;
         if (count == 0) != (entry == NO_ENTRY) || (entry != NO_ENTRY && entry as usize >= count) {
@@ -175,7 +190,12 @@ impl HnswIndex {
         };
         let mut index = HnswIndex::new(params, count)?;
 
-        let labels = bytes_to_u64s(&read_section(reader, TAG_LABELS, count as u64 * 8, "labels")?);
+        let labels = bytes_to_u64s(&read_section(
+            reader,
+            TAG_LABELS,
+            count as u64 * 8,
+            "labels",
+        )?);
         let levels = read_section(reader, TAG_LEVELS, count as u64, "levels")?;
         let block0 = 1 + 2 * m;
         let layer0 = bytes_to_u32s(&read_section(
@@ -224,7 +244,10 @@ impl HnswIndex {
                 )));
             }
             if label_to_node.insert(labels[node], node_id).is_some() {
-                return Err(IndexError::format(format!("label {} appears twice", labels[node])));
+                return Err(IndexError::format(format!(
+                    "label {} appears twice",
+                    labels[node]
+                )));
             }
             index.labels[node].store(labels[node], Ordering::Relaxed);
             index.graph.init_node(node_id, level);
@@ -247,7 +270,10 @@ impl HnswIndex {
             let slab = AppendSlab::new(count, stride);
             let mut row = vec![0i8; stride];
             for node in 0..count {
-                for (target, byte) in row.iter_mut().zip(&bytes[node * stride..(node + 1) * stride]) {
+                for (target, byte) in row
+                    .iter_mut()
+                    .zip(&bytes[node * stride..(node + 1) * stride])
+                {
                     *target = i8::from_le_bytes([*byte]);
                 }
                 slab.write_row(node, &row).expect("fresh slab");
@@ -262,9 +288,13 @@ impl HnswIndex {
                 if word & (1u64 << bit) != 0 {
                     let node = index_word * 64 + bit;
                     if node >= count {
-                        return Err(IndexError::format(format!("deleted bit {node} beyond count")));
+                        return Err(IndexError::format(format!(
+                            "deleted bit {node} beyond count"
+                        )));
                     }
-                    index.deleted.insert(u32::try_from(node).expect("< MAX_POINTS"));
+                    index
+                        .deleted
+                        .insert(u32::try_from(node).expect("< MAX_POINTS"));
                 }
             }
         }

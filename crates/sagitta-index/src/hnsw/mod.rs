@@ -79,7 +79,12 @@ impl HnswParams {
     pub fn validate(&self) -> Result<()> {
         check_range("dim", self.dim, 1, MAX_DIMENSION)?;
         check_range("m", self.m, MIN_M, MAX_M)?;
-        check_range("ef_construction", self.ef_construction, 1, MAX_EF_CONSTRUCTION)?;
+        check_range(
+            "ef_construction",
+            self.ef_construction,
+            1,
+            MAX_EF_CONSTRUCTION,
+        )?;
         Ok(())
     }
 }
@@ -138,7 +143,7 @@ impl HnswIndex {
         Ok(HnswIndex {
             params,
             graph: Graph::new(params.m, capacity),
-            vectors: AppendSlab::new(capacity, params.dim),
+            vectors: AppendSlab::new(capacity, AppendSlab::<f32>::aligned_stride(params.dim)),
             sq8: OnceLock::new(),
             labels,
             label_to_node: RwLock::new(HashMap::new()),

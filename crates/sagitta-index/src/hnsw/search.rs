@@ -256,7 +256,8 @@ impl HnswIndex {
     ) -> Vec<Neighbor> {
         let layer = search.layer.0;
         with_visited(self.capacity(), |visited| {
-            let mut candidates: BinaryHeap<Reverse<Neighbor>> = BinaryHeap::with_capacity(search.ef * 4);
+            let mut candidates: BinaryHeap<Reverse<Neighbor>> =
+                BinaryHeap::with_capacity(search.ef * 4);
             let mut results = TopK::new(search.ef);
             for entry in entry_points {
                 if visited.insert(entry.id) {
@@ -275,7 +276,8 @@ impl HnswIndex {
                 if let Some(Reverse(next)) = candidates.peek() {
                     self.graph.prefetch_links(next.id);
                 }
-                self.graph.neighbors_into(candidate.id, layer, &mut neighbors);
+                self.graph
+                    .neighbors_into(candidate.id, layer, &mut neighbors);
                 fresh.clear();
                 for id in &neighbors {
                     if visited.insert(*id) {

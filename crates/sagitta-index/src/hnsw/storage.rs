@@ -119,7 +119,10 @@ impl Graph {
     pub fn set_neighbors(&self, node: u32, layer: usize, neighbors: &[u32]) {
         let block = self.block(node, layer);
         let (count, entries) = block.split_first().expect("node has this layer");
-        assert!(neighbors.len() <= entries.len(), "neighbor list over capacity");
+        assert!(
+            neighbors.len() <= entries.len(),
+            "neighbor list over capacity"
+        );
         for (entry, id) in entries.iter().zip(neighbors) {
             entry.store(*id, Ordering::Release);
         }

@@ -11,13 +11,17 @@ use sagitta_index::Metric;
 pub fn clustered(count: usize, dim: usize, seed: u64) -> Vec<f32> {
     const LATENT: usize = 12;
     let mut projection_rng = ChaCha8Rng::seed_from_u64(0);
-    let projection: Vec<f32> = (0..LATENT * dim).map(|_| gaussian(&mut projection_rng)).collect();
+    let projection: Vec<f32> = (0..LATENT * dim)
+        .map(|_| gaussian(&mut projection_rng))
+        .collect();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut out = Vec::with_capacity(count * dim);
     for _ in 0..count {
         let latent: Vec<f32> = (0..LATENT).map(|_| gaussian(&mut rng)).collect();
         for j in 0..dim {
-            let mapped: f32 = (0..LATENT).map(|l| latent[l] * projection[l * dim + j]).sum();
+            let mapped: f32 = (0..LATENT)
+                .map(|l| latent[l] * projection[l * dim + j])
+                .sum();
             out.push(mapped + 0.5 * gaussian(&mut rng));
         }
     }
@@ -33,23 +37,39 @@ fn gaussian(rng: &mut ChaCha8Rng) -> f32 {
 
 fn normalized(vector: &[f32]) -> Vec<f32> {
     let norm: f32 = vector.iter().map(|v| v * v).sum::<f32>().sqrt();
-    vector.iter().map(|v| if norm > 0.0 { v / norm } else { 0.0 }).collect()
+    vector
+        .iter()
+        .map(|v| if norm > 0.0 { v / norm } else { 0.0 })
+        .collect()
 }
 
 /// Distance (lower is closer) computed naively in f64.
 pub fn reference_distance(metric: Metric, a: &[f32], b: &[f32]) -> f64 {
     match metric {
         Metric::L2 => a.iter().zip(b).map(|(x, y)| f64::from(x - y).powi(2)).sum(),
-        Metric::Dot => -a.iter().zip(b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum::<f64>(),
+        Metric::Dot => -a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| f64::from(*x) * f64::from(*y))
+            .sum::<f64>(),
         Metric::Cosine => {
             let (a, b) = (normalized(a), normalized(b));
-            -a.iter().zip(&b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum::<f64>()
+            -a.iter()
+                .zip(&b)
+                .map(|(x, y)| f64::from(*x) * f64::from(*y))
+                .sum::<f64>()
         }
     }
 }
 
 /// Exact top-k row indices of each query.
-pub fn brute_force(metric: Metric, base: &[f32], queries: &[f32], dim: usize, k: usize) -> Vec<Vec<usize>> {
+pub fn brute_force(
+    metric: Metric,
+    base: &[f32],
+    queries: &[f32],
+    dim: usize,
+    k: usize,
+) -> Vec<Vec<usize>> {
     queries
         .chunks_exact(dim)
         .map(|query| {
@@ -69,7 +89,10 @@ pub fn recall(found: &[u64], truth: &[Vec<usize>], k: usize) -> f64 {
     let mut hits = 0usize;
     for (query, expected) in truth.iter().enumerate() {
         let got = &found[query * k..(query + 1) * k];
-        hits += expected.iter().filter(|row| got.contains(&(**row as u64))).count();
+        hits += expected
+            .iter()
+            .filter(|row| got.contains(&(**row as u64)))
+            .count();
     }
     hits as f64 / (truth.len() * k) as f64
 }
