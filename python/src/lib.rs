@@ -360,7 +360,7 @@ impl HnswIndex {
     }
 
     /// Approximate top-k: (ids uint64 nq×k, scores float32 nq×k), closest first.
-    /// `rescore`: how many SQ8 candidates are re-scored exactly (default: all `ef`).
+    /// `rescore`: how many SQ8 candidates are re-scored exactly (default: max(4·k, 32)).
     #[pyo3(signature = (queries, k = 10, ef = 64, threads = 0, rescore = None, exact_traversal = false))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
