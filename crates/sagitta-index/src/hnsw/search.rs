@@ -297,15 +297,12 @@ impl HnswIndex {
                         fresh.push(*id);
                     }
                 }
-                // Prefetch one row ahead: the row for the next distance streams in while
-                // the current one is scored.
-                if let Some(first) = fresh.first() {
-                    scorer.prefetch(*first);
+                // Prefetch every fresh row before scoring any: up to 2·m misses in flight
+                // at once instead of one after another.
+                for id in &fresh {
+                    scorer.prefetch(*id);
                 }
-                for (index, id) in fresh.iter().enumerate() {
-                    if let Some(next) = fresh.get(index + 1) {
-                        scorer.prefetch(*next);
-                    }
+                for id in &fresh {
                     let Some(distance) = scorer.distance(*id) else {
                         continue;
                     };
