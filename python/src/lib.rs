@@ -387,6 +387,59 @@ impl HnswIndex {
         result_arrays(py, results, batch.rows)
     }
 
+    /// Mean work per query over `queries` (single-threaded): distance evaluations during
+    /// traversal and exact re-scores, and the bytes of rows they read.
+    #[pyo3(signature = (queries, k = 10, ef = 64, rescore = None))]
+    fn search_stats<'py>(
+        &self,
+        py: Python<'py>,
+        queries: &Bound<'py, PyAny>,
+        k: usize,
+        ef: usize,
+        rescore: Option<usize>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let dim = self.dim();
+        let batch = batch(queries, dim, "queries")?;
+        let values = batch.values()?;
+        let params = HnswSearchParams {
+            k,
+            ef,
+            rescore,
+            exact_traversal: false,
+        };
+        let (traversal, rescored) = py
+            .allow_threads(|| {
+                let inner = self.inner.read();
+                let mut totals = (0usize, 0usize);
+                for query in values.chunks_exact(dim) {
+                    let (_, stats) = inner.search_with_stats(query, params)?;
+                    totals.0 += stats.traversal_distance_count;
+                    totals.1 += stats.rescore_distance_count;
+                }
+                Ok(totals)
+            })
+            .map_err(to_python_error)?;
+        let inner = self.inner.read();
+        let traversal_row_bytes = match inner.sq8_scale() {
+            Some(_) => sagitta_index::quantizer::Sq8Quantizer::stride_for(dim),
+            None => dim * 4,
+        };
+        #[allow(clippy::cast_precision_loss)]
+        let rows = batch.rows.max(1) as f64;
+        let dict = PyDict::new(py);
+        #[allow(clippy::cast_precision_loss)]
+        {
+            dict.set_item("traversal_distances", traversal as f64 / rows)?;
+            dict.set_item("rescore_distances", rescored as f64 / rows)?;
+            dict.set_item(
+                "bytes_read",
+                (traversal * traversal_row_bytes + rescored * dim * 4) as f64 / rows,
+            )?;
+        }
+        dict.set_item("traversal_row_bytes", traversal_row_bytes)?;
+        Ok(dict)
+    }
+
     /// Marks an id deleted (never returned again). Returns False if unknown or already deleted.
     fn mark_deleted(&self, id: u64) -> bool {
         self.inner.read().mark_deleted(id)

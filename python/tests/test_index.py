@@ -4,7 +4,6 @@ import threading
 
 import numpy as np
 import pytest
-
 import sagittadb
 
 DIM = 40
@@ -24,7 +23,9 @@ def exact_top_k(base, queries, k, metric):
         base = base / np.linalg.norm(base, axis=1, keepdims=True)
         queries = queries / np.linalg.norm(queries, axis=1, keepdims=True)
     if metric == "l2":
-        distances = ((queries[:, None, :].astype(np.float64) - base[None, :, :]) ** 2).sum(-1)
+        distances = (
+            (queries[:, None, :].astype(np.float64) - base[None, :, :]) ** 2
+        ).sum(-1)
     else:
         distances = -(queries.astype(np.float64) @ base.T.astype(np.float64))
     return np.argsort(distances, axis=1, kind="stable")[:, :k]
@@ -120,7 +121,9 @@ def test_bad_input_names_the_field_and_stores_nothing():
     with pytest.raises(sagittadb.InvalidParameterError, match="non-finite"):
         index.add(np.array([[1, np.nan, 0, 0]], dtype=np.float32))
     with pytest.raises(sagittadb.DuplicateIdError, match="id 7"):
-        index.add(np.ones((2, 4), dtype=np.float32), ids=np.array([7, 7], dtype=np.uint64))
+        index.add(
+            np.ones((2, 4), dtype=np.float32), ids=np.array([7, 7], dtype=np.uint64)
+        )
     with pytest.raises(sagittadb.DimensionError, match="ids"):
         index.add(np.ones((2, 4), dtype=np.float32), ids=np.array([1], dtype=np.uint64))
     assert len(index) == 0
@@ -162,3 +165,21 @@ def test_search_runs_while_another_thread_inserts():
     assert not errors
     assert len(index) == 4000
     assert index.memory_bytes()["index"] < index.memory_bytes()["total"]
+
+
+def test_search_stats_count_the_work():
+    base = clustered(2000, seed=10)
+    for quantization in ("none", "sq8"):
+        index = sagittadb.HnswIndex(
+            DIM, m=8, ef_construction=40, quantization=quantization
+        )
+        index.add(base)
+        small = index.search_stats(base[:20], k=10, ef=16)
+        large = index.search_stats(base[:20], k=10, ef=128)
+        assert 16 <= small["traversal_distances"] < large["traversal_distances"] <= 2000
+        if quantization == "sq8":
+            assert small["rescore_distances"] == 16  # min(ef, max(4k, 32)) candidates
+            assert large["rescore_distances"] == 40
+        else:
+            assert large["rescore_distances"] == 0
+        assert large["bytes_read"] > small["bytes_read"] > 0

@@ -165,6 +165,7 @@ impl HnswIndex {
                     store,
                     kernels: self.kernels(),
                     metric: self.params.metric,
+                    distance_count: None,
                 };
                 self.link_with(&scorer, node, level, entry, max_level);
             }
@@ -174,6 +175,7 @@ impl HnswIndex {
                     vectors: &self.vectors,
                     kernels: self.kernels(),
                     metric: self.params.metric,
+                    distance_count: None,
                 };
                 self.link_with(&scorer, node, level, entry, max_level);
             }

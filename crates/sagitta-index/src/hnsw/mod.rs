@@ -21,7 +21,7 @@ use crate::error::{IndexError, Result};
 use crate::limits::{check_range, MAX_DIMENSION, MAX_EF_CONSTRUCTION, MAX_M, MAX_POINTS, MIN_M};
 use crate::metric::Metric;
 
-pub use search::{default_rescore, HnswSearchParams, SearchHit};
+pub use search::{default_rescore, HnswSearchParams, SearchHit, SearchStats};
 use storage::{DeletedSet, Graph, Sq8Store};
 
 /// How vectors are represented during graph traversal.

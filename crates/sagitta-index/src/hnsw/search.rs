@@ -1,6 +1,7 @@
 //! Search: greedy descent through the upper layers, a best-first beam of width `ef` on
 //! layer 0 (on SQ8 codes when quantized), then exact re-scoring of the best candidates.
 
+use std::cell::Cell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -63,6 +64,15 @@ pub fn default_rescore(k: usize) -> usize {
     (4 * k).max(32)
 }
 
+/// Work one search did, for estimates of bytes moved per query.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SearchStats {
+    /// Distance evaluations during traversal (SQ8 codes or f32 rows).
+    pub traversal_distance_count: usize,
+    /// Exact f32 re-scores after an SQ8 traversal.
+    pub rescore_distance_count: usize,
+}
+
 /// One result: internal node, external label, score (similarity, or squared L2 distance).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SearchHit {
@@ -99,7 +109,37 @@ impl HnswIndex {
             normalize_into(query, &mut prepared);
         }
         let mut query_codes = Vec::new();
-        Ok(self.search_prepared(&prepared, &mut query_codes, params, &accept))
+        Ok(self.search_prepared(&prepared, &mut query_codes, params, &accept, None))
+    }
+
+    /// [`HnswIndex::search`] that also reports the work done ([`SearchStats`]).
+    pub fn search_with_stats(
+        &self,
+        query: &[f32],
+        params: HnswSearchParams,
+    ) -> Result<(Vec<SearchHit>, SearchStats)> {
+        params.validate()?;
+        check_batch(query, self.params.dim)?;
+        if query.len() != self.params.dim {
+            return Err(crate::IndexError::WrongVectorDimension {
+                expected: self.params.dim,
+                received: query.len(),
+            });
+        }
+        let mut prepared = query.to_vec();
+        if self.params.metric == Metric::Cosine {
+            normalize_into(query, &mut prepared);
+        }
+        let counts = [Cell::new(0), Cell::new(0)];
+        let hits =
+            self.search_prepared(&prepared, &mut Vec::new(), params, &|_| true, Some(&counts));
+        Ok((
+            hits,
+            SearchStats {
+                traversal_distance_count: counts[0].get(),
+                rescore_distance_count: counts[1].get(),
+            },
+        ))
     }
 
     /// Batch search: `queries` row-major, `threads` threads (0 = all cores).
@@ -126,7 +166,8 @@ impl HnswIndex {
                 } else {
                     prepared.copy_from_slice(query);
                 }
-                let hits = self.search_prepared(&prepared, &mut query_codes, params, &|_| true);
+                let hits =
+                    self.search_prepared(&prepared, &mut query_codes, params, &|_| true, None);
                 local.push((index, hits));
             }
             let mut guard = results.lock();
@@ -147,6 +188,7 @@ impl HnswIndex {
         query_codes: &mut Vec<u8>,
         params: HnswSearchParams,
         accept: &impl Fn(u32) -> bool,
+        counts: Option<&[Cell<usize>; 2]>,
     ) -> Vec<SearchHit> {
         let Some((entry, max_level)) = self.entry_snapshot() else {
             return Vec::new();
@@ -160,6 +202,7 @@ impl HnswIndex {
             vectors: &self.vectors,
             kernels,
             metric,
+            distance_count: counts.map(|c| &c[0]),
         };
         let candidates = match self.sq8.get() {
             Some(store) if !params.exact_traversal => {
@@ -171,6 +214,11 @@ impl HnswIndex {
                     store,
                     kernels,
                     metric,
+                    distance_count: counts.map(|c| &c[0]),
+                };
+                let rescorer = F32Scorer {
+                    distance_count: counts.map(|c| &c[1]),
+                    ..exact
                 };
                 let found = self.beam(&scorer, entry, max_level, ef, &accept_live);
                 let rescore = params
@@ -181,7 +229,7 @@ impl HnswIndex {
                 let mut rescored: Vec<Neighbor> = found[..rescore]
                     .iter()
                     .filter_map(|candidate| {
-                        exact.distance(candidate.id).map(|distance| Neighbor {
+                        rescorer.distance(candidate.id).map(|distance| Neighbor {
                             distance,
                             id: candidate.id,
                         })

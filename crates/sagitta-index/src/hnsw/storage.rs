@@ -7,6 +7,7 @@
 //! entries, then publish the count with `Release`. A reader may see a mix of an old and a new
 //! list, but every entry it sees is a node id whose rows were published before it was linked.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
@@ -232,12 +233,17 @@ pub(crate) struct F32Scorer<'a> {
     pub vectors: &'a AppendSlab<f32>,
     pub kernels: &'static Kernels,
     pub metric: Metric,
+    /// Counts evaluations when statistics are requested (one predictable branch otherwise).
+    pub distance_count: Option<&'a Cell<usize>>,
 }
 
 impl Scorer for F32Scorer<'_> {
     #[inline]
     fn distance(&self, node: u32) -> Option<f32> {
         let row = &self.vectors.row(node as usize)?[..self.query.len()];
+        if let Some(count) = self.distance_count {
+            count.set(count.get() + 1);
+        }
         Some(match self.metric {
             Metric::L2 => (self.kernels.l2_squared_f32)(self.query, row),
             Metric::Cosine | Metric::Dot => -(self.kernels.dot_f32)(self.query, row),
@@ -259,12 +265,16 @@ pub(crate) struct Sq8Scorer<'a> {
     pub store: &'a Sq8Store,
     pub kernels: &'static Kernels,
     pub metric: Metric,
+    pub distance_count: Option<&'a Cell<usize>>,
 }
 
 impl Scorer for Sq8Scorer<'_> {
     #[inline]
     fn distance(&self, node: u32) -> Option<f32> {
         let row = self.store.codes.row(node as usize)?;
+        if let Some(count) = self.distance_count {
+            count.set(count.get() + 1);
+        }
         let dim = self.query.len();
         let raw = (self.kernels.dot_u8_i8)(self.query, &row[..dim]);
         let (code_sum, norm_squared) = self.store.quantizer.row_aux(row);
