@@ -11,7 +11,7 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use numpy::{IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods};
+use numpy::{IntoPyArray, PyArray2, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use parking_lot::RwLock;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyOSError, PyValueError};
@@ -91,9 +91,17 @@ impl Batch<'_> {
 }
 
 fn batch<'py>(vectors: &Bound<'py, PyAny>, dim: usize, name: &str) -> PyResult<Batch<'py>> {
-    let numpy = vectors.py().import("numpy")?;
-    let converted = numpy.call_method1("ascontiguousarray", (vectors, "float32"))?;
-    let array: PyReadonlyArrayDyn<'py, f32> = converted.extract()?;
+    // Fast path: already a C-contiguous float32 array; otherwise let numpy convert it.
+    let array: PyReadonlyArrayDyn<'py, f32> =
+        match vectors.extract::<PyReadonlyArrayDyn<'py, f32>>() {
+            Ok(array) if array.is_c_contiguous() => array,
+            _ => {
+                let numpy = vectors.py().import("numpy")?;
+                numpy
+                    .call_method1("ascontiguousarray", (vectors, "float32"))?
+                    .extract()?
+            }
+        };
     let shape = array.shape().to_vec();
     let (rows, columns) = match shape.as_slice() {
         [columns] => (1, *columns),
@@ -146,9 +154,12 @@ fn result_arrays(
     rows: usize,
 ) -> PyResult<ResultArrays<'_>> {
     let k = results.k;
-    let ids = results.ids.into_pyarray(py).reshape([rows, k])?;
-    let scores = results.scores.into_pyarray(py).reshape([rows, k])?;
-    Ok((ids, scores))
+    let shape_error = |error: numpy::ndarray::ShapeError| SagittaError::new_err(error.to_string());
+    let ids =
+        numpy::ndarray::Array2::from_shape_vec((rows, k), results.ids).map_err(shape_error)?;
+    let scores =
+        numpy::ndarray::Array2::from_shape_vec((rows, k), results.scores).map_err(shape_error)?;
+    Ok((ids.into_pyarray(py), scores.into_pyarray(py)))
 }
 
 /// Writes through `<path>.tmp`, fsync, rename, fsync of the directory.

@@ -183,3 +183,17 @@ def test_search_stats_count_the_work():
         else:
             assert large["rescore_distances"] == 0
         assert large["bytes_read"] > small["bytes_read"] > 0
+
+
+def test_float64_and_non_contiguous_inputs_are_converted():
+    base = clustered(300, seed=11)
+    index = sagittadb.FlatIndex(DIM, metric="l2")
+    index.add(base.astype(np.float64))
+    queries = base[:5]
+    expected = index.search(queries, k=3)
+    strided = np.asfortranarray(queries)
+    assert not strided.flags["C_CONTIGUOUS"]
+    for variant in (queries.astype(np.float64), strided, queries.tolist()):
+        found = index.search(variant, k=3)
+        np.testing.assert_array_equal(found[0], expected[0])
+    np.testing.assert_array_equal(expected[0][:, 0], np.arange(5, dtype=np.uint64))

@@ -3,9 +3,16 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+/// Cores this process may use, read once: `available_parallelism` reads cgroup files on
+/// Linux (tens of microseconds), too slow to repeat on every single-query search.
+fn available_cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
+}
+
 /// Thread count to use: `requested` (0 = all cores), never more than `work_items`.
 pub(crate) fn effective_threads(requested: usize, work_items: usize) -> usize {
-    let available = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let available = available_cores();
     let threads = if requested == 0 { available } else { requested };
     threads
         .clamp(1, crate::limits::MAX_THREADS)
