@@ -70,6 +70,7 @@ fn to_python_error(error: IndexError) -> PyErr {
         | IndexError::UnknownMetric { .. }
         | IndexError::UnknownQuantization { .. } => InvalidParameterError::new_err(message),
         IndexError::DuplicateId { .. } => DuplicateIdError::new_err(message),
+        IndexError::ReservedId { .. } => InvalidParameterError::new_err(message),
         IndexError::CapacityExceeded { .. } => CapacityError::new_err(message),
         IndexError::Format { .. } => FormatError::new_err(message),
         IndexError::Io { .. } => PyOSError::new_err(message),
@@ -83,9 +84,12 @@ struct Batch<'py> {
 }
 
 impl Batch<'_> {
-    fn values(&self) -> PyResult<&[f32]> {
+    /// A private copy: once the GIL is released another Python thread could write to the
+    /// caller's array, so the engine never reads it directly.
+    fn values(&self) -> PyResult<Vec<f32>> {
         self.array
             .as_slice()
+            .map(<[f32]>::to_vec)
             .map_err(|_| PyValueError::new_err("vectors must be a C-contiguous float32 array"))
     }
 }
@@ -121,29 +125,24 @@ fn batch<'py>(vectors: &Bound<'py, PyAny>, dim: usize, name: &str) -> PyResult<B
     Ok(Batch { array, rows })
 }
 
-fn labels_or_default(
-    ids: Option<&Bound<'_, PyAny>>,
-    rows: usize,
-    start: usize,
-) -> PyResult<Vec<u64>> {
-    match ids {
-        None => Ok((start as u64..(start + rows) as u64).collect()),
-        Some(ids) => {
-            let numpy = ids.py().import("numpy")?;
-            let converted = numpy.call_method1("ascontiguousarray", (ids, "uint64"))?;
-            let labels: Vec<u64> = converted
-                .call_method0("ravel")?
-                .call_method0("tolist")?
-                .extract()?;
-            if labels.len() != rows {
-                return Err(DimensionError::new_err(format!(
-                    "`ids` has {} entries but {rows} vectors were given",
-                    labels.len()
-                )));
-            }
-            Ok(labels)
-        }
+fn default_labels(start: usize, rows: usize) -> Vec<u64> {
+    (start as u64..(start + rows) as u64).collect()
+}
+
+fn explicit_labels(ids: &Bound<'_, PyAny>, rows: usize) -> PyResult<Vec<u64>> {
+    let numpy = ids.py().import("numpy")?;
+    let converted = numpy.call_method1("ascontiguousarray", (ids, "uint64"))?;
+    let labels: Vec<u64> = converted
+        .call_method0("ravel")?
+        .call_method0("tolist")?
+        .extract()?;
+    if labels.len() != rows {
+        return Err(DimensionError::new_err(format!(
+            "`ids` has {} entries but {rows} vectors were given",
+            labels.len()
+        )));
     }
+    Ok(labels)
 }
 
 type ResultArrays<'py> = (Bound<'py, PyArray2<u64>>, Bound<'py, PyArray2<f32>>);
@@ -162,28 +161,43 @@ fn result_arrays(
     Ok((ids.into_pyarray(py), scores.into_pyarray(py)))
 }
 
-/// Writes through `<path>.tmp`, fsync, rename, fsync of the directory.
+/// Writes through a unique temporary file beside `path`, fsync, rename, then (Unix) fsync of
+/// the directory. On any error the temporary file is removed and `path` is untouched.
 fn write_atomically(
     path: &Path,
     body: impl FnOnce(&mut BufWriter<File>) -> Result<(), IndexError>,
 ) -> PyResult<()> {
+    static SAVE_SEQUENCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let sequence = SAVE_SEQUENCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut temporary = PathBuf::from(path);
-    temporary.as_mut_os_string().push(".tmp");
-    let file = File::create(&temporary)?;
-    let mut writer = BufWriter::with_capacity(1 << 20, file);
-    body(&mut writer).map_err(to_python_error)?;
-    writer.flush()?;
-    let file = writer
-        .into_inner()
-        .map_err(std::io::IntoInnerError::into_error)?;
-    file.sync_all()?;
-    drop(file);
-    std::fs::rename(&temporary, path)?;
-    let directory = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    File::open(directory)?.sync_all()?;
+    temporary
+        .as_mut_os_string()
+        .push(format!(".{}.{sequence}.tmp", std::process::id()));
+    let written = (|| -> PyResult<()> {
+        let file = File::create(&temporary)?;
+        let mut writer = BufWriter::with_capacity(1 << 20, file);
+        body(&mut writer).map_err(to_python_error)?;
+        writer.flush()?;
+        let file = writer
+            .into_inner()
+            .map_err(std::io::IntoInnerError::into_error)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&temporary, path)?;
+        Ok(())
+    })();
+    if let Err(error) = written {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(error);
+    }
+    #[cfg(unix)]
+    {
+        let directory = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        File::open(directory)?.sync_all()?;
+    }
     Ok(())
 }
 
@@ -224,6 +238,7 @@ impl FlatIndex {
     }
 
     /// Adds vectors (n × dim float32) with optional uint64 ids (default: continuing 0, 1, …).
+    /// Ids must be new and distinct.
     #[pyo3(signature = (vectors, ids = None))]
     fn add(
         &self,
@@ -233,10 +248,17 @@ impl FlatIndex {
     ) -> PyResult<()> {
         let dim = self.dim();
         let batch = batch(vectors, dim, "vectors")?;
-        let labels = labels_or_default(ids, batch.rows, self.__len__())?;
+        let given = ids
+            .map(|ids| explicit_labels(ids, batch.rows))
+            .transpose()?;
         let values = batch.values()?;
-        py.allow_threads(|| self.inner.write().add(values, &labels))
-            .map_err(to_python_error)
+        py.allow_threads(|| {
+            let mut inner = self.inner.write();
+            // Default ids continue from the length read under the same lock as the add.
+            let labels = given.unwrap_or_else(|| default_labels(inner.len(), batch.rows));
+            inner.add(&values, &labels)
+        })
+        .map_err(to_python_error)
     }
 
     /// Exact top-k: returns (ids uint64 nq×k, scores float32 nq×k), closest first.
@@ -251,7 +273,7 @@ impl FlatIndex {
         let batch = batch(queries, self.dim(), "queries")?;
         let values = batch.values()?;
         let results = py
-            .allow_threads(|| self.inner.read().search(values, k, threads))
+            .allow_threads(|| self.inner.read().search(&values, k, threads))
             .map_err(to_python_error)?;
         result_arrays(py, results, batch.rows)
     }
@@ -295,6 +317,7 @@ impl FlatIndex {
 #[pyclass(module = "sagittadb")]
 struct HnswIndex {
     inner: RwLock<CoreHnsw>,
+    default_id_lock: parking_lot::Mutex<()>,
 }
 
 #[pymethods]
@@ -318,6 +341,7 @@ impl HnswIndex {
         let inner = CoreHnsw::new(params, capacity).map_err(to_python_error)?;
         Ok(HnswIndex {
             inner: RwLock::new(inner),
+            default_id_lock: parking_lot::Mutex::new(()),
         })
     }
 
@@ -346,6 +370,9 @@ impl HnswIndex {
     }
 
     /// Adds vectors with optional uint64 ids, linking them on `threads` threads (0 = all).
+    /// Capacity grows as needed. With sq8 the quantizer trains on the first batch of at
+    /// least 1,000 vectors; smaller first batches are searched on f32 until the index holds
+    /// 1,000, when it trains once and encodes everything.
     #[pyo3(signature = (vectors, ids = None, threads = 0))]
     fn add(
         &self,
@@ -356,16 +383,46 @@ impl HnswIndex {
     ) -> PyResult<()> {
         let dim = self.dim();
         let batch = batch(vectors, dim, "vectors")?;
-        let labels = labels_or_default(ids, batch.rows, self.__len__())?;
+        let given = ids
+            .map(|ids| explicit_labels(ids, batch.rows))
+            .transpose()?;
         let values = batch.values()?;
         py.allow_threads(|| {
-            let needed = self.inner.read().len() + batch.rows;
-            if needed > self.inner.read().capacity() {
+            // Adds with default ids are serialized so two never number from the same length.
+            let numbering = given.is_none().then(|| self.default_id_lock.lock());
+            let labels = match given {
+                Some(labels) => labels,
+                None => default_labels(self.inner.read().len(), batch.rows),
+            };
+            loop {
+                match self.inner.read().add(&values, &labels, threads) {
+                    Err(IndexError::CapacityExceeded { .. }) => {}
+                    other => break other,
+                }
+                // Grow under the write lock, re-checked there: another thread may have grown.
                 let mut inner = self.inner.write();
-                let grown = needed.max(inner.capacity().saturating_mul(2));
-                inner.reserve(grown.min(sagitta_index::limits::MAX_POINTS))?;
+                let needed = inner.len() + batch.rows;
+                if needed > sagitta_index::limits::MAX_POINTS {
+                    break Err(IndexError::CapacityExceeded {
+                        capacity: sagitta_index::limits::MAX_POINTS,
+                    });
+                }
+                if needed > inner.capacity() {
+                    let grown = needed.max(inner.capacity().saturating_mul(2));
+                    inner.reserve(grown.min(sagitta_index::limits::MAX_POINTS))?;
+                }
+            }?;
+            drop(numbering);
+            let untrained = {
+                let inner = self.inner.read();
+                inner.params().quantization == Quantization::Sq8
+                    && inner.sq8_scale().is_none()
+                    && inner.len() >= sagitta_index::hnsw::SQ8_TRAINING_ROWS_MIN
+            };
+            if untrained {
+                self.inner.write().train_quantizer()?;
             }
-            self.inner.read().add(values, &labels, threads)
+            Ok(())
         })
         .map_err(to_python_error)
     }
@@ -393,7 +450,7 @@ impl HnswIndex {
             exact_traversal,
         };
         let results = py
-            .allow_threads(|| self.inner.read().search_batch(values, params, threads))
+            .allow_threads(|| self.inner.read().search_batch(&values, params, threads))
             .map_err(to_python_error)?;
         result_arrays(py, results, batch.rows)
     }
@@ -484,6 +541,7 @@ impl HnswIndex {
         })?;
         Ok(HnswIndex {
             inner: RwLock::new(inner),
+            default_id_lock: parking_lot::Mutex::new(()),
         })
     }
 

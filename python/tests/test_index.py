@@ -91,7 +91,8 @@ def test_save_and_load_round_trip(tmp_path):
         index.add(base)
         path = tmp_path / f"{type(index).__name__}.sgt"
         index.save(path)
-        assert not (tmp_path / f"{path.name}.tmp").exists()
+        leftovers = [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+        assert leftovers == []
         loaded = type(index).load(path)
         assert len(loaded) == len(index)
         before = index.search(queries, k=5)
@@ -197,3 +198,58 @@ def test_float64_and_non_contiguous_inputs_are_converted():
         found = index.search(variant, k=3)
         np.testing.assert_array_equal(found[0], expected[0])
     np.testing.assert_array_equal(expected[0][:, 0], np.arange(5, dtype=np.uint64))
+
+
+def test_small_first_batch_trains_sq8_once_the_index_is_large_enough():
+    base = clustered(2500, seed=12)
+    index = sagittadb.HnswIndex(DIM, metric="cosine", m=8, ef_construction=40)
+    index.add(np.zeros((1, DIM), dtype=np.float32))
+    assert index.memory_bytes()["codes"] == 0  # one zero vector must not fix the scale
+    index.add(base, ids=np.arange(1, 2501, dtype=np.uint64))
+    assert index.memory_bytes()["codes"] > 0
+    ids, _ = index.search(base[:30], k=10, ef=64)
+    truth = exact_top_k(base, base[:30], 10, "cosine") + 1
+    assert recall(ids, truth) >= 0.95
+
+
+def test_concurrent_adds_with_default_ids_never_collide():
+    base = clustered(4000, seed=13)
+    for index in (
+        sagittadb.HnswIndex(DIM, m=8, ef_construction=40, capacity=10),
+        sagittadb.FlatIndex(DIM),
+    ):
+        errors = []
+
+        def add(part, index=index, errors=errors):
+            try:
+                for start in range(0, 1000, 100):
+                    index.add(part[start : start + 100])
+            except Exception as error:  # noqa: BLE001 - surfaced by the assertion below
+                errors.append(error)
+
+        threads = [
+            threading.Thread(target=add, args=(base[i * 1000 : (i + 1) * 1000],))
+            for i in range(4)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not errors
+        assert len(index) == 4000
+        ids, _ = index.search(base, k=1)
+        # ids 0..3999 were each given once; every point finds itself
+        assert len(set(ids[:, 0].tolist())) > 3900
+
+
+def test_flat_rejects_duplicate_and_reserved_ids():
+    index = sagittadb.FlatIndex(4)
+    index.add(np.ones((1, 4), dtype=np.float32), ids=np.array([5], dtype=np.uint64))
+    with pytest.raises(sagittadb.DuplicateIdError, match="id 5"):
+        index.add(np.ones((1, 4), dtype=np.float32), ids=np.array([5], dtype=np.uint64))
+    with pytest.raises(sagittadb.InvalidParameterError, match="reserved"):
+        index.add(
+            np.ones((1, 4), dtype=np.float32),
+            ids=np.array([sagittadb.MISSING_ID], dtype=np.uint64),
+        )
+    assert len(index) == 1

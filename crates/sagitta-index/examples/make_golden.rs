@@ -11,17 +11,21 @@ use sagitta_index::hnsw::{HnswIndex, HnswParams, Quantization};
 use sagitta_index::Metric;
 
 const DIM: usize = 8;
-const COUNT: usize = 200;
+/// At least `SQ8_TRAINING_ROWS_MIN`, so the sq8 golden carries trained codes.
+const COUNT: usize = 1_000;
 
-/// Deterministic data without a random number generator: integer-derived, exactly
-/// representable values.
+/// Deterministic, well-spread data without a random number generator crate: the splitmix64
+/// finalizer of the element index, scaled to [-1, 1) (exact integer steps, identical on every
+/// machine).
 fn vectors() -> Vec<f32> {
     (0..COUNT * DIM)
         .map(|i| {
-            let row = i / DIM;
-            let column = i % DIM;
+            let mut x = (i as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
+            x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            x ^= x >> 31;
             #[allow(clippy::cast_precision_loss)]
-            let value = ((row * 7 + column * 13) % 29) as f32 / 8.0 - 1.75;
+            let value = (x % 4_096) as f32 / 2_048.0 - 1.0;
             value
         })
         .collect()

@@ -16,6 +16,8 @@ pub enum IndexError {
     NonFiniteValue { row: usize, position: usize },
     #[error("`ids` has {received} entries but {expected} vectors were given")]
     WrongIdCount { expected: usize, received: usize },
+    #[error("id {id} is reserved (it marks an empty result slot)")]
+    ReservedId { id: u64 },
     #[error("id {id} is already in the index")]
     DuplicateId { id: u64 },
     #[error("index is full: capacity {capacity} points (reserve more before adding)")]

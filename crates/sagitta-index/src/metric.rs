@@ -78,7 +78,17 @@ pub(crate) fn check_batch(vectors: &[f32], dim: usize) -> Result<usize> {
 /// Writes `vector` normalized to unit length into `out` (a zero vector stays zero).
 pub(crate) fn normalize_into(vector: &[f32], out: &mut [f32]) {
     let norm_squared = sagitta_kernels::kernels().norm_squared_f32;
-    let norm = norm_squared(vector).sqrt();
+    let mut norm = norm_squared(vector).sqrt();
+    if !norm.is_finite() {
+        // |x|² overflowed f32 (components above ~1e19): recompute in f64.
+        #[allow(clippy::cast_possible_truncation)]
+        let wide = vector
+            .iter()
+            .map(|v| f64::from(*v) * f64::from(*v))
+            .sum::<f64>()
+            .sqrt() as f32;
+        norm = wide;
+    }
     let inverse = if norm > 0.0 { 1.0 / norm } else { 0.0 };
     for (target, value) in out.iter_mut().zip(vector) {
         *target = value * inverse;

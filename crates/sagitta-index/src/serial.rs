@@ -66,10 +66,19 @@ pub(crate) fn read_section(
             "section `{name}`: expected {expected_length} bytes, header says {length}"
         )));
     }
-    let length = usize::try_from(length)
-        .map_err(|_| IndexError::format(format!("section `{name}` too large")))?;
-    let mut payload = vec![0u8; length];
-    read_exact(reader, &mut payload)?;
+    // Read through `take` with a capped initial capacity: a corrupt length cannot make us
+    // allocate more than the bytes that actually arrive.
+    let mut payload = Vec::with_capacity(usize::try_from(length.min(1 << 26)).unwrap_or(0));
+    reader
+        .take(length)
+        .read_to_end(&mut payload)
+        .map_err(io_error("reading index"))?;
+    if payload.len() as u64 != length {
+        return Err(IndexError::format(format!(
+            "section `{name}` is truncated ({} of {length} bytes)",
+            payload.len()
+        )));
+    }
     let actual = crc32c::crc32c(&payload);
     if actual != crc {
         return Err(IndexError::format(format!(

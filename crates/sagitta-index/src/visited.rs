@@ -47,9 +47,16 @@ thread_local! {
 
 /// Runs `body` with this thread's visited set, reset for ids `< capacity`.
 pub(crate) fn with_visited<R>(capacity: usize, body: impl FnOnce(&mut VisitedSet) -> R) -> R {
-    VISITED.with(|cell| {
-        let mut set = cell.borrow_mut();
-        set.reset(capacity);
-        body(&mut set)
+    VISITED.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut set) => {
+            set.reset(capacity);
+            body(&mut set)
+        }
+        // A search started from inside another search's predicate: use a fresh set.
+        Err(_) => {
+            let mut set = VisitedSet::new();
+            set.reset(capacity);
+            body(&mut set)
+        }
     })
 }

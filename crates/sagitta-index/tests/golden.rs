@@ -14,10 +14,10 @@ fn golden_flat_v1_loads_answers_and_round_trips() {
     let index = FlatIndex::load(&mut &GOLDEN_FLAT[..]).unwrap();
     assert_eq!(
         (index.len(), index.dim(), index.metric()),
-        (200, 8, Metric::L2)
+        (1_000, 8, Metric::L2)
     );
     assert_eq!(index.labels()[0], 1_000);
-    assert_eq!(index.labels()[199], 1_000 + 199 * 3);
+    assert_eq!(index.labels()[999], 1_000 + 999 * 3);
     // a stored row is its own nearest neighbor (distance 0)
     let results = index.search(index.vector(42), 1, 1).unwrap();
     assert_eq!(results.scores[0], 0.0);
@@ -33,7 +33,7 @@ fn golden_hnsw_v1_loads_answers_and_round_trips() {
         (GOLDEN_HNSW_SQ8, Quantization::Sq8),
     ] {
         let index = HnswIndex::load(&mut &golden[..]).unwrap();
-        assert_eq!(index.len(), 200);
+        assert_eq!(index.len(), 1_000);
         assert_eq!(index.params().quantization, quantization);
         assert_eq!(index.params().m, 4);
         assert_eq!(index.metric(), Metric::Cosine);
@@ -43,10 +43,12 @@ fn golden_hnsw_v1_loads_answers_and_round_trips() {
         );
         let deleted = index.node_of(1_015).unwrap();
         assert!(index.is_deleted(deleted));
-        // exhaustive ef over 200 points: results must equal an exact scan of the stored rows
+        // exhaustive ef over 1,000 points: results must equal an exact scan of the stored rows
         let query: Vec<f32> = index.vector(17).unwrap().to_vec();
-        let hits = index.search(&query, HnswSearchParams::new(5, 200)).unwrap();
-        let mut exact: Vec<(f32, u64)> = (0..200u32)
+        let hits = index
+            .search(&query, HnswSearchParams::new(5, 1_000))
+            .unwrap();
+        let mut exact: Vec<(f32, u64)> = (0..1_000u32)
             .filter(|node| *node != deleted)
             .map(|node| {
                 let row = index.vector(node).unwrap();
@@ -56,7 +58,11 @@ fn golden_hnsw_v1_loads_answers_and_round_trips() {
             .collect();
         exact.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         for (hit, (score, _)) in hits.iter().zip(&exact) {
-            assert!((hit.score - score).abs() < 1e-5, "{quantization:?}");
+            assert!(
+                (hit.score - score).abs() < 1e-5,
+                "{quantization:?} {hits:?} {:?}",
+                &exact[..5]
+            );
         }
         let mut bytes = Vec::new();
         index.save(&mut bytes).unwrap();

@@ -80,11 +80,19 @@ impl FlatIndex {
             (count * dim * 4) as u64,
             "vectors",
         )?);
-        Ok(FlatIndex {
-            dim,
-            metric,
-            vectors,
-            labels,
-        })
+        if let Some(position) = vectors.iter().position(|value| !value.is_finite()) {
+            return Err(IndexError::format(format!(
+                "vector of row {} has a non-finite value",
+                position / dim
+            )));
+        }
+        let mut index = FlatIndex::new(dim, metric)?;
+        index
+            .check_labels(&labels)
+            .map_err(|error| IndexError::format(error.to_string()))?;
+        index.label_set.extend(labels.iter().copied());
+        index.labels = labels;
+        index.vectors = vectors;
+        Ok(index)
     }
 }

@@ -9,6 +9,8 @@ mod search;
 
 pub use search::SearchResults;
 
+use std::collections::HashSet;
+
 use crate::error::{IndexError, Result};
 use crate::limits::{check_range, MAX_DIMENSION, MAX_POINTS};
 use crate::metric::{check_batch, normalize_into, Metric};
@@ -20,6 +22,8 @@ pub struct FlatIndex {
     metric: Metric,
     vectors: Vec<f32>,
     labels: Vec<u64>,
+    /// The same labels as a set, for the uniqueness check.
+    label_set: HashSet<u64>,
 }
 
 impl FlatIndex {
@@ -30,6 +34,7 @@ impl FlatIndex {
             metric,
             vectors: Vec::new(),
             labels: Vec::new(),
+            label_set: HashSet::new(),
         })
     }
 
@@ -50,11 +55,25 @@ impl FlatIndex {
     }
     /// Bytes held by vectors and labels.
     pub fn memory_bytes(&self) -> usize {
-        self.vectors.capacity() * 4 + self.labels.capacity() * 8
+        self.vectors.capacity() * 4 + self.labels.capacity() * 8 + self.label_set.capacity() * 16
     }
 
-    /// Adds row-major `vectors` with `labels` (one per row). All-or-nothing: a bad row
-    /// leaves the index unchanged.
+    /// Labels must be new, distinct, and not [`crate::MISSING_ID`].
+    fn check_labels(&self, labels: &[u64]) -> Result<()> {
+        let mut seen = HashSet::with_capacity(labels.len());
+        for label in labels {
+            if *label == crate::MISSING_ID {
+                return Err(IndexError::ReservedId { id: *label });
+            }
+            if self.label_set.contains(label) || !seen.insert(*label) {
+                return Err(IndexError::DuplicateId { id: *label });
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds row-major `vectors` with `labels` (one per row). All-or-nothing: a bad row or a
+    /// repeated label leaves the index unchanged.
     pub fn add(&mut self, vectors: &[f32], labels: &[u64]) -> Result<()> {
         let rows = check_batch(vectors, self.dim)?;
         if labels.len() != rows {
@@ -63,6 +82,7 @@ impl FlatIndex {
                 received: labels.len(),
             });
         }
+        self.check_labels(labels)?;
         if self.labels.len() + rows > MAX_POINTS {
             return Err(IndexError::CapacityExceeded {
                 capacity: MAX_POINTS,
@@ -77,6 +97,7 @@ impl FlatIndex {
             }
         }
         self.labels.extend_from_slice(labels);
+        self.label_set.extend(labels.iter().copied());
         Ok(())
     }
 

@@ -100,7 +100,10 @@ impl FlatIndex {
                     .enumerate()
                 {
                     let distance = if negate { -*score } else { *score };
-                    if distance < heap.threshold() && accept(tile_start + offset) {
+                    // `!is_full()` keeps +inf distances (huge finite inputs) while there is room.
+                    if (!heap.is_full() || distance < heap.threshold())
+                        && accept(tile_start + offset)
+                    {
                         #[allow(clippy::cast_possible_truncation)]
                         heap.push(Neighbor {
                             distance,

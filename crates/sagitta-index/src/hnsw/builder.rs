@@ -13,10 +13,12 @@ use crate::metric::{check_batch, normalize_into, Metric};
 use crate::quantizer::Sq8Quantizer;
 use crate::threads::{effective_threads, for_each_chunk};
 use crate::top_k::Neighbor;
-use sagitta_kernels::AppendSlab;
 
-/// Vectors the SQ8 scale is trained on (a prefix of the first batch).
+/// Vectors the SQ8 scale is trained on at most (a prefix or a strided sample).
 const SQ8_TRAINING_ROWS_MAX: usize = 50_000;
+/// Fewest vectors the SQ8 scale is trained on: below this a quantile of |x| is noise
+/// (a single zero vector would give scale 1.0 and collapse every code to 0).
+pub const SQ8_TRAINING_ROWS_MIN: usize = 1_000;
 
 impl HnswIndex {
     /// Adds row-major `vectors` labelled `labels`, linking them on `threads` threads
@@ -33,7 +35,6 @@ impl HnswIndex {
         if rows == 0 {
             return Ok(());
         }
-        let first = self.admit(labels)?;
         let dim = self.params.dim;
         // Normalize once (cosine) so rows, codes and training all see the stored values.
         let prepared: std::borrow::Cow<'_, [f32]> = if self.params.metric == Metric::Cosine {
@@ -48,18 +49,7 @@ impl HnswIndex {
         } else {
             vectors.into()
         };
-        if self.params.quantization == Quantization::Sq8 {
-            let capacity = self.capacity();
-            self.sq8.get_or_init(|| {
-                let training = &prepared[..rows.min(SQ8_TRAINING_ROWS_MAX) * dim];
-                let quantizer = Sq8Quantizer::train(training, dim);
-                let stride = quantizer.stride();
-                Sq8Store {
-                    quantizer,
-                    codes: AppendSlab::new(capacity, stride),
-                }
-            });
-        }
+        let first = self.admit(labels, &prepared)?;
         let threads = effective_threads(threads, rows);
         for_each_chunk(rows, 256, threads, |start, end| {
             for row in start..end {
@@ -79,11 +69,17 @@ impl HnswIndex {
         })
     }
 
-    /// Checks labels and reserves a contiguous run of node ids, atomically.
-    fn admit(&self, labels: &[u64]) -> Result<usize> {
+    /// Checks labels and reserves a contiguous run of node ids, atomically. The first batch
+    /// admitted into an empty SQ8 index trains the quantizer here, under the same lock, when
+    /// it has at least [`SQ8_TRAINING_ROWS_MIN`] rows: so either every row gets a code row,
+    /// or (a small first batch) none do until [`HnswIndex::train_quantizer`] runs.
+    fn admit(&self, labels: &[u64], prepared: &[f32]) -> Result<usize> {
         let mut map = self.label_to_node.write();
         let mut seen = HashSet::with_capacity(labels.len());
         for label in labels {
+            if *label == crate::MISSING_ID {
+                return Err(IndexError::ReservedId { id: *label });
+            }
             if map.contains_key(label) || !seen.insert(*label) {
                 return Err(IndexError::DuplicateId { id: *label });
             }
@@ -95,6 +91,17 @@ impl HnswIndex {
                 (allocated + labels.len() <= capacity).then_some(allocated + labels.len())
             })
             .map_err(|_| IndexError::CapacityExceeded { capacity })?;
+        if first == 0
+            && self.params.quantization == Quantization::Sq8
+            && labels.len() >= SQ8_TRAINING_ROWS_MIN
+        {
+            let dim = self.params.dim;
+            let rows = labels.len().min(SQ8_TRAINING_ROWS_MAX);
+            let _ = self.sq8.set(Sq8Store::new(
+                Sq8Quantizer::train(&prepared[..rows * dim], dim),
+                capacity,
+            ));
+        }
         for (offset, label) in labels.iter().enumerate() {
             map.insert(
                 *label,
@@ -102,6 +109,41 @@ impl HnswIndex {
             );
         }
         Ok(first)
+    }
+
+    /// Trains the SQ8 quantizer on the stored rows and encodes every row, switching
+    /// traversal to SQ8. Needed only when the first batch was smaller than
+    /// [`SQ8_TRAINING_ROWS_MIN`]; a no-op when already trained, when quantization is off,
+    /// or while the index holds fewer rows than that.
+    pub fn train_quantizer(&mut self) -> Result<bool> {
+        if self.params.quantization != Quantization::Sq8
+            || self.sq8.get().is_some()
+            || self.len() < SQ8_TRAINING_ROWS_MIN
+        {
+            return Ok(false);
+        }
+        let dim = self.params.dim;
+        let count = self.len();
+        let step = (count / SQ8_TRAINING_ROWS_MAX).max(1);
+        let mut sample = Vec::with_capacity(count.min(SQ8_TRAINING_ROWS_MAX) * dim);
+        for node in (0..count).step_by(step) {
+            let node = u32::try_from(node).expect("< MAX_POINTS");
+            let vector = self.vector(node).ok_or_else(|| {
+                IndexError::format(format!("node {node} is still being inserted"))
+            })?;
+            sample.extend_from_slice(vector);
+        }
+        let store = Sq8Store::new(Sq8Quantizer::train(&sample, dim), self.capacity());
+        let mut row = vec![0i8; store.quantizer.stride()];
+        for node in 0..count {
+            let vector = self
+                .vector(u32::try_from(node).expect("< MAX_POINTS"))
+                .expect("checked above");
+            store.quantizer.encode_row(vector, &mut row);
+            store.codes.write_row(node, &row).expect("fresh slab");
+        }
+        let _ = self.sq8.set(store);
+        Ok(true)
     }
 
     /// Writes the vector row, code row, label and level of a new node (not yet linked).
@@ -142,14 +184,15 @@ impl HnswIndex {
     /// Links a published node into every layer up to its level.
     fn link(&self, node: u32) {
         let level = self.graph.level(node);
+        // A node that starts a new top layer links while holding the entry lock (as hnswlib
+        // does), so two such nodes cannot both miss links on the layers between them.
+        let raises_top = self
+            .entry_snapshot()
+            .is_none_or(|(_, max_level)| level > max_level);
+        let guard = raises_top.then(|| self.entry_lock.lock());
         let Some((entry, max_level)) = self.entry_snapshot() else {
-            let _guard = self.entry_lock.lock();
-            if self.entry_snapshot().is_none() {
-                self.publish_entry(node, level);
-                return;
-            }
-            drop(_guard);
-            return self.link(node);
+            self.publish_entry(node, level);
+            return;
         };
         match self.sq8.get() {
             Some(store) => {
@@ -181,14 +224,13 @@ impl HnswIndex {
             }
         }
         if level > max_level {
-            let _guard = self.entry_lock.lock();
-            if self
-                .entry_snapshot()
-                .is_none_or(|(_, current)| level > current)
-            {
-                self.publish_entry(node, level);
-            }
+            debug_assert!(
+                guard.is_some(),
+                "a new top level is published under the lock"
+            );
+            self.publish_entry(node, level);
         }
+        drop(guard);
     }
 
     fn link_with<S: Scorer>(
@@ -200,6 +242,7 @@ impl HnswIndex {
         max_level: usize,
     ) {
         let Some(entry_distance) = scorer.distance(entry) else {
+            debug_assert!(false, "the entry point's rows are always published");
             return;
         };
         let mut current = Neighbor {
@@ -221,7 +264,7 @@ impl HnswIndex {
                 scorer,
                 &entry_points,
                 LayerSearch {
-                    ef: self.params.ef_construction,
+                    ef: self.params.ef_construction.max(self.params.m),
                     layer: Layer(layer),
                 },
                 |candidate| candidate != node,
@@ -246,9 +289,6 @@ impl HnswIndex {
     /// Adds `node` to the list of `target` on `layer`, pruning with the heuristic when full.
     fn add_reverse_link(&self, target: u32, node: u32, distance: f32, layer: usize) {
         let _guard = self.graph.lock(target);
-        if self.graph.try_append(target, layer, node) {
-            return;
-        }
         let capacity = if layer == 0 {
             self.graph.m0
         } else {
@@ -256,7 +296,8 @@ impl HnswIndex {
         };
         let mut current = Vec::with_capacity(capacity + 1);
         self.graph.neighbors_into(target, layer, &mut current);
-        if current.contains(&node) {
+        // Two nodes inserted at once may each already have linked the other.
+        if current.contains(&node) || self.graph.try_append(target, layer, node) {
             return;
         }
         let mut candidates: Vec<Neighbor> = current

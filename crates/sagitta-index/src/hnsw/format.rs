@@ -32,8 +32,9 @@ const TAG_CODES: u32 = u32::from_le_bytes(*b"CODE");
 const TAG_DELETED: u32 = u32::from_le_bytes(*b"DELE");
 
 impl HnswIndex {
-    /// Serializes the index. Inserts running concurrently with `save` may or may not be
-    /// captured; callers that need a consistent image stop writers first.
+    /// Serializes the index. Writers must be stopped first (the Python binding holds the
+    /// write lock): links written during a save could point past the saved count, and such
+    /// a file is rejected on load.
     pub fn save(&self, writer: &mut impl Write) -> Result<()> {
         let count = self.len();
         for node in 0..count {
@@ -92,7 +93,8 @@ impl HnswIndex {
             writer,
             TAG_LINKS_UPPER,
             &u32s_to_bytes(nodes.clone().flat_map(|n| {
-                (1..=self.graph.level(n)).flat_map(move |layer| self.graph.block_words(n, layer))
+                (1..=levels[n as usize] as usize)
+                    .flat_map(move |layer| self.graph.block_words(n, layer))
             })),
         )?;
         let mut vector_bytes = Vec::with_capacity(count * params.dim * 4);
@@ -149,7 +151,14 @@ impl HnswIndex {
                 )))
             }
         };
-        let has_codes = cursor.u8() == 1;
+        let has_codes = match cursor.u8() {
+            0 => false,
+            1 => true,
+            other => return Err(IndexError::format(format!("has_codes byte is {other}"))),
+        };
+        if header[15] != 0 || header[56..60] != [0; 4] {
+            return Err(IndexError::format("header: reserved bytes are not zero"));
+        }
         cursor.offset = 16;
         let dim = cursor.u32() as usize;
         let m = cursor.u32() as usize;
@@ -188,8 +197,8 @@ impl HnswIndex {
             quantization,
             seed,
         };
-        let mut index = HnswIndex::new(params, count)?;
-
+        // Every section is read (and its length and checksum verified) before the index is
+        // allocated, so memory use is bounded by the bytes the file really holds.
         let labels = bytes_to_u64s(&read_section(
             reader,
             TAG_LABELS,
@@ -233,6 +242,13 @@ impl HnswIndex {
             "deleted",
         )?);
 
+        if let Some(position) = vectors.iter().position(|value| !value.is_finite()) {
+            return Err(IndexError::format(format!(
+                "vector of node {} has a non-finite value",
+                position / dim
+            )));
+        }
+        let mut index = HnswIndex::new(params, count)?;
         let mut label_to_node = HashMap::with_capacity(count);
         let mut upper_offset = 0;
         for node in 0..count {
@@ -252,11 +268,11 @@ impl HnswIndex {
             index.labels[node].store(labels[node], Ordering::Relaxed);
             index.graph.init_node(node_id, level);
             let block = &layer0[node * block0..(node + 1) * block0];
-            check_block(block, count, node, 0)?;
+            check_block(block, &levels, node, 0)?;
             index.graph.restore_block(node_id, 0, block);
             for layer in 1..=level {
                 let block = &upper[upper_offset..upper_offset + 1 + m];
-                check_block(block, count, node, layer)?;
+                check_block(block, &levels, node, layer)?;
                 index.graph.restore_block(node_id, layer, block);
                 upper_offset += 1 + m;
             }
@@ -310,17 +326,29 @@ impl HnswIndex {
     }
 }
 
-fn check_block(block: &[u32], count: usize, node: usize, layer: usize) -> Result<()> {
+/// A link block is valid when its length fits and every target exists on that layer.
+fn check_block(block: &[u32], levels: &[u8], node: usize, layer: usize) -> Result<()> {
     let length = block[0] as usize;
     if length > block.len() - 1 {
         return Err(IndexError::format(format!(
             "node {node} layer {layer}: {length} links exceed the block size"
         )));
     }
-    if let Some(target) = block[1..=length].iter().find(|t| **t as usize >= count) {
-        return Err(IndexError::format(format!(
-            "node {node} layer {layer}: link to {target} beyond count {count}"
-        )));
+    for target in &block[1..=length] {
+        match levels.get(*target as usize) {
+            None => {
+                return Err(IndexError::format(format!(
+                    "node {node} layer {layer}: link to {target} beyond count {}",
+                    levels.len()
+                )))
+            }
+            Some(level) if (*level as usize) < layer => {
+                return Err(IndexError::format(format!(
+                    "node {node} layer {layer}: link to {target}, which has level {level}"
+                )))
+            }
+            Some(_) => {}
+        }
     }
     Ok(())
 }

@@ -6,6 +6,7 @@
 //! (832 B) ~1.25 MB plus 64 exact re-scores (197 KB): ~3.3× fewer bytes per query.
 
 mod builder;
+pub use builder::SQ8_TRAINING_ROWS_MIN;
 mod format;
 mod search;
 mod storage;
@@ -206,10 +207,12 @@ impl HnswIndex {
         }
     }
 
-    /// External label of internal node `node`.
+    /// External label of internal node `node` ([`crate::MISSING_ID`] if out of range).
     #[inline]
     pub fn label(&self, node: u32) -> u64 {
-        self.labels[node as usize].load(Ordering::Acquire)
+        self.labels
+            .get(node as usize)
+            .map_or(crate::MISSING_ID, |label| label.load(Ordering::Acquire))
     }
 
     /// Internal node of an external label.
@@ -227,7 +230,7 @@ impl HnswIndex {
     }
 
     pub fn is_deleted(&self, node: u32) -> bool {
-        self.deleted.contains(node)
+        (node as usize) < self.len() && self.deleted.contains(node)
     }
 
     /// The stored f32 vector (normalized for cosine) of a node, once published.

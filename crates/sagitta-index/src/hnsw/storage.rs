@@ -116,27 +116,29 @@ impl Graph {
         }
     }
 
-    /// Replaces the neighbor list. Caller holds `lock(node)`.
+    /// Replaces the neighbor list. Caller holds `lock(node)`. A node without this layer
+    /// (only possible from a corrupt file, which `load` rejects) is left untouched.
     pub fn set_neighbors(&self, node: u32, layer: usize, neighbors: &[u32]) {
         let block = self.block(node, layer);
-        let (count, entries) = block.split_first().expect("node has this layer");
-        assert!(
-            neighbors.len() <= entries.len(),
-            "neighbor list over capacity"
-        );
-        for (entry, id) in entries.iter().zip(neighbors) {
+        let Some((count, entries)) = block.split_first() else {
+            debug_assert!(false, "node {node} has no layer {layer}");
+            return;
+        };
+        let kept = neighbors.len().min(entries.len());
+        debug_assert_eq!(kept, neighbors.len(), "neighbor list over capacity");
+        for (entry, id) in entries.iter().zip(&neighbors[..kept]) {
             entry.store(*id, Ordering::Release);
         }
-        count.store(
-            u32::try_from(neighbors.len()).expect("<= m0"),
-            Ordering::Release,
-        );
+        count.store(u32::try_from(kept).expect("<= m0"), Ordering::Release);
     }
 
-    /// Appends one neighbor if there is room; returns false when the list is full.
+    /// Appends one neighbor if there is room; returns false when the list is full (or the
+    /// node has no such layer).
     pub fn try_append(&self, node: u32, layer: usize, neighbor: u32) -> bool {
         let block = self.block(node, layer);
-        let (count, entries) = block.split_first().expect("node has this layer");
+        let Some((count, entries)) = block.split_first() else {
+            return false;
+        };
         let current = count.load(Ordering::Acquire) as usize;
         if current >= entries.len() {
             return false;
@@ -217,6 +219,16 @@ impl DeletedSet {
 pub(crate) struct Sq8Store {
     pub quantizer: Sq8Quantizer,
     pub codes: AppendSlab<i8>,
+}
+
+impl Sq8Store {
+    pub fn new(quantizer: Sq8Quantizer, capacity: usize) -> Sq8Store {
+        let stride = quantizer.stride();
+        Sq8Store {
+            quantizer,
+            codes: AppendSlab::new(capacity, stride),
+        }
+    }
 }
 
 /// Turns a node id into a distance to one query. Monomorphized per kind (no `dyn` on the
