@@ -98,6 +98,11 @@ class Engine:
         """One query on the calling thread (used for the latency loop)."""
         return self.search(query[None, :], k, search_params, 1)[0]
 
+    def work_per_query(self, queries, k: int, search_params: dict) -> dict | None:
+        """Mean work per query (distance evaluations, bytes read) where the engine can
+        count it; None otherwise."""
+        return None
+
     def memory_bytes(self) -> int | None:
         return None
 
@@ -455,6 +460,10 @@ class SagittaHnswEngine(_SagittaEngine):
             query[None, :], k, ef=int(search_params["ef"]), threads=1
         )
         return _as_int64_ids(ids)[0]
+
+    def work_per_query(self, queries, k, search_params):
+        stats = self.index.search_stats(queries, k, ef=int(search_params["ef"]))
+        return {key: round(float(value), 1) for key, value in stats.items()}
 
     def memory_bytes(self):
         report = {key: int(value) for key, value in self.index.memory_bytes().items()}

@@ -119,6 +119,7 @@ def run_engine(
         recall = recall_at_k(ids, gt, k)
         qps = queries.shape[0] / seconds if seconds > 0 else float("inf")
         latency = _latency(engine, queries, k, params, latency_queries)
+        work = engine.work_per_query(queries[: latency_queries or 200], k, params)
         runs.append(
             {
                 "scenario": "read-only",
@@ -133,10 +134,14 @@ def run_engine(
                 "timed_calls": repeats,
             }
         )
+        if work is not None:
+            runs[-1]["work_per_query"] = work
         label = ", ".join(f"{key}={value}" for key, value in params.items()) or "exact"
         p50 = latency["p50"] if latency else float("nan")
+        bytes_read = f"  {work['bytes_read'] / 1024:.0f} KiB/query" if work else ""
         log(
             f"    {label:>12}  recall@{k} {recall:.4f}  qps {qps:10.1f}  p50 {p50:.3f} ms"
+            f"{bytes_read}"
         )
 
     result = {

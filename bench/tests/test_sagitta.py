@@ -40,3 +40,14 @@ def test_sagitta_engines_end_to_end(tmp_path):
         assert set(results[name]["engine_extra"]["memory_report"]) >= {"graph", "total"}
         assert results[name]["memory_bytes"] > 0
     assert "sagitta-hnsw-sq8" in doc["summary"]["ratio_to_peer"]
+
+
+def test_sagitta_hnsw_reports_work_per_query(tmp_path):
+    out = tmp_path / "work.json"
+    args = ["ann", "--quick", "--n", "3000", "--dim", "32", "--queries", "50"]
+    engines = ["--engines", "sagitta-hnsw-sq8", "--ef-sweep", "16,64", "--strict"]
+    assert main([*args, *engines, "--out", str(out), "--no-plot"]) == 0
+    (result,) = json.loads(out.read_text())["results"]
+    small, large = (run["work_per_query"] for run in result["runs"])
+    assert 0 < small["traversal_distances"] < large["traversal_distances"]
+    assert large["bytes_read"] > small["bytes_read"] > 0
