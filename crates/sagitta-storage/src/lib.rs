@@ -1,0 +1,23 @@
+//! Durable storage for SagittaDB.
+//!
+//! * [`fs`] — the file-system seam: [`fs::OsFileSystem`] for real files (fsync included) and
+//!   [`sim::SimFileSystem`], an in-memory disk that loses unsynced bytes on a simulated crash
+//!   and fails chosen operations (ENOSPC, EIO), for deterministic crash tests.
+//! * [`wal`] — a write-ahead log of CRC32C-checked records; batches are group-committed with
+//!   one write and one fsync; a torn or corrupt tail is detected and truncated on open.
+//! * [`manifest`] — a small checksummed file published atomically (write, fsync, rename,
+//!   fsync directory).
+//!
+//! Architecture invariant: every byte this crate writes goes through [`fs::FileSystem`], so
+//! every write path can be crash-tested against the simulator.
+//! Architecture invariant: after an I/O error a writer refuses further writes (poisoned);
+//! only reopening, which re-reads and validates what is durable, recovers.
+#![deny(unsafe_code)]
+
+pub mod error;
+pub mod fs;
+pub mod manifest;
+pub mod sim;
+pub mod wal;
+
+pub use error::StorageError;
