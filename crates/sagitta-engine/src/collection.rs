@@ -1,0 +1,327 @@
+//! A collection: a directory holding a manifest (the configuration) and one write-ahead log
+//! per shard (`shard-<i>.wal`). Points go to shard `routing_hash(id) % shard_count`.
+
+use std::path::{Path, PathBuf};
+
+use sagitta_storage::fs::FileSystem;
+use sagitta_storage::manifest;
+
+use crate::codec::Operation;
+use crate::error::{EngineError, Result};
+use crate::point::{Distance, Point, PointId};
+use crate::shard::Shard;
+
+/// Largest vector dimension.
+pub const MAX_DIMENSION: usize = 65_536;
+/// Most shards per collection.
+pub const MAX_SHARDS: usize = 256;
+/// Largest payload per point (JSON text), 1 MiB.
+pub const MAX_PAYLOAD_BYTES: usize = 1 << 20;
+/// Largest `limit` (k) of a search.
+pub const MAX_LIMIT: usize = 10_000;
+
+const CONFIG_VERSION: u8 = 1;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CollectionConfig {
+    pub dim: usize,
+    pub distance: Distance,
+    pub shard_count: usize,
+}
+
+impl CollectionConfig {
+    fn validate(&self) -> Result<()> {
+        check_range("dim", self.dim, 1, MAX_DIMENSION)?;
+        check_range("shard_number", self.shard_count, 1, MAX_SHARDS)
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        let mut out = vec![CONFIG_VERSION, self.distance.code()];
+        out.extend_from_slice(&u32::try_from(self.dim).expect("validated").to_le_bytes());
+        out.extend_from_slice(
+            &u32::try_from(self.shard_count)
+                .expect("validated")
+                .to_le_bytes(),
+        );
+        out
+    }
+
+    fn decode(bytes: &[u8]) -> Option<CollectionConfig> {
+        if bytes.len() != 10 || bytes[0] != CONFIG_VERSION {
+            return None;
+        }
+        let config = CollectionConfig {
+            distance: Distance::from_code(bytes[1])?,
+            dim: u32::from_le_bytes(bytes[2..6].try_into().ok()?) as usize,
+            shard_count: u32::from_le_bytes(bytes[6..10].try_into().ok()?) as usize,
+        };
+        config.validate().ok().map(|()| config)
+    }
+}
+
+fn check_range(name: &'static str, value: usize, min: usize, max: usize) -> Result<()> {
+    if value < min || value > max {
+        return Err(EngineError::ParameterOutOfRange {
+            name,
+            value,
+            min,
+            max,
+        });
+    }
+    Ok(())
+}
+
+/// A search result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScoredPoint {
+    pub id: PointId,
+    /// Similarity for Cosine/Dot, Euclidean distance for Euclid.
+    pub score: f32,
+    pub payload: Option<String>,
+    pub vector: Vec<f32>,
+}
+
+pub struct Collection {
+    config: CollectionConfig,
+    shards: Vec<Shard>,
+    directory: PathBuf,
+}
+
+fn shard_path(directory: &Path, index: usize) -> PathBuf {
+    directory.join(format!("shard-{index}.wal"))
+}
+
+impl Collection {
+    /// Creates a collection in `directory` (which must not hold one).
+    pub fn create(
+        fs: &dyn FileSystem,
+        directory: &Path,
+        config: CollectionConfig,
+    ) -> Result<Collection> {
+        config.validate()?;
+        if manifest::load(fs, directory)?.is_some() {
+            return Err(EngineError::CollectionExists {
+                path: directory.display().to_string(),
+            });
+        }
+        fs.create_dir_all(directory)?;
+        // Shard logs first, manifest last: a crash in between leaves no manifest, so the
+        // half-made collection does not exist and can be created again.
+        let shards = (0..config.shard_count)
+            .map(|index| {
+                Shard::open(
+                    fs,
+                    &shard_path(directory, index),
+                    config.dim,
+                    config.distance,
+                )
+            })
+            .collect::<Result<Vec<_>>>()?;
+        manifest::publish(fs, directory, &config.encode())?;
+        Ok(Collection {
+            config,
+            shards,
+            directory: directory.to_path_buf(),
+        })
+    }
+
+    /// Opens the collection in `directory`, replaying every shard's log.
+    pub fn open(fs: &dyn FileSystem, directory: &Path) -> Result<Collection> {
+        let bytes =
+            manifest::load(fs, directory)?.ok_or_else(|| EngineError::CollectionNotFound {
+                path: directory.display().to_string(),
+            })?;
+        let config = CollectionConfig::decode(&bytes).ok_or_else(|| EngineError::Corrupt {
+            reason: format!(
+                "{}: collection configuration does not decode",
+                directory.display()
+            ),
+        })?;
+        let shards = (0..config.shard_count)
+            .map(|index| {
+                Shard::open(
+                    fs,
+                    &shard_path(directory, index),
+                    config.dim,
+                    config.distance,
+                )
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Collection {
+            config,
+            shards,
+            directory: directory.to_path_buf(),
+        })
+    }
+
+    pub fn config(&self) -> &CollectionConfig {
+        &self.config
+    }
+
+    pub fn directory(&self) -> &Path {
+        &self.directory
+    }
+
+    fn shard_of(&self, id: &PointId) -> usize {
+        #[allow(clippy::cast_possible_truncation)]
+        let index = (id.routing_hash() % self.shards.len() as u64) as usize;
+        index
+    }
+
+    /// Validates and normalizes one point (Cosine vectors are stored unit-length).
+    fn prepare(&self, point: Point) -> Result<Point> {
+        let name = || EngineError::point(&point.id);
+        if point.vector.len() != self.config.dim {
+            return Err(EngineError::WrongVectorDimension {
+                point: name(),
+                expected: self.config.dim,
+                received: point.vector.len(),
+            });
+        }
+        if let Some(position) = point.vector.iter().position(|v| !v.is_finite()) {
+            return Err(EngineError::NonFiniteValue {
+                point: name(),
+                position,
+            });
+        }
+        if let Some(payload) = &point.payload {
+            if payload.len() > MAX_PAYLOAD_BYTES {
+                return Err(EngineError::PayloadTooLarge {
+                    point: name(),
+                    size: payload.len(),
+                    limit: MAX_PAYLOAD_BYTES,
+                });
+            }
+            match serde_json::from_str::<serde_json::Value>(payload) {
+                Ok(serde_json::Value::Object(_)) => {}
+                Ok(_) => {
+                    return Err(EngineError::InvalidPayload {
+                        point: name(),
+                        reason: "the top level must be an object".to_string(),
+                    })
+                }
+                Err(error) => {
+                    return Err(EngineError::InvalidPayload {
+                        point: name(),
+                        reason: error.to_string(),
+                    })
+                }
+            }
+        }
+        let mut point = point;
+        if self.config.distance == Distance::Cosine {
+            normalize(&mut point.vector);
+        }
+        Ok(point)
+    }
+
+    /// Inserts or replaces points. Every point is validated before anything is written;
+    /// with `wait`, returns after the shard logs are fsynced (durable and visible), else
+    /// after the append (visible). Each shard's part is one log record: all or nothing.
+    pub fn upsert(&self, points: Vec<Point>, wait: bool) -> Result<()> {
+        let mut per_shard: Vec<Vec<Point>> = vec![Vec::new(); self.shards.len()];
+        for point in points {
+            let point = self.prepare(point)?;
+            per_shard[self.shard_of(&point.id)].push(point);
+        }
+        for (shard, points) in self.shards.iter().zip(per_shard) {
+            if !points.is_empty() {
+                shard.write(Operation::Upsert(points), wait)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes points by id (unknown ids are ignored).
+    pub fn delete(&self, ids: &[PointId], wait: bool) -> Result<()> {
+        let mut per_shard: Vec<Vec<PointId>> = vec![Vec::new(); self.shards.len()];
+        for id in ids {
+            per_shard[self.shard_of(id)].push(*id);
+        }
+        for (shard, ids) in self.shards.iter().zip(per_shard) {
+            if !ids.is_empty() {
+                shard.write(Operation::Delete(ids), wait)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn get(&self, id: &PointId) -> Option<Point> {
+        self.shards[self.shard_of(id)].get(id)
+    }
+
+    /// Exact count of live points.
+    pub fn count(&self) -> usize {
+        self.shards.iter().map(Shard::count).sum()
+    }
+
+    /// Every live point (shard by shard).
+    pub fn points(&self) -> Vec<Point> {
+        self.shards.iter().flat_map(Shard::points).collect()
+    }
+
+    /// Exact top-`limit` over every shard.
+    pub fn search(&self, query: &[f32], limit: usize) -> Result<Vec<ScoredPoint>> {
+        check_range("limit", limit, 1, MAX_LIMIT)?;
+        if query.len() != self.config.dim {
+            return Err(EngineError::WrongVectorDimension {
+                point: "query".to_string(),
+                expected: self.config.dim,
+                received: query.len(),
+            });
+        }
+        if let Some(position) = query.iter().position(|v| !v.is_finite()) {
+            return Err(EngineError::NonFiniteValue {
+                point: "query".to_string(),
+                position,
+            });
+        }
+        let mut query = query.to_vec();
+        if self.config.distance == Distance::Cosine {
+            normalize(&mut query);
+        }
+        let mut hits: Vec<_> = self
+            .shards
+            .iter()
+            .flat_map(|shard| shard.search(&query, limit))
+            .collect();
+        hits.sort_by(|a, b| {
+            a.distance
+                .total_cmp(&b.distance)
+                .then(a.point.id.cmp(&b.point.id))
+        });
+        hits.truncate(limit);
+        Ok(hits
+            .into_iter()
+            .map(|hit| ScoredPoint {
+                id: hit.point.id,
+                score: match self.config.distance {
+                    Distance::Euclid => hit.distance.max(0.0).sqrt(),
+                    Distance::Cosine | Distance::Dot => -hit.distance,
+                },
+                payload: hit.point.payload,
+                vector: hit.point.vector,
+            })
+            .collect())
+    }
+}
+
+fn normalize(vector: &mut [f32]) {
+    let norm = f64::from((sagitta_kernels::kernels().norm_squared_f32)(vector)).sqrt();
+    let norm = if norm.is_finite() {
+        norm
+    } else {
+        vector
+            .iter()
+            .map(|v| f64::from(*v).powi(2))
+            .sum::<f64>()
+            .sqrt()
+    };
+    if norm > 0.0 {
+        for value in vector.iter_mut() {
+            #[allow(clippy::cast_possible_truncation)]
+            let scaled = (f64::from(*value) / norm) as f32;
+            *value = scaled;
+        }
+    }
+}

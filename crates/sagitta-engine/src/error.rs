@@ -1,0 +1,48 @@
+//! Engine errors; each names the field or point at fault.
+
+use crate::point::PointId;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EngineError {
+    #[error("vector dimension error: point {point}: expected dim {expected}, got {received}")]
+    WrongVectorDimension {
+        point: String,
+        expected: usize,
+        received: usize,
+    },
+    #[error("point {point}: `vector` has a non-finite value (NaN or Inf) at position {position}")]
+    NonFiniteValue { point: String, position: usize },
+    #[error("point {point}: `payload` is {size} bytes, over the limit of {limit} bytes")]
+    PayloadTooLarge {
+        point: String,
+        size: usize,
+        limit: usize,
+    },
+    #[error("point {point}: `payload` is not a JSON object: {reason}")]
+    InvalidPayload { point: String, reason: String },
+    #[error("parameter `{name}` = {value} is outside the allowed range {min}..={max}")]
+    ParameterOutOfRange {
+        name: &'static str,
+        value: usize,
+        min: usize,
+        max: usize,
+    },
+    #[error("batch for one shard encodes to {size} bytes, over the limit of {limit}; split it")]
+    BatchTooLarge { size: usize, limit: usize },
+    #[error("collection already exists at `{path}`")]
+    CollectionExists { path: String },
+    #[error("no collection at `{path}`")]
+    CollectionNotFound { path: String },
+    #[error("collection data is corrupt: {reason}")]
+    Corrupt { reason: String },
+    #[error(transparent)]
+    Storage(#[from] sagitta_storage::StorageError),
+}
+
+impl EngineError {
+    pub(crate) fn point(id: &PointId) -> String {
+        id.to_string()
+    }
+}
+
+pub type Result<T, E = EngineError> = std::result::Result<T, E>;

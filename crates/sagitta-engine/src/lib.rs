@@ -1,0 +1,22 @@
+//! The SagittaDB engine (first slice of issue 3): collections of points
+//! `{id: u64 | UUID, vector, payload JSON}` split over shards by a hash of the id; each shard
+//! has its own write-ahead log and an in-memory mutable buffer that is searchable as soon as
+//! a write is acknowledged. Recovery replays each shard's log.
+//!
+//! Not yet here (next slices of issue 3): sealed segments with HNSW indexes, the optimizer,
+//! payload indexes and filters, bulk import.
+//!
+//! Architecture invariant: a write is applied in memory only after its WAL record is
+//! appended (and, with `wait`, synced), under the shard's log lock, so memory state is
+//! always a prefix of the log — exactly what replay rebuilds.
+#![deny(unsafe_code)]
+
+pub mod codec;
+pub mod collection;
+pub mod error;
+pub mod point;
+mod shard;
+
+pub use collection::{Collection, CollectionConfig, ScoredPoint};
+pub use error::EngineError;
+pub use point::{Distance, Point, PointId};
