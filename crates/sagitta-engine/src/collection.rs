@@ -154,6 +154,20 @@ impl Collection {
         })
     }
 
+    /// Removes the files of the collection in `directory`: the manifest first (so a crash
+    /// midway leaves nothing that opens), then every possible shard log, so no stale log can
+    /// be picked up by a later collection of the same name. Missing files are fine.
+    pub fn remove_files(fs: &dyn FileSystem, directory: &Path) -> Result<()> {
+        fs.create_dir_all(directory)?;
+        remove_if_exists(fs, &directory.join(manifest::MANIFEST_FILE))?;
+        fs.sync_dir(directory)?;
+        for index in 0..MAX_SHARDS {
+            remove_if_exists(fs, &shard_path(directory, index))?;
+        }
+        fs.sync_dir(directory)?;
+        Ok(())
+    }
+
     pub fn config(&self) -> &CollectionConfig {
         &self.config
     }
@@ -303,6 +317,16 @@ impl Collection {
                 vector: hit.point.vector,
             })
             .collect())
+    }
+}
+
+fn remove_if_exists(fs: &dyn FileSystem, path: &Path) -> Result<()> {
+    match fs.remove(path) {
+        Err(sagitta_storage::StorageError::Io {
+            kind: std::io::ErrorKind::NotFound,
+            ..
+        }) => Ok(()),
+        other => Ok(other?),
     }
 }
 

@@ -29,6 +29,10 @@ pub enum EngineError {
     },
     #[error("batch for one shard encodes to {size} bytes, over the limit of {limit}; split it")]
     BatchTooLarge { size: usize, limit: usize },
+    #[error(
+        "collection name {name:?} is invalid: use 1 to 255 ASCII letters, digits, `_`, `-`, `.`"
+    )]
+    InvalidCollectionName { name: String },
     #[error("collection already exists at `{path}`")]
     CollectionExists { path: String },
     #[error("no collection at `{path}`")]

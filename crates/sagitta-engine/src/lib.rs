@@ -13,10 +13,12 @@
 
 pub mod codec;
 pub mod collection;
+pub mod database;
 pub mod error;
 pub mod point;
 mod shard;
 
 pub use collection::{Collection, CollectionConfig, ScoredPoint};
+pub use database::Database;
 pub use error::EngineError;
 pub use point::{Distance, Point, PointId};
