@@ -1,4 +1,5 @@
-"""SagittaDB embedded in Python: exact (flat) and HNSW vector indexes over numpy arrays.
+"""SagittaDB embedded in Python: a durable database of collections (``sagittadb.open``) and
+exact (flat) and HNSW vector indexes over numpy arrays.
 
 >>> import numpy as np, sagittadb
 >>> index = sagittadb.HnswIndex(4, metric="cosine", m=8, ef_construction=32)
@@ -10,6 +11,10 @@
 
 from ._native import (
     CapacityError,
+    Collection,
+    CollectionExistsError,
+    CollectionNotFoundError,
+    Database,
     DimensionError,
     DuplicateIdError,
     FlatIndex,
@@ -17,7 +22,9 @@ from ._native import (
     HnswIndex,
     InvalidParameterError,
     SagittaError,
+    StorageError,
     __version__,
+    open,
     simd_level,
 )
 
@@ -27,6 +34,10 @@ MISSING_ID = 2**64 - 1
 __all__ = [
     "MISSING_ID",
     "CapacityError",
+    "Collection",
+    "CollectionExistsError",
+    "CollectionNotFoundError",
+    "Database",
     "DimensionError",
     "DuplicateIdError",
     "FlatIndex",
@@ -34,6 +45,8 @@ __all__ = [
     "HnswIndex",
     "InvalidParameterError",
     "SagittaError",
+    "StorageError",
     "__version__",
+    "open",
     "simd_level",
 ]

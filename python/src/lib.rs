@@ -7,6 +7,8 @@
 // PyO3 extracts arguments as owned values and `map_err` passes errors by value.
 #![allow(clippy::needless_pass_by_value)]
 
+mod engine;
+
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -581,5 +583,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DuplicateIdError", py.get_type::<DuplicateIdError>())?;
     m.add("CapacityError", py.get_type::<CapacityError>())?;
     m.add("FormatError", py.get_type::<FormatError>())?;
+    engine::register(m)?;
     Ok(())
 }

@@ -18,3 +18,4 @@ def test_readme_python_snippet_runs(tmp_path):
     finally:
         os.chdir(cwd)
     assert (tmp_path / "vectors.sgt").exists()
+    assert (tmp_path / "sagitta-data" / "MANIFEST").exists()

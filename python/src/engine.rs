@@ -1,0 +1,382 @@
+//! The embedded database: `sagittadb.open(path)` → collections of points with ids,
+//! vectors and JSON payloads, durable through each shard's write-ahead log.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use numpy::{PyReadonlyArrayDyn, PyUntypedArrayMethods};
+use pyo3::create_exception;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use sagitta_engine::{
+    Collection as CoreCollection, CollectionConfig, Database as CoreDatabase, Distance,
+    EngineError, Point, PointId,
+};
+use sagitta_storage::fs::{FileSystem, OsFileSystem};
+
+use crate::{DimensionError, FormatError, InvalidParameterError, SagittaError};
+
+create_exception!(
+    _native,
+    CollectionNotFoundError,
+    SagittaError,
+    "No collection of that name."
+);
+create_exception!(
+    _native,
+    CollectionExistsError,
+    SagittaError,
+    "A collection of that name already exists."
+);
+create_exception!(
+    _native,
+    StorageError,
+    SagittaError,
+    "Reading or writing the database files failed."
+);
+
+/// The one table from engine errors to Python exceptions.
+fn to_python_error(error: EngineError) -> PyErr {
+    let message = error.to_string();
+    match error {
+        EngineError::WrongVectorDimension { .. } => DimensionError::new_err(message),
+        EngineError::NonFiniteValue { .. }
+        | EngineError::PayloadTooLarge { .. }
+        | EngineError::InvalidPayload { .. }
+        | EngineError::ParameterOutOfRange { .. }
+        | EngineError::BatchTooLarge { .. }
+        | EngineError::InvalidCollectionName { .. } => InvalidParameterError::new_err(message),
+        EngineError::CollectionExists { .. } => CollectionExistsError::new_err(message),
+        EngineError::CollectionNotFound { .. } => CollectionNotFoundError::new_err(message),
+        EngineError::Corrupt { .. } => FormatError::new_err(message),
+        EngineError::Storage(_) => StorageError::new_err(message),
+    }
+}
+
+fn parse_distance(name: &str) -> PyResult<Distance> {
+    match name.to_ascii_lowercase().as_str() {
+        "cosine" => Ok(Distance::Cosine),
+        "dot" => Ok(Distance::Dot),
+        "euclid" | "l2" => Ok(Distance::Euclid),
+        _ => Err(InvalidParameterError::new_err(format!(
+            "`distance` {name:?} is not one of Cosine, Dot, Euclid"
+        ))),
+    }
+}
+
+fn distance_name(distance: Distance) -> &'static str {
+    match distance {
+        Distance::Cosine => "Cosine",
+        Distance::Dot => "Dot",
+        Distance::Euclid => "Euclid",
+    }
+}
+
+/// An id from Python: a non-negative int or a UUID string (or `uuid.UUID`).
+fn point_id(value: &Bound<'_, PyAny>) -> PyResult<PointId> {
+    if let Ok(number) = value.extract::<u64>() {
+        return Ok(PointId::Number(number));
+    }
+    let uuid = value.py().import("uuid")?.getattr("UUID")?;
+    let parsed = if value.is_instance(&uuid)? {
+        value.clone()
+    } else {
+        let text: String = value.extract().map_err(|_| {
+            InvalidParameterError::new_err(format!(
+                "`ids`: {value} is neither an unsigned 64-bit integer nor a UUID"
+            ))
+        })?;
+        uuid.call1((text.as_str(),)).map_err(|_| {
+            InvalidParameterError::new_err(format!("`ids`: {text:?} is not a valid UUID"))
+        })?
+    };
+    Ok(PointId::Uuid(parsed.getattr("int")?.extract()?))
+}
+
+fn id_to_python(py: Python<'_>, id: PointId) -> PyResult<PyObject> {
+    Ok(match id {
+        PointId::Number(number) => number.into_pyobject(py)?.into_any().unbind(),
+        PointId::Uuid(_) => id.to_string().into_pyobject(py)?.into_any().unbind(),
+    })
+}
+
+fn point_dict<'py>(
+    py: Python<'py>,
+    id: PointId,
+    score: Option<f32>,
+    payload: Option<String>,
+    vector: Option<Vec<f32>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    dict.set_item("id", id_to_python(py, id)?)?;
+    if let Some(score) = score {
+        dict.set_item("score", score)?;
+    }
+    let json = py.import("json")?;
+    let payload = match payload {
+        Some(text) => json.call_method1("loads", (text,))?.unbind(),
+        None => py.None(),
+    };
+    dict.set_item("payload", payload)?;
+    if let Some(vector) = vector {
+        dict.set_item("vector", vector)?;
+    }
+    Ok(dict)
+}
+
+/// A database directory of named collections.
+#[pyclass(module = "sagittadb")]
+pub struct Database {
+    inner: Arc<CoreDatabase>,
+}
+
+#[pymethods]
+impl Database {
+    /// Creates a collection. `distance`: "Cosine", "Dot" or "Euclid".
+    #[pyo3(signature = (name, dim, distance = "Cosine", shard_number = 1))]
+    fn create_collection(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        dim: usize,
+        distance: &str,
+        shard_number: usize,
+    ) -> PyResult<Collection> {
+        let config = CollectionConfig {
+            dim,
+            distance: parse_distance(distance)?,
+            shard_count: shard_number,
+        };
+        let inner = py
+            .allow_threads(|| self.inner.create_collection(name, config))
+            .map_err(to_python_error)?;
+        Ok(Collection {
+            name: name.to_string(),
+            inner,
+        })
+    }
+
+    /// An existing collection; raises `CollectionNotFoundError`.
+    fn collection(&self, name: &str) -> PyResult<Collection> {
+        let inner = self.inner.collection(name).map_err(to_python_error)?;
+        Ok(Collection {
+            name: name.to_string(),
+            inner,
+        })
+    }
+
+    fn list_collections(&self) -> Vec<String> {
+        self.inner.list()
+    }
+
+    fn drop_collection(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        py.allow_threads(|| self.inner.drop_collection(name))
+            .map_err(to_python_error)
+    }
+}
+
+/// A collection of points: ids (int or UUID), vectors, JSON-object payloads.
+#[pyclass(module = "sagittadb")]
+pub struct Collection {
+    name: String,
+    inner: Arc<CoreCollection>,
+}
+
+#[pymethods]
+impl Collection {
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    #[getter]
+    fn dim(&self) -> usize {
+        self.inner.config().dim
+    }
+
+    #[getter]
+    fn distance(&self) -> &'static str {
+        distance_name(self.inner.config().distance)
+    }
+
+    /// Inserts or replaces points. `vectors`: n × dim; `ids`: n ints or UUIDs; `payloads`:
+    /// n dicts (or None). `wait=True` returns once the write is fsynced.
+    #[pyo3(signature = (ids, vectors, payloads = None, wait = true))]
+    fn upsert(
+        &self,
+        py: Python<'_>,
+        ids: &Bound<'_, PyAny>,
+        vectors: &Bound<'_, PyAny>,
+        payloads: Option<&Bound<'_, PyAny>>,
+        wait: bool,
+    ) -> PyResult<()> {
+        let numpy = py.import("numpy")?;
+        let array: PyReadonlyArrayDyn<'_, f32> = numpy
+            .call_method1("ascontiguousarray", (vectors, "float32"))?
+            .call_method1("reshape", (-1_i64, self.dim() as i64))
+            .map_err(|_| {
+                DimensionError::new_err(format!(
+                    "vector dimension error: `vectors` cannot be shaped as n × {}",
+                    self.dim()
+                ))
+            })?
+            .extract()?;
+        let rows = array.shape()[0];
+        let values = array.as_slice()?;
+        let ids: Vec<PointId> = ids
+            .try_iter()?
+            .map(|id| point_id(&id?))
+            .collect::<PyResult<_>>()?;
+        if ids.len() != rows {
+            return Err(DimensionError::new_err(format!(
+                "`ids` has {} entries but {rows} vectors were given",
+                ids.len()
+            )));
+        }
+        let json = py.import("json")?;
+        let payloads: Vec<Option<String>> = match payloads {
+            None => vec![None; rows],
+            Some(payloads) => payloads
+                .try_iter()?
+                .map(|payload| {
+                    let payload = payload?;
+                    if payload.is_none() {
+                        Ok(None)
+                    } else {
+                        Ok(Some(
+                            json.call_method1("dumps", (payload,))?
+                                .extract::<String>()?,
+                        ))
+                    }
+                })
+                .collect::<PyResult<_>>()?,
+        };
+        if payloads.len() != rows {
+            return Err(DimensionError::new_err(format!(
+                "`payloads` has {} entries but {rows} vectors were given",
+                payloads.len()
+            )));
+        }
+        let dim = self.dim();
+        let points: Vec<Point> = ids
+            .into_iter()
+            .zip(payloads)
+            .enumerate()
+            .map(|(row, (id, payload))| Point {
+                id,
+                vector: values[row * dim..(row + 1) * dim].to_vec(),
+                payload,
+            })
+            .collect();
+        py.allow_threads(|| self.inner.upsert(points, wait))
+            .map_err(to_python_error)
+    }
+
+    /// Exact top-`limit` points: a list of dicts with id, score, payload (and vector).
+    #[pyo3(signature = (query, limit = 10, with_payload = true, with_vector = false))]
+    fn search<'py>(
+        &self,
+        py: Python<'py>,
+        query: &Bound<'py, PyAny>,
+        limit: usize,
+        with_payload: bool,
+        with_vector: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let numpy = py.import("numpy")?;
+        let array: PyReadonlyArrayDyn<'_, f32> = numpy
+            .call_method1("ascontiguousarray", (query, "float32"))?
+            .call_method0("ravel")?
+            .extract()?;
+        let query = array.as_slice()?.to_vec();
+        let hits = py
+            .allow_threads(|| self.inner.search(&query, limit))
+            .map_err(to_python_error)?;
+        let list = PyList::empty(py);
+        for hit in hits {
+            list.append(point_dict(
+                py,
+                hit.id,
+                Some(hit.score),
+                hit.payload.filter(|_| with_payload),
+                with_vector.then_some(hit.vector),
+            )?)?;
+        }
+        Ok(list)
+    }
+
+    /// Points by id (missing ids are skipped), as dicts with id, payload and vector.
+    fn get<'py>(&self, py: Python<'py>, ids: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(py);
+        for id in ids.try_iter()? {
+            if let Some(point) = self.inner.get(&point_id(&id?)?) {
+                list.append(point_dict(
+                    py,
+                    point.id,
+                    None,
+                    point.payload,
+                    Some(point.vector),
+                )?)?;
+            }
+        }
+        Ok(list)
+    }
+
+    /// Deletes points by id (unknown ids are ignored).
+    #[pyo3(signature = (ids, wait = true))]
+    fn delete(&self, py: Python<'_>, ids: &Bound<'_, PyAny>, wait: bool) -> PyResult<()> {
+        let ids: Vec<PointId> = ids
+            .try_iter()?
+            .map(|id| point_id(&id?))
+            .collect::<PyResult<_>>()?;
+        py.allow_threads(|| self.inner.delete(&ids, wait))
+            .map_err(to_python_error)
+    }
+
+    /// Exact number of points.
+    fn count(&self) -> usize {
+        self.inner.count()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.count()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Collection(name='{}', dim={}, distance='{}', count={})",
+            self.name,
+            self.dim(),
+            self.distance(),
+            self.inner.count()
+        )
+    }
+}
+
+/// Opens (or creates) the database directory at `path`.
+#[pyfunction]
+pub fn open(py: Python<'_>, path: PathBuf) -> PyResult<Database> {
+    let fs: Arc<dyn FileSystem> = Arc::new(OsFileSystem);
+    let inner = py
+        .allow_threads(|| CoreDatabase::open(fs, &path))
+        .map_err(to_python_error)?;
+    Ok(Database {
+        inner: Arc::new(inner),
+    })
+}
+
+pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = module.py();
+    module.add_class::<Database>()?;
+    module.add_class::<Collection>()?;
+    module.add_function(wrap_pyfunction!(open, module)?)?;
+    module.add(
+        "CollectionNotFoundError",
+        py.get_type::<CollectionNotFoundError>(),
+    )?;
+    module.add(
+        "CollectionExistsError",
+        py.get_type::<CollectionExistsError>(),
+    )?;
+    module.add("StorageError", py.get_type::<StorageError>())?;
+    Ok(())
+}

@@ -1,0 +1,104 @@
+"""The embedded database: sagittadb.open(path) → durable collections with payloads."""
+
+import subprocess
+import sys
+import uuid
+
+import numpy as np
+import pytest
+import sagittadb
+
+
+def vectors(count, dim=8, seed=0):
+    return np.random.default_rng(seed).normal(size=(count, dim)).astype(np.float32)
+
+
+def test_collections_round_trip_through_reopen(tmp_path):
+    db = sagittadb.open(tmp_path / "data")
+    docs = db.create_collection("docs", dim=8, distance="Cosine", shard_number=2)
+    data = vectors(200)
+    ids = list(range(200))
+    payloads = [{"title": f"doc {i}", "tags": ["a", "b"][: i % 3]} for i in ids]
+    docs.upsert(ids=ids, vectors=data, payloads=payloads)
+    key = uuid.UUID("12345678-1234-5678-1234-567812345678")
+    docs.upsert(ids=[key], vectors=data[:1] * 2, payloads=[None], wait=False)
+    assert docs.count() == 201 and len(docs) == 201
+    hits = docs.search(data[17], limit=3)
+    assert hits[0]["id"] == 17 and hits[0]["payload"] == payloads[17]
+    assert abs(hits[0]["score"] - 1.0) < 1e-5
+    assert "vector" not in hits[0]
+    assert {hit["id"] for hit in docs.search(data[0], limit=2)} == {0, str(key)}
+    docs.delete([3, 4])
+    assert [p["id"] for p in docs.get([2, 3, 4, str(key)])] == [2, str(key)]
+    assert db.list_collections() == ["docs"]
+    del docs, db
+
+    db = sagittadb.open(tmp_path / "data")
+    docs = db.collection("docs")
+    assert (docs.dim, docs.distance, docs.count()) == (8, "Cosine", 199)
+    (point,) = docs.get([5])
+    assert point["payload"] == payloads[5]
+    np.testing.assert_allclose(
+        point["vector"], data[5] / np.linalg.norm(data[5]), rtol=1e-5
+    )
+    db.drop_collection("docs")
+    with pytest.raises(sagittadb.CollectionNotFoundError):
+        db.collection("docs")
+
+
+def test_bad_input_names_the_field_and_stores_nothing(tmp_path):
+    db = sagittadb.open(tmp_path)
+    col = db.create_collection("c", dim=4, distance="Dot")
+    with pytest.raises(sagittadb.CollectionExistsError):
+        db.create_collection("c", dim=4)
+    with pytest.raises(sagittadb.InvalidParameterError, match="collection name"):
+        db.create_collection("no/slashes", dim=4)
+    with pytest.raises(sagittadb.InvalidParameterError, match="distance"):
+        db.create_collection("d", dim=4, distance="Manhattan")
+    with pytest.raises(sagittadb.DimensionError):
+        col.upsert(ids=[1, 2], vectors=np.ones((2, 5), dtype=np.float32))
+    with pytest.raises(sagittadb.InvalidParameterError, match="non-finite"):
+        col.upsert(ids=[1], vectors=np.array([[1, np.inf, 0, 0]], dtype=np.float32))
+    with pytest.raises(sagittadb.InvalidParameterError, match="not a valid UUID"):
+        col.upsert(ids=["not-a-uuid"], vectors=np.ones((1, 4), dtype=np.float32))
+    with pytest.raises(sagittadb.InvalidParameterError, match="payload"):
+        col.upsert(
+            ids=[1], vectors=np.ones((1, 4), dtype=np.float32), payloads=[[1, 2, 3]]
+        )
+    with pytest.raises(sagittadb.DimensionError, match="ids"):
+        col.upsert(ids=[1, 2, 3], vectors=np.ones((2, 4), dtype=np.float32))
+    with pytest.raises(sagittadb.DimensionError, match="query"):
+        col.search(np.ones(3, dtype=np.float32))
+    with pytest.raises(sagittadb.InvalidParameterError, match="limit"):
+        col.search(np.ones(4, dtype=np.float32), limit=0)
+    assert col.count() == 0
+
+
+CHILD = """
+import sys, numpy as np, sagittadb
+col = sagittadb.open(sys.argv[1]).collection("c")
+for batch in range(10**9):
+    ids = list(range(batch * 5, batch * 5 + 5))
+    vectors = np.array([[float(i)] * 4 for i in ids], dtype=np.float32)
+    col.upsert(ids=ids, vectors=vectors, payloads=[{"i": i} for i in ids], wait=True)
+    print(batch, flush=True)
+"""
+
+
+def test_acknowledged_writes_survive_sigkill(tmp_path):
+    db = sagittadb.open(tmp_path)
+    db.create_collection("c", dim=4, distance="Euclid", shard_number=2)
+    del db
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    acknowledged = [int(child.stdout.readline()) for _ in range(20)]
+    child.kill()
+    child.wait()
+    acknowledged += [int(line) for line in child.stdout.read().split()]
+    col = sagittadb.open(tmp_path).collection("c")
+    present = {p["id"]: p for p in col.get(range((acknowledged[-1] + 1) * 5))}
+    for batch in acknowledged:
+        for i in range(batch * 5, batch * 5 + 5):
+            assert present[i]["payload"] == {"i": i}
+            assert present[i]["vector"] == [float(i)] * 4
