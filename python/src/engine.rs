@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use sagitta_engine::{
     Collection as CoreCollection, CollectionConfig, Database as CoreDatabase, Distance,
-    EngineError, Point, PointId,
+    EngineError, Filter, Point, PointId,
 };
 use sagitta_storage::fs::{FileSystem, OsFileSystem};
 
@@ -45,7 +45,8 @@ fn to_python_error(error: EngineError) -> PyErr {
         | EngineError::InvalidPayload { .. }
         | EngineError::ParameterOutOfRange { .. }
         | EngineError::BatchTooLarge { .. }
-        | EngineError::InvalidCollectionName { .. } => InvalidParameterError::new_err(message),
+        | EngineError::InvalidCollectionName { .. }
+        | EngineError::InvalidFilter { .. } => InvalidParameterError::new_err(message),
         EngineError::CollectionExists { .. } => CollectionExistsError::new_err(message),
         EngineError::CollectionNotFound { .. } => CollectionNotFoundError::new_err(message),
         EngineError::Corrupt { .. } => FormatError::new_err(message),
@@ -91,6 +92,24 @@ fn point_id(value: &Bound<'_, PyAny>) -> PyResult<PointId> {
         })?
     };
     Ok(PointId::Uuid(parsed.getattr("int")?.extract()?))
+}
+
+/// A filter from a Python dict in Qdrant's grammar (`None` = no filter).
+fn parse_filter(filter: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Filter>> {
+    let Some(filter) = filter.filter(|f| !f.is_none()) else {
+        return Ok(None);
+    };
+    let text: String = filter
+        .py()
+        .import("json")?
+        .call_method1("dumps", (filter,))
+        .map_err(|_| InvalidParameterError::new_err("`filter` is not JSON-serializable"))?
+        .extract()?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|error| InvalidParameterError::new_err(format!("`filter`: {error}")))?;
+    Filter::parse(&value, "filter")
+        .map(Some)
+        .map_err(to_python_error)
 }
 
 fn id_to_python(py: Python<'_>, id: PointId) -> PyResult<PyObject> {
@@ -272,16 +291,19 @@ impl Collection {
             .map_err(to_python_error)
     }
 
-    /// Exact top-`limit` points: a list of dicts with id, score, payload (and vector).
-    #[pyo3(signature = (query, limit = 10, with_payload = true, with_vector = false))]
+    /// Exact top-`limit` points passing `filter` (a dict in Qdrant's filter grammar): a
+    /// list of dicts with id, score, payload (and vector).
+    #[pyo3(signature = (query, limit = 10, filter = None, with_payload = true, with_vector = false))]
     fn search<'py>(
         &self,
         py: Python<'py>,
         query: &Bound<'py, PyAny>,
         limit: usize,
+        filter: Option<&Bound<'py, PyAny>>,
         with_payload: bool,
         with_vector: bool,
     ) -> PyResult<Bound<'py, PyList>> {
+        let filter = parse_filter(filter)?;
         let numpy = py.import("numpy")?;
         let array: PyReadonlyArrayDyn<'_, f32> = numpy
             .call_method1("ascontiguousarray", (query, "float32"))?
@@ -289,7 +311,7 @@ impl Collection {
             .extract()?;
         let query = array.as_slice()?.to_vec();
         let hits = py
-            .allow_threads(|| self.inner.search(&query, limit))
+            .allow_threads(|| self.inner.search(&query, limit, filter.as_ref()))
             .map_err(to_python_error)?;
         let list = PyList::empty(py);
         for hit in hits {
@@ -321,24 +343,76 @@ impl Collection {
         Ok(list)
     }
 
-    /// Deletes points by id (unknown ids are ignored).
-    #[pyo3(signature = (ids, wait = true))]
-    fn delete(&self, py: Python<'_>, ids: &Bound<'_, PyAny>, wait: bool) -> PyResult<()> {
-        let ids: Vec<PointId> = ids
-            .try_iter()?
-            .map(|id| point_id(&id?))
-            .collect::<PyResult<_>>()?;
-        py.allow_threads(|| self.inner.delete(&ids, wait))
-            .map_err(to_python_error)
+    /// Deletes points by id (unknown ids are ignored) and/or every point passing `filter`;
+    /// returns how many the filter matched.
+    #[pyo3(signature = (ids = None, filter = None, wait = true))]
+    fn delete(
+        &self,
+        py: Python<'_>,
+        ids: Option<&Bound<'_, PyAny>>,
+        filter: Option<&Bound<'_, PyAny>>,
+        wait: bool,
+    ) -> PyResult<usize> {
+        let ids: Vec<PointId> = match ids {
+            Some(ids) => ids
+                .try_iter()?
+                .map(|id| point_id(&id?))
+                .collect::<PyResult<_>>()?,
+            None => Vec::new(),
+        };
+        let filter = parse_filter(filter)?;
+        py.allow_threads(|| {
+            self.inner.delete(&ids, wait)?;
+            match &filter {
+                Some(filter) => self.inner.delete_by_filter(filter, wait),
+                None => Ok(0),
+            }
+        })
+        .map_err(to_python_error)
     }
 
-    /// Exact number of points.
-    fn count(&self) -> usize {
-        self.inner.count()
+    /// One page of points passing `filter`, in id order: `(points, next_offset)`; pass
+    /// `next_offset` back as `offset` for the next page (`None` at the end).
+    #[pyo3(signature = (limit = 10, offset = None, filter = None, with_vector = false))]
+    fn scroll<'py>(
+        &self,
+        py: Python<'py>,
+        limit: usize,
+        offset: Option<&Bound<'py, PyAny>>,
+        filter: Option<&Bound<'py, PyAny>>,
+        with_vector: bool,
+    ) -> PyResult<(Bound<'py, PyList>, PyObject)> {
+        let offset = offset.filter(|o| !o.is_none()).map(point_id).transpose()?;
+        let filter = parse_filter(filter)?;
+        let (points, next) = py
+            .allow_threads(|| self.inner.scroll(offset, limit, filter.as_ref()))
+            .map_err(to_python_error)?;
+        let list = PyList::empty(py);
+        for point in points {
+            list.append(point_dict(
+                py,
+                point.id,
+                None,
+                point.payload,
+                with_vector.then_some(point.vector),
+            )?)?;
+        }
+        let next = match next {
+            Some(id) => id_to_python(py, id)?,
+            None => py.None(),
+        };
+        Ok((list, next))
+    }
+
+    /// Exact number of points (passing `filter` when given).
+    #[pyo3(signature = (filter = None))]
+    fn count(&self, py: Python<'_>, filter: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
+        let filter = parse_filter(filter)?;
+        Ok(py.allow_threads(|| self.inner.count(filter.as_ref())))
     }
 
     fn __len__(&self) -> usize {
-        self.inner.count()
+        self.inner.count(None)
     }
 
     fn __repr__(&self) -> String {
@@ -347,7 +421,7 @@ impl Collection {
             self.name,
             self.dim(),
             self.distance(),
-            self.inner.count()
+            self.inner.count(None)
         )
     }
 }

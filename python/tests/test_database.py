@@ -102,3 +102,34 @@ def test_acknowledged_writes_survive_sigkill(tmp_path):
         for i in range(batch * 5, batch * 5 + 5):
             assert present[i]["payload"] == {"i": i}
             assert present[i]["vector"] == [float(i)] * 4
+
+
+def test_filters_scroll_count_and_delete(tmp_path):
+    col = sagittadb.open(tmp_path).create_collection("c", dim=2, distance="Euclid")
+    ids = list(range(100))
+    data = np.array([[float(i), 0.0] for i in ids], dtype=np.float32)
+    payloads = [{"color": ["red", "blue"][i % 2], "n": i} for i in ids]
+    col.upsert(ids=ids, vectors=data, payloads=payloads)
+    red = {"must": [{"key": "color", "match": {"value": "red"}}]}
+    assert col.count(filter=red) == 50
+    hits = col.search(np.array([11.0, 0.0], dtype=np.float32), limit=3, filter=red)
+    assert [hit["id"] for hit in hits] == [10, 12, 8]
+    assert all(hit["payload"]["color"] == "red" for hit in hits)
+
+    pages, offset = [], None
+    while True:
+        page, offset = col.scroll(limit=7, offset=offset, filter=red)
+        pages += [point["id"] for point in page]
+        if offset is None:
+            break
+    assert pages == list(range(0, 100, 2))
+
+    small = {"must": [{"key": "n", "range": {"lt": 10}}]}
+    assert col.delete(filter=small) == 10
+    assert col.count() == 90 and col.count(filter=small) == 0
+    with pytest.raises(
+        sagittadb.InvalidParameterError, match=r"filter\.must\[0\]\.range\.lt"
+    ):
+        col.count(filter={"must": [{"key": "n", "range": {"lt": "ten"}}]})
+    with pytest.raises(sagittadb.InvalidParameterError, match="filter.should"):
+        col.search(np.zeros(2, dtype=np.float32), filter={"should": 5})

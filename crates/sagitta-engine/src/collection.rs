@@ -8,6 +8,7 @@ use sagitta_storage::manifest;
 
 use crate::codec::Operation;
 use crate::error::{EngineError, Result};
+use crate::filter::Filter;
 use crate::point::{Distance, Point, PointId};
 use crate::shard::Shard;
 
@@ -264,9 +265,46 @@ impl Collection {
         self.shards[self.shard_of(id)].get(id)
     }
 
-    /// Exact count of live points.
-    pub fn count(&self) -> usize {
-        self.shards.iter().map(Shard::count).sum()
+    /// Exact count of live points (passing `filter` when given).
+    pub fn count(&self, filter: Option<&Filter>) -> usize {
+        self.shards.iter().map(|shard| shard.count(filter)).sum()
+    }
+
+    /// One page of points passing `filter`, in id order, starting at `offset` (inclusive);
+    /// returns the page and the id to continue from (`None` at the end).
+    pub fn scroll(
+        &self,
+        offset: Option<PointId>,
+        limit: usize,
+        filter: Option<&Filter>,
+    ) -> Result<(Vec<Point>, Option<PointId>)> {
+        check_range("limit", limit, 1, MAX_LIMIT)?;
+        let mut ids: Vec<PointId> = self
+            .shards
+            .iter()
+            .flat_map(|shard| shard.matching_ids(filter))
+            .filter(|id| offset.is_none_or(|start| *id >= start))
+            .collect();
+        ids.sort_unstable();
+        let next = ids.get(limit).copied();
+        let page = ids
+            .into_iter()
+            .take(limit)
+            .filter_map(|id| self.get(&id))
+            .collect();
+        Ok((page, next))
+    }
+
+    /// Deletes every point passing `filter`; returns how many were matched. The matched ids
+    /// are logged (not the filter), so replay is deterministic.
+    pub fn delete_by_filter(&self, filter: &Filter, wait: bool) -> Result<usize> {
+        let ids: Vec<PointId> = self
+            .shards
+            .iter()
+            .flat_map(|shard| shard.matching_ids(Some(filter)))
+            .collect();
+        self.delete(&ids, wait)?;
+        Ok(ids.len())
     }
 
     /// Every live point (shard by shard).
@@ -274,8 +312,13 @@ impl Collection {
         self.shards.iter().flat_map(Shard::points).collect()
     }
 
-    /// Exact top-`limit` over every shard.
-    pub fn search(&self, query: &[f32], limit: usize) -> Result<Vec<ScoredPoint>> {
+    /// Exact top-`limit` over every shard, among points passing `filter`.
+    pub fn search(
+        &self,
+        query: &[f32],
+        limit: usize,
+        filter: Option<&Filter>,
+    ) -> Result<Vec<ScoredPoint>> {
         check_range("limit", limit, 1, MAX_LIMIT)?;
         if query.len() != self.config.dim {
             return Err(EngineError::WrongVectorDimension {
@@ -297,7 +340,7 @@ impl Collection {
         let mut hits: Vec<_> = self
             .shards
             .iter()
-            .flat_map(|shard| shard.search(&query, limit))
+            .flat_map(|shard| shard.search(&query, limit, filter))
             .collect();
         hits.sort_by(|a, b| {
             a.distance

@@ -20,6 +20,8 @@ pub enum EngineError {
     },
     #[error("point {point}: `payload` is not a JSON object: {reason}")]
     InvalidPayload { point: String, reason: String },
+    #[error("`{path}`: {reason}")]
+    InvalidFilter { path: String, reason: String },
     #[error("parameter `{name}` = {value} is outside the allowed range {min}..={max}")]
     ParameterOutOfRange {
         name: &'static str,

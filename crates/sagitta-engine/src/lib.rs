@@ -3,8 +3,10 @@
 //! has its own write-ahead log and an in-memory mutable buffer that is searchable as soon as
 //! a write is acknowledged. Recovery replays each shard's log.
 //!
+//! Filters (Qdrant's grammar) apply to search, count, scroll and delete.
+//!
 //! Not yet here (next slices of issue 3): sealed segments with HNSW indexes, the optimizer,
-//! payload indexes and filters, bulk import.
+//! payload indexes, bulk import.
 //!
 //! Architecture invariant: a write is applied in memory only after its WAL record is
 //! appended (and, with `wait`, synced), under the shard's log lock, so memory state is
@@ -15,10 +17,12 @@ pub mod codec;
 pub mod collection;
 pub mod database;
 pub mod error;
+pub mod filter;
 pub mod point;
 mod shard;
 
 pub use collection::{Collection, CollectionConfig, ScoredPoint};
 pub use database::Database;
 pub use error::EngineError;
+pub use filter::Filter;
 pub use point::{Distance, Point, PointId};

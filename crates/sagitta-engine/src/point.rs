@@ -43,6 +43,21 @@ impl fmt::Display for PointId {
     }
 }
 
+/// Parses a UUID in its hyphenated (or plain 32-hex-digit) text form.
+pub fn parse_uuid(text: &str) -> Option<u128> {
+    let hex: String = text.chars().filter(|c| *c != '-').collect();
+    let canonical_hyphens = [8, 13, 18, 23];
+    let hyphenated = text.len() == 36
+        && canonical_hyphens
+            .iter()
+            .all(|i| text.as_bytes().get(*i) == Some(&b'-'))
+        && text.matches('-').count() == 4;
+    if hex.len() != 32 || !(hyphenated || text.len() == 32) {
+        return None;
+    }
+    u128::from_str_radix(&hex, 16).ok()
+}
+
 /// Qdrant's distance names. Scores: similarity for Cosine and Dot (higher is closer),
 /// Euclidean distance for Euclid (lower is closer).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,9 +10,11 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 use sagitta_storage::fs::FileSystem;
 use sagitta_storage::wal::{Wal, RECORD_BYTES_MAX};
+use serde_json::Value;
 
 use crate::codec::{self, Operation};
 use crate::error::{EngineError, Result};
+use crate::filter::Filter;
 use crate::point::{Distance, Point, PointId};
 
 #[derive(Default)]
@@ -20,7 +22,8 @@ struct Buffer {
     slots: HashMap<PointId, usize>,
     ids: Vec<Option<PointId>>,
     vectors: Vec<f32>,
-    payloads: Vec<Option<Arc<str>>>,
+    /// Parsed once at apply time so filters never re-parse JSON.
+    payloads: Vec<Option<Arc<Value>>>,
     free: Vec<usize>,
 }
 
@@ -44,7 +47,11 @@ impl Buffer {
                     };
                     self.ids[slot] = Some(point.id);
                     self.vectors[slot * dim..(slot + 1) * dim].copy_from_slice(&point.vector);
-                    self.payloads[slot] = point.payload.map(Arc::from);
+                    // Payloads were validated as JSON objects before they were logged.
+                    self.payloads[slot] = point
+                        .payload
+                        .and_then(|text| serde_json::from_str(&text).ok())
+                        .map(Arc::new);
                 }
             }
             Operation::Delete(ids) => {
@@ -137,8 +144,30 @@ impl Shard {
         Ok(())
     }
 
-    pub fn count(&self) -> usize {
-        self.buffer.read().slots.len()
+    /// Points passing `filter` (all points without one).
+    pub fn count(&self, filter: Option<&Filter>) -> usize {
+        let buffer = self.buffer.read();
+        match filter {
+            None => buffer.slots.len(),
+            Some(filter) => buffer
+                .slots
+                .iter()
+                .filter(|(id, slot)| filter.matches(id, buffer.payloads[**slot].as_deref()))
+                .count(),
+        }
+    }
+
+    /// Ids of the points passing `filter`, unordered.
+    pub fn matching_ids(&self, filter: Option<&Filter>) -> Vec<PointId> {
+        let buffer = self.buffer.read();
+        buffer
+            .slots
+            .iter()
+            .filter(|(id, slot)| {
+                filter.is_none_or(|f| f.matches(id, buffer.payloads[**slot].as_deref()))
+            })
+            .map(|(id, _)| *id)
+            .collect()
     }
 
     pub fn get(&self, id: &PointId) -> Option<Point> {
@@ -147,7 +176,7 @@ impl Shard {
         Some(Point {
             id: *id,
             vector: buffer.vectors[slot * self.dim..(slot + 1) * self.dim].to_vec(),
-            payload: buffer.payloads[slot].as_deref().map(str::to_string),
+            payload: buffer.payloads[slot].as_deref().map(Value::to_string),
         })
     }
 
@@ -162,19 +191,23 @@ impl Shard {
                 id.map(|id| Point {
                     id,
                     vector: buffer.vectors[slot * self.dim..(slot + 1) * self.dim].to_vec(),
-                    payload: buffer.payloads[slot].as_deref().map(str::to_string),
+                    payload: buffer.payloads[slot].as_deref().map(Value::to_string),
                 })
             })
             .collect()
     }
 
-    /// Exact top-`k` by scanning the buffer. `query` is already normalized for Cosine.
-    pub fn search(&self, query: &[f32], k: usize) -> Vec<ShardHit> {
+    /// Exact top-`k` among points passing `filter`, by scanning the buffer. `query` is
+    /// already normalized for Cosine.
+    pub fn search(&self, query: &[f32], k: usize, filter: Option<&Filter>) -> Vec<ShardHit> {
         let kernels = sagitta_kernels::kernels();
         let buffer = self.buffer.read();
         let mut heap: BinaryHeap<Candidate> = BinaryHeap::with_capacity(k + 1);
         for (slot, id) in buffer.ids.iter().enumerate() {
-            if id.is_none() {
+            let Some(id) = id else {
+                continue;
+            };
+            if filter.is_some_and(|f| !f.matches(id, buffer.payloads[slot].as_deref())) {
                 continue;
             }
             let row = &buffer.vectors[slot * self.dim..(slot + 1) * self.dim];
@@ -199,7 +232,7 @@ impl Shard {
                     point: Point {
                         id: buffer.ids[slot].expect("live slot"),
                         vector: buffer.vectors[slot * self.dim..(slot + 1) * self.dim].to_vec(),
-                        payload: buffer.payloads[slot].as_deref().map(str::to_string),
+                        payload: buffer.payloads[slot].as_deref().map(Value::to_string),
                     },
                 }
             })

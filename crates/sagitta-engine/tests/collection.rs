@@ -51,9 +51,9 @@ fn search_matches_brute_force_across_shards() {
                 false,
             )
             .unwrap();
-        assert_eq!(collection.count(), 301);
+        assert_eq!(collection.count(None), 301);
         let query = vector_for(5, 3);
-        let hits = collection.search(&query, 10).unwrap();
+        let hits = collection.search(&query, 10, None).unwrap();
         assert_eq!(hits.len(), 10);
         let score = |v: &[f32]| -> f64 {
             let dot: f64 = v.iter().zip(&query).map(|(a, b)| f64::from(a * b)).sum();
@@ -122,13 +122,13 @@ fn bad_input_is_rejected_and_nothing_is_stored() {
         collection.upsert(batch, true),
         Err(EngineError::InvalidPayload { .. })
     ));
-    assert_eq!(collection.count(), 0);
+    assert_eq!(collection.count(None), 0);
     assert!(matches!(
-        collection.search(&[0.0; 3], 5),
+        collection.search(&[0.0; 3], 5, None),
         Err(EngineError::WrongVectorDimension { .. })
     ));
     assert!(matches!(
-        collection.search(&[0.0; DIM], 0),
+        collection.search(&[0.0; DIM], 0, None),
         Err(EngineError::ParameterOutOfRange { name: "limit", .. })
     ));
     // duplicate create, unknown collection, bad config
@@ -149,7 +149,7 @@ fn bad_input_is_rejected_and_nothing_is_stored() {
     ));
     // a reopen after all of that still finds nothing
     drop(collection);
-    assert_eq!(Collection::open(&fs, directory).unwrap().count(), 0);
+    assert_eq!(Collection::open(&fs, directory).unwrap().count(None), 0);
 }
 
 /// The model: per shard, the ordered writes and how many of them were synced.
