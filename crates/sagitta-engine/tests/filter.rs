@@ -1,5 +1,7 @@
 //! Filters: grammar errors name the path; each condition's semantics; filtered search,
 //! count, scroll and delete against a brute-force evaluation.
+// The helpers take `json!` literals by value so each assertion reads as one expression.
+#![allow(clippy::needless_pass_by_value)]
 
 use std::collections::HashSet;
 use std::path::Path;
