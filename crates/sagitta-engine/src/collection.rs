@@ -92,6 +92,24 @@ fn shard_path(directory: &Path, index: usize) -> PathBuf {
     directory.join(format!("shard-{index}.wal"))
 }
 
+/// Opens (creating if missing) and replays every shard log of a collection.
+fn open_shards(
+    fs: &dyn FileSystem,
+    directory: &Path,
+    config: &CollectionConfig,
+) -> Result<Vec<Shard>> {
+    (0..config.shard_count)
+        .map(|index| {
+            Shard::open(
+                fs,
+                &shard_path(directory, index),
+                config.dim,
+                config.distance,
+            )
+        })
+        .collect()
+}
+
 impl Collection {
     /// Creates a collection in `directory` (which must not hold one).
     pub fn create(
@@ -108,16 +126,7 @@ impl Collection {
         fs.create_dir_all(directory)?;
         // Shard logs first, manifest last: a crash in between leaves no manifest, so the
         // half-made collection does not exist and can be created again.
-        let shards = (0..config.shard_count)
-            .map(|index| {
-                Shard::open(
-                    fs,
-                    &shard_path(directory, index),
-                    config.dim,
-                    config.distance,
-                )
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let shards = open_shards(fs, directory, &config)?;
         manifest::publish(fs, directory, &config.encode())?;
         Ok(Collection {
             config,
@@ -138,16 +147,7 @@ impl Collection {
                 directory.display()
             ),
         })?;
-        let shards = (0..config.shard_count)
-            .map(|index| {
-                Shard::open(
-                    fs,
-                    &shard_path(directory, index),
-                    config.dim,
-                    config.distance,
-                )
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let shards = open_shards(fs, directory, &config)?;
         Ok(Collection {
             config,
             shards,

@@ -88,6 +88,17 @@ pub(crate) fn read_section(
     Ok(payload)
 }
 
+/// Rejects a loaded vector section holding NaN or ±Inf, naming the row.
+pub(crate) fn check_finite(values: &[f32], dim: usize, what: &str) -> Result<()> {
+    match values.iter().position(|value| !value.is_finite()) {
+        Some(position) => Err(IndexError::format(format!(
+            "vector of {what} {} has a non-finite value",
+            position / dim
+        ))),
+        None => Ok(()),
+    }
+}
+
 pub(crate) fn f32s_to_bytes(values: &[f32]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }

@@ -7,8 +7,8 @@ use crate::error::{IndexError, Result};
 use crate::limits::{MAX_DIMENSION, MAX_POINTS};
 use crate::metric::Metric;
 use crate::serial::{
-    bytes_to_f32s, bytes_to_u64s, f32s_to_bytes, read_exact, read_section, u64s_to_bytes,
-    write_all, write_section, HeaderCursor,
+    bytes_to_f32s, bytes_to_u64s, check_finite, f32s_to_bytes, read_exact, read_section,
+    u64s_to_bytes, write_all, write_section, HeaderCursor,
 };
 
 pub(crate) const MAGIC: &[u8; 8] = b"SAGFLAT\0";
@@ -80,12 +80,7 @@ impl FlatIndex {
             (count * dim * 4) as u64,
             "vectors",
         )?);
-        if let Some(position) = vectors.iter().position(|value| !value.is_finite()) {
-            return Err(IndexError::format(format!(
-                "vector of row {} has a non-finite value",
-                position / dim
-            )));
-        }
+        check_finite(&vectors, dim, "row")?;
         let mut index = FlatIndex::new(dim, metric)?;
         index
             .check_labels(&labels)

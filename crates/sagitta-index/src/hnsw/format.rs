@@ -15,8 +15,8 @@ use crate::limits::{
 use crate::metric::Metric;
 use crate::quantizer::Sq8Quantizer;
 use crate::serial::{
-    bytes_to_f32s, bytes_to_u32s, bytes_to_u64s, read_exact, read_section, u32s_to_bytes,
-    u64s_to_bytes, write_all, write_section, HeaderCursor,
+    bytes_to_f32s, bytes_to_u32s, bytes_to_u64s, check_finite, read_exact, read_section,
+    u32s_to_bytes, u64s_to_bytes, write_all, write_section, HeaderCursor,
 };
 
 pub(crate) const MAGIC: &[u8; 8] = b"SAGHNSW\0";
@@ -242,12 +242,7 @@ impl HnswIndex {
             "deleted",
         )?);
 
-        if let Some(position) = vectors.iter().position(|value| !value.is_finite()) {
-            return Err(IndexError::format(format!(
-                "vector of node {} has a non-finite value",
-                position / dim
-            )));
-        }
+        check_finite(&vectors, dim, "node")?;
         let mut index = HnswIndex::new(params, count)?;
         let mut label_to_node = HashMap::with_capacity(count);
         let mut upper_offset = 0;

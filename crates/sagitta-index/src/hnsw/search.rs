@@ -96,6 +96,13 @@ impl HnswIndex {
         params: HnswSearchParams,
         accept: impl Fn(u32) -> bool,
     ) -> Result<Vec<SearchHit>> {
+        let prepared = self.prepare_query(query, params)?;
+        let mut query_codes = Vec::new();
+        Ok(self.search_prepared(&prepared, &mut query_codes, params, &accept, None))
+    }
+
+    /// Validates one query and its parameters; returns it normalized for cosine.
+    fn prepare_query(&self, query: &[f32], params: HnswSearchParams) -> Result<Vec<f32>> {
         params.validate()?;
         check_batch(query, self.params.dim)?;
         if query.len() != self.params.dim {
@@ -108,8 +115,7 @@ impl HnswIndex {
         if self.params.metric == Metric::Cosine {
             normalize_into(query, &mut prepared);
         }
-        let mut query_codes = Vec::new();
-        Ok(self.search_prepared(&prepared, &mut query_codes, params, &accept, None))
+        Ok(prepared)
     }
 
     /// [`HnswIndex::search`] that also reports the work done ([`SearchStats`]).
@@ -118,18 +124,7 @@ impl HnswIndex {
         query: &[f32],
         params: HnswSearchParams,
     ) -> Result<(Vec<SearchHit>, SearchStats)> {
-        params.validate()?;
-        check_batch(query, self.params.dim)?;
-        if query.len() != self.params.dim {
-            return Err(crate::IndexError::WrongVectorDimension {
-                expected: self.params.dim,
-                received: query.len(),
-            });
-        }
-        let mut prepared = query.to_vec();
-        if self.params.metric == Metric::Cosine {
-            normalize_into(query, &mut prepared);
-        }
+        let prepared = self.prepare_query(query, params)?;
         let counts = [Cell::new(0), Cell::new(0)];
         let hits =
             self.search_prepared(&prepared, &mut Vec::new(), params, &|_| true, Some(&counts));
