@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use sagitta_engine::{
     Collection as CoreCollection, CollectionConfig, Database as CoreDatabase, Distance,
-    EngineError, Filter, Point, PointId,
+    EngineError, Filter, Point, PointId, ScoredPoint, SearchRequest,
 };
 use sagitta_storage::fs::{FileSystem, OsFileSystem};
 
@@ -201,6 +201,82 @@ pub struct Collection {
     inner: Arc<CoreCollection>,
 }
 
+impl Collection {
+    /// The points named by `ids` plus those matched by `filter` (resolved now).
+    fn target_ids(
+        &self,
+        ids: Option<&Bound<'_, PyAny>>,
+        filter: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<PointId>> {
+        let mut targets: Vec<PointId> = match ids {
+            Some(ids) => ids
+                .try_iter()?
+                .map(|id| point_id(&id?))
+                .collect::<PyResult<_>>()?,
+            None => Vec::new(),
+        };
+        if let Some(filter) = parse_filter(filter)? {
+            targets.extend(self.inner.matching_ids(&filter));
+        }
+        Ok(targets)
+    }
+}
+
+/// Query rows from a 1-d (one query) or, with `many`, 2-d array of `dim` columns.
+fn query_rows(query: &Bound<'_, PyAny>, dim: usize, many: bool) -> PyResult<Vec<Vec<f32>>> {
+    let numpy = query.py().import("numpy")?;
+    let array: PyReadonlyArrayDyn<'_, f32> = numpy
+        .call_method1("ascontiguousarray", (query, "float32"))?
+        .extract()?;
+    let shape = array.shape().to_vec();
+    let rows = match (shape.as_slice(), many) {
+        ([_], false) => 1,
+        ([rows, _], true) => *rows,
+        _ => {
+            return Err(DimensionError::new_err(format!(
+                "vector dimension error: `query` must be {}, got shape {shape:?}",
+                if many { "n × dim" } else { "a 1-d vector" }
+            )))
+        }
+    };
+    let values = array.as_slice()?;
+    if values.len() != rows * dim {
+        return Err(DimensionError::new_err(format!(
+            "vector dimension error: `query` has {} columns, the collection has dim {dim}",
+            values.len() / rows.max(1)
+        )));
+    }
+    Ok(values.chunks_exact(dim).map(<[f32]>::to_vec).collect())
+}
+
+fn payload_text(payload: &Bound<'_, PyAny>) -> PyResult<String> {
+    payload
+        .py()
+        .import("json")?
+        .call_method1("dumps", (payload,))
+        .map_err(|_| InvalidParameterError::new_err("`payload` is not JSON-serializable"))?
+        .extract()
+}
+
+fn hits_to_list<'py>(
+    py: Python<'py>,
+    hits: Vec<ScoredPoint>,
+    with_payload: bool,
+    with_vector: bool,
+) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for hit in hits {
+        list.append(point_dict(
+            py,
+            hit.id,
+            Some(hit.score),
+            hit.payload.filter(|_| with_payload),
+            with_vector.then_some(hit.vector),
+        )?)?;
+    }
+    Ok(list)
+}
+
 #[pymethods]
 impl Collection {
     #[getter]
@@ -291,9 +367,11 @@ impl Collection {
             .map_err(to_python_error)
     }
 
-    /// Exact top-`limit` points passing `filter` (a dict in Qdrant's filter grammar): a
-    /// list of dicts with id, score, payload (and vector).
-    #[pyo3(signature = (query, limit = 10, filter = None, with_payload = true, with_vector = false))]
+    /// Exact top-`limit` points passing `filter` (a dict in Qdrant's filter grammar), after
+    /// skipping `offset`, keeping only scores at least as good as `score_threshold`: a list
+    /// of dicts with id, score, payload (and vector).
+    #[pyo3(signature = (query, limit = 10, filter = None, with_payload = true, with_vector = false, score_threshold = None, offset = 0))]
+    #[allow(clippy::too_many_arguments)]
     fn search<'py>(
         &self,
         py: Python<'py>,
@@ -302,28 +380,110 @@ impl Collection {
         filter: Option<&Bound<'py, PyAny>>,
         with_payload: bool,
         with_vector: bool,
+        score_threshold: Option<f32>,
+        offset: usize,
     ) -> PyResult<Bound<'py, PyList>> {
         let filter = parse_filter(filter)?;
-        let numpy = py.import("numpy")?;
-        let array: PyReadonlyArrayDyn<'_, f32> = numpy
-            .call_method1("ascontiguousarray", (query, "float32"))?
-            .call_method0("ravel")?
-            .extract()?;
-        let query = array.as_slice()?.to_vec();
+        let queries = query_rows(query, self.dim(), false)?;
         let hits = py
-            .allow_threads(|| self.inner.search(&query, limit, filter.as_ref()))
+            .allow_threads(|| {
+                self.inner.query(&SearchRequest {
+                    vector: &queries[0],
+                    limit,
+                    offset,
+                    filter: filter.as_ref(),
+                    score_threshold,
+                })
+            })
+            .map_err(to_python_error)?;
+        hits_to_list(py, hits, with_payload, with_vector)
+    }
+
+    /// Several searches in one call (spread over the cores): `queries` is n × dim; returns
+    /// one list of hits per query.
+    #[pyo3(signature = (queries, limit = 10, filter = None, with_payload = true, with_vector = false, score_threshold = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn search_batch<'py>(
+        &self,
+        py: Python<'py>,
+        queries: &Bound<'py, PyAny>,
+        limit: usize,
+        filter: Option<&Bound<'py, PyAny>>,
+        with_payload: bool,
+        with_vector: bool,
+        score_threshold: Option<f32>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let filter = parse_filter(filter)?;
+        let queries = query_rows(queries, self.dim(), true)?;
+        let results = py
+            .allow_threads(|| {
+                let requests: Vec<SearchRequest<'_>> = queries
+                    .iter()
+                    .map(|vector| SearchRequest {
+                        vector,
+                        limit,
+                        offset: 0,
+                        filter: filter.as_ref(),
+                        score_threshold,
+                    })
+                    .collect();
+                self.inner.query_batch(&requests)
+            })
             .map_err(to_python_error)?;
         let list = PyList::empty(py);
-        for hit in hits {
-            list.append(point_dict(
-                py,
-                hit.id,
-                Some(hit.score),
-                hit.payload.filter(|_| with_payload),
-                with_vector.then_some(hit.vector),
-            )?)?;
+        for hits in results {
+            list.append(hits_to_list(py, hits, with_payload, with_vector)?)?;
         }
         Ok(list)
+    }
+
+    /// Merges the keys of `payload` into the payload of the points named by `ids` and/or
+    /// matched by `filter`.
+    #[pyo3(signature = (payload, ids = None, filter = None, wait = true))]
+    fn set_payload(
+        &self,
+        py: Python<'_>,
+        payload: &Bound<'_, PyAny>,
+        ids: Option<&Bound<'_, PyAny>>,
+        filter: Option<&Bound<'_, PyAny>>,
+        wait: bool,
+    ) -> PyResult<()> {
+        let text = payload_text(payload)?;
+        let ids = self.target_ids(ids, filter)?;
+        py.allow_threads(|| self.inner.set_payload(&ids, &text, wait))
+            .map_err(to_python_error)
+    }
+
+    /// Replaces the payload of the points named by `ids` and/or matched by `filter`.
+    #[pyo3(signature = (payload, ids = None, filter = None, wait = true))]
+    fn overwrite_payload(
+        &self,
+        py: Python<'_>,
+        payload: &Bound<'_, PyAny>,
+        ids: Option<&Bound<'_, PyAny>>,
+        filter: Option<&Bound<'_, PyAny>>,
+        wait: bool,
+    ) -> PyResult<()> {
+        let text = payload_text(payload)?;
+        let ids = self.target_ids(ids, filter)?;
+        py.allow_threads(|| self.inner.overwrite_payload(&ids, &text, wait))
+            .map_err(to_python_error)
+    }
+
+    /// Removes top-level `keys` from the payload of the points named by `ids` and/or
+    /// matched by `filter`.
+    #[pyo3(signature = (keys, ids = None, filter = None, wait = true))]
+    fn delete_payload(
+        &self,
+        py: Python<'_>,
+        keys: Vec<String>,
+        ids: Option<&Bound<'_, PyAny>>,
+        filter: Option<&Bound<'_, PyAny>>,
+        wait: bool,
+    ) -> PyResult<()> {
+        let ids = self.target_ids(ids, filter)?;
+        py.allow_threads(|| self.inner.delete_payload_keys(&ids, &keys, wait))
+            .map_err(to_python_error)
     }
 
     /// Points by id (missing ids are skipped), as dicts with id, payload and vector.

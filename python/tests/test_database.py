@@ -133,3 +133,35 @@ def test_filters_scroll_count_and_delete(tmp_path):
         col.count(filter={"must": [{"key": "n", "range": {"lt": "ten"}}]})
     with pytest.raises(sagittadb.InvalidParameterError, match="filter.should"):
         col.search(np.zeros(2, dtype=np.float32), filter={"should": 5})
+
+
+def test_payload_updates_thresholds_and_batches(tmp_path):
+    col = sagittadb.open(tmp_path).create_collection("c", dim=2, distance="Euclid")
+    ids = list(range(10))
+    col.upsert(
+        ids=ids,
+        vectors=np.array([[float(i), 0.0] for i in ids], dtype=np.float32),
+        payloads=[{"n": i, "keep": True} for i in ids],
+    )
+    col.set_payload({"flag": "x"}, ids=[1, 2])
+    col.set_payload({"big": 1}, filter={"must": [{"key": "n", "range": {"gte": 8}}]})
+    col.overwrite_payload({"only": 1}, ids=[3])
+    col.delete_payload(["keep"], ids=[4])
+    payloads = {p["id"]: p["payload"] for p in col.get(ids)}
+    assert payloads[1] == {"n": 1, "keep": True, "flag": "x"}
+    assert payloads[9] == {"n": 9, "keep": True, "big": 1}
+    assert payloads[3] == {"only": 1} and payloads[4] == {"n": 4}
+    with pytest.raises(sagittadb.InvalidParameterError, match="payload"):
+        col.set_payload([1, 2], ids=[1])
+
+    query = np.array([4.0, 0.0], dtype=np.float32)
+    near = col.search(query, limit=10, score_threshold=1.5)
+    assert sorted(hit["id"] for hit in near) == [3, 4, 5]
+    assert [h["id"] for h in col.search(query, limit=2, offset=1)] == [
+        h["id"] for h in col.search(query, limit=3)
+    ][1:]
+    queries = np.array([[0.0, 0.0], [9.0, 0.0]], dtype=np.float32)
+    batch = col.search_batch(queries, limit=2)
+    assert [[h["id"] for h in hits] for hits in batch] == [[0, 1], [9, 8]]
+    with pytest.raises(sagittadb.DimensionError):
+        col.search_batch(np.zeros((2, 3), dtype=np.float32))

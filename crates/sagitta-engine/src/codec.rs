@@ -6,6 +6,9 @@ use crate::point::{Point, PointId};
 
 const OPERATION_UPSERT: u8 = 1;
 const OPERATION_DELETE: u8 = 2;
+const OPERATION_SET_PAYLOAD: u8 = 3;
+const OPERATION_OVERWRITE_PAYLOAD: u8 = 4;
+const OPERATION_DELETE_PAYLOAD_KEYS: u8 = 5;
 const ID_NUMBER: u8 = 0;
 const ID_UUID: u8 = 1;
 const NO_PAYLOAD: u32 = u32::MAX;
@@ -14,6 +17,37 @@ const NO_PAYLOAD: u32 = u32::MAX;
 pub enum Operation {
     Upsert(Vec<Point>),
     Delete(Vec<PointId>),
+    /// Merge the top-level keys of `payload` (a JSON object, as text) into each point's.
+    SetPayload {
+        ids: Vec<PointId>,
+        payload: String,
+    },
+    /// Replace each point's payload with `payload`.
+    OverwritePayload {
+        ids: Vec<PointId>,
+        payload: String,
+    },
+    /// Remove top-level `keys` from each point's payload.
+    DeletePayloadKeys {
+        ids: Vec<PointId>,
+        keys: Vec<String>,
+    },
+}
+
+fn put_ids(out: &mut Vec<u8>, ids: &[PointId]) {
+    out.extend_from_slice(&u32::try_from(ids.len()).expect("batch").to_le_bytes());
+    for id in ids {
+        put_id(out, id);
+    }
+}
+
+fn put_text(out: &mut Vec<u8>, text: &str) {
+    out.extend_from_slice(
+        &u32::try_from(text.len())
+            .expect("payload limit")
+            .to_le_bytes(),
+    );
+    out.extend_from_slice(text.as_bytes());
 }
 
 fn put_id(out: &mut Vec<u8>, id: &PointId) {
@@ -55,9 +89,23 @@ pub fn encode(operation: &Operation) -> Vec<u8> {
         }
         Operation::Delete(ids) => {
             out.push(OPERATION_DELETE);
-            out.extend_from_slice(&u32::try_from(ids.len()).expect("batch").to_le_bytes());
-            for id in ids {
-                put_id(&mut out, id);
+            put_ids(&mut out, ids);
+        }
+        Operation::SetPayload { ids, payload } | Operation::OverwritePayload { ids, payload } => {
+            out.push(if matches!(operation, Operation::SetPayload { .. }) {
+                OPERATION_SET_PAYLOAD
+            } else {
+                OPERATION_OVERWRITE_PAYLOAD
+            });
+            put_ids(&mut out, ids);
+            put_text(&mut out, payload);
+        }
+        Operation::DeletePayloadKeys { ids, keys } => {
+            out.push(OPERATION_DELETE_PAYLOAD_KEYS);
+            put_ids(&mut out, ids);
+            out.extend_from_slice(&u32::try_from(keys.len()).expect("keys").to_le_bytes());
+            for key in keys {
+                put_text(&mut out, key);
             }
         }
     }
@@ -83,6 +131,17 @@ impl Reader<'_> {
     fn u32(&mut self) -> Option<u32> {
         self.take(4)
             .map(|b| u32::from_le_bytes(b.try_into().expect("4")))
+    }
+    fn ids(&mut self) -> Option<Vec<PointId>> {
+        let count = self.u32()? as usize;
+        if count > self.bytes.len() / 9 {
+            return None;
+        }
+        (0..count).map(|_| self.id()).collect()
+    }
+    fn text(&mut self) -> Option<String> {
+        let length = self.u32()? as usize;
+        String::from_utf8(self.take(length)?.to_vec()).ok()
     }
     fn id(&mut self) -> Option<PointId> {
         match self.u8()? {
@@ -129,15 +188,25 @@ pub fn decode(bytes: &[u8]) -> Option<Operation> {
             }
             Operation::Upsert(points)
         }
-        OPERATION_DELETE => {
+        OPERATION_DELETE => Operation::Delete(reader.ids()?),
+        OPERATION_SET_PAYLOAD => Operation::SetPayload {
+            ids: reader.ids()?,
+            payload: reader.text()?,
+        },
+        OPERATION_OVERWRITE_PAYLOAD => Operation::OverwritePayload {
+            ids: reader.ids()?,
+            payload: reader.text()?,
+        },
+        OPERATION_DELETE_PAYLOAD_KEYS => {
+            let ids = reader.ids()?;
             let count = reader.u32()? as usize;
-            if count > reader.bytes.len() / 9 {
+            if count > reader.bytes.len() / 4 {
                 return None;
             }
-            let ids = (0..count)
-                .map(|_| reader.id())
+            let keys = (0..count)
+                .map(|_| reader.text())
                 .collect::<Option<Vec<_>>>()?;
-            Operation::Delete(ids)
+            Operation::DeletePayloadKeys { ids, keys }
         }
         _ => return None,
     };
@@ -166,6 +235,24 @@ mod tests {
         assert_eq!(decode(&bytes), Some(upsert));
         let delete = Operation::Delete(vec![PointId::Number(1), PointId::Uuid(2)]);
         assert_eq!(decode(&encode(&delete)), Some(delete));
+        for operation in [
+            Operation::SetPayload {
+                ids: vec![PointId::Number(3)],
+                payload: r#"{"b":2}"#.to_string(),
+            },
+            Operation::OverwritePayload {
+                ids: vec![PointId::Uuid(4), PointId::Number(5)],
+                payload: "{}".to_string(),
+            },
+            Operation::DeletePayloadKeys {
+                ids: vec![PointId::Number(6)],
+                keys: vec!["a".to_string(), "b.c".to_string()],
+            },
+        ] {
+            let bytes = encode(&operation);
+            assert_eq!(decode(&bytes), Some(operation));
+            assert_eq!(decode(&bytes[..bytes.len() - 1]), None);
+        }
         assert_eq!(decode(&bytes[..bytes.len() - 1]), None);
         assert_eq!(decode(&[9, 0, 0]), None);
         let mut huge_count = bytes.clone();

@@ -72,6 +72,17 @@ fn check_range(name: &'static str, value: usize, min: usize, max: usize) -> Resu
     Ok(())
 }
 
+/// One search: the query vector and what to return.
+#[derive(Clone, Copy, Debug)]
+pub struct SearchRequest<'a> {
+    pub vector: &'a [f32],
+    pub limit: usize,
+    /// Results to skip before the `limit` returned (paging).
+    pub offset: usize,
+    pub filter: Option<&'a Filter>,
+    pub score_threshold: Option<f32>,
+}
+
 /// A search result.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ScoredPoint {
@@ -200,28 +211,7 @@ impl Collection {
             });
         }
         if let Some(payload) = &point.payload {
-            if payload.len() > MAX_PAYLOAD_BYTES {
-                return Err(EngineError::PayloadTooLarge {
-                    point: name(),
-                    size: payload.len(),
-                    limit: MAX_PAYLOAD_BYTES,
-                });
-            }
-            match serde_json::from_str::<serde_json::Value>(payload) {
-                Ok(serde_json::Value::Object(_)) => {}
-                Ok(_) => {
-                    return Err(EngineError::InvalidPayload {
-                        point: name(),
-                        reason: "the top level must be an object".to_string(),
-                    })
-                }
-                Err(error) => {
-                    return Err(EngineError::InvalidPayload {
-                        point: name(),
-                        reason: error.to_string(),
-                    })
-                }
-            }
+            check_payload(&point.id.to_string(), payload)?;
         }
         let mut point = point;
         if self.config.distance == Distance::Cosine {
@@ -247,18 +237,64 @@ impl Collection {
         Ok(())
     }
 
-    /// Deletes points by id (unknown ids are ignored).
-    pub fn delete(&self, ids: &[PointId], wait: bool) -> Result<()> {
+    /// Splits `ids` by shard and logs `operation(ids of that shard)` in each shard that
+    /// has any.
+    fn write_by_id(
+        &self,
+        ids: &[PointId],
+        wait: bool,
+        operation: impl Fn(Vec<PointId>) -> Operation,
+    ) -> Result<()> {
         let mut per_shard: Vec<Vec<PointId>> = vec![Vec::new(); self.shards.len()];
         for id in ids {
             per_shard[self.shard_of(id)].push(*id);
         }
         for (shard, ids) in self.shards.iter().zip(per_shard) {
             if !ids.is_empty() {
-                shard.write(Operation::Delete(ids), wait)?;
+                shard.write(operation(ids), wait)?;
             }
         }
         Ok(())
+    }
+
+    /// Deletes points by id (unknown ids are ignored).
+    pub fn delete(&self, ids: &[PointId], wait: bool) -> Result<()> {
+        self.write_by_id(ids, wait, Operation::Delete)
+    }
+
+    /// Merges the keys of `payload` (a JSON object) into the payload of each point in `ids`
+    /// (unknown ids are ignored).
+    pub fn set_payload(&self, ids: &[PointId], payload: &str, wait: bool) -> Result<()> {
+        check_payload("(set_payload)", payload)?;
+        self.write_by_id(ids, wait, |ids| Operation::SetPayload {
+            ids,
+            payload: payload.to_string(),
+        })
+    }
+
+    /// Replaces the payload of each point in `ids` with `payload` (a JSON object).
+    pub fn overwrite_payload(&self, ids: &[PointId], payload: &str, wait: bool) -> Result<()> {
+        check_payload("(overwrite_payload)", payload)?;
+        self.write_by_id(ids, wait, |ids| Operation::OverwritePayload {
+            ids,
+            payload: payload.to_string(),
+        })
+    }
+
+    /// Removes top-level `keys` from the payload of each point in `ids`.
+    pub fn delete_payload_keys(&self, ids: &[PointId], keys: &[String], wait: bool) -> Result<()> {
+        self.write_by_id(ids, wait, |ids| Operation::DeletePayloadKeys {
+            ids,
+            keys: keys.to_vec(),
+        })
+    }
+
+    /// Ids of every point passing `filter` (for payload updates addressed by filter).
+    pub fn matching_ids(&self, filter: &Filter) -> Vec<PointId> {
+        self.shards
+            .iter()
+            .flat_map(|shard| shard.matching_ids(Some(filter)))
+            .collect()
     }
 
     pub fn get(&self, id: &PointId) -> Option<Point> {
@@ -298,11 +334,7 @@ impl Collection {
     /// Deletes every point passing `filter`; returns how many were matched. The matched ids
     /// are logged (not the filter), so replay is deterministic.
     pub fn delete_by_filter(&self, filter: &Filter, wait: bool) -> Result<usize> {
-        let ids: Vec<PointId> = self
-            .shards
-            .iter()
-            .flat_map(|shard| shard.matching_ids(Some(filter)))
-            .collect();
+        let ids = self.matching_ids(filter);
         self.delete(&ids, wait)?;
         Ok(ids.len())
     }
@@ -319,7 +351,50 @@ impl Collection {
         limit: usize,
         filter: Option<&Filter>,
     ) -> Result<Vec<ScoredPoint>> {
-        check_range("limit", limit, 1, MAX_LIMIT)?;
+        self.query(&SearchRequest {
+            vector: query,
+            limit,
+            offset: 0,
+            filter,
+            score_threshold: None,
+        })
+    }
+
+    /// Runs several searches, spread over the available cores; results in request order.
+    pub fn query_batch(&self, requests: &[SearchRequest<'_>]) -> Result<Vec<Vec<ScoredPoint>>> {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, std::num::NonZero::get)
+            .min(requests.len().max(1));
+        if threads <= 1 {
+            return requests.iter().map(|request| self.query(request)).collect();
+        }
+        let chunk = requests.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = requests
+                .chunks(chunk)
+                .map(|part| {
+                    scope.spawn(move || {
+                        part.iter()
+                            .map(|request| self.query(request))
+                            .collect::<Result<Vec<_>>>()
+                    })
+                })
+                .collect();
+            let mut results = Vec::with_capacity(requests.len());
+            for handle in handles {
+                results.extend(handle.join().expect("search threads do not panic")?);
+            }
+            Ok(results)
+        })
+    }
+
+    /// One search: exact top `offset + limit` among points passing `filter`, the first
+    /// `offset` skipped, and (with `score_threshold`) only scores at least as good as it —
+    /// similarity ≥ threshold for Cosine/Dot, distance ≤ threshold for Euclid.
+    pub fn query(&self, request: &SearchRequest<'_>) -> Result<Vec<ScoredPoint>> {
+        let query = request.vector;
+        check_range("limit", request.limit, 1, MAX_LIMIT)?;
+        check_range("offset", request.offset, 0, MAX_LIMIT)?;
         if query.len() != self.config.dim {
             return Err(EngineError::WrongVectorDimension {
                 point: "query".to_string(),
@@ -337,29 +412,62 @@ impl Collection {
         if self.config.distance == Distance::Cosine {
             normalize(&mut query);
         }
+        let wanted = request.offset + request.limit;
         let mut hits: Vec<_> = self
             .shards
             .iter()
-            .flat_map(|shard| shard.search(&query, limit, filter))
+            .flat_map(|shard| shard.search(&query, wanted, request.filter))
             .collect();
         hits.sort_by(|a, b| {
             a.distance
                 .total_cmp(&b.distance)
                 .then(a.point.id.cmp(&b.point.id))
         });
-        hits.truncate(limit);
+        hits.truncate(wanted);
+        let distance = self.config.distance;
         Ok(hits
             .into_iter()
+            .skip(request.offset)
             .map(|hit| ScoredPoint {
                 id: hit.point.id,
-                score: match self.config.distance {
+                score: match distance {
                     Distance::Euclid => hit.distance.max(0.0).sqrt(),
                     Distance::Cosine | Distance::Dot => -hit.distance,
                 },
                 payload: hit.point.payload,
                 vector: hit.point.vector,
             })
+            .filter(|hit| {
+                request
+                    .score_threshold
+                    .is_none_or(|threshold| match distance {
+                        Distance::Euclid => hit.score <= threshold,
+                        Distance::Cosine | Distance::Dot => hit.score >= threshold,
+                    })
+            })
             .collect())
+    }
+}
+
+/// A payload must be a JSON object of at most [`MAX_PAYLOAD_BYTES`].
+fn check_payload(point: &str, payload: &str) -> Result<()> {
+    if payload.len() > MAX_PAYLOAD_BYTES {
+        return Err(EngineError::PayloadTooLarge {
+            point: point.to_string(),
+            size: payload.len(),
+            limit: MAX_PAYLOAD_BYTES,
+        });
+    }
+    match serde_json::from_str::<serde_json::Value>(payload) {
+        Ok(serde_json::Value::Object(_)) => Ok(()),
+        Ok(_) => Err(EngineError::InvalidPayload {
+            point: point.to_string(),
+            reason: "the top level must be an object".to_string(),
+        }),
+        Err(error) => Err(EngineError::InvalidPayload {
+            point: point.to_string(),
+            reason: error.to_string(),
+        }),
     }
 }
 

@@ -21,7 +21,7 @@ pub mod filter;
 pub mod point;
 mod shard;
 
-pub use collection::{Collection, CollectionConfig, ScoredPoint};
+pub use collection::{Collection, CollectionConfig, ScoredPoint, SearchRequest};
 pub use database::Database;
 pub use error::EngineError;
 pub use filter::Filter;

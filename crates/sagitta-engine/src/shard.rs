@@ -28,6 +28,25 @@ struct Buffer {
 }
 
 impl Buffer {
+    /// Merges (`merge`) or replaces each listed point's payload with the object `payload`.
+    /// Unknown ids are skipped; `payload` was validated as a JSON object before logging.
+    fn change_payloads(&mut self, ids: &[PointId], payload: &str, merge: bool) {
+        let Ok(Value::Object(update)) = serde_json::from_str::<Value>(payload) else {
+            return;
+        };
+        for id in ids {
+            let Some(slot) = self.slots.get(id).copied() else {
+                continue;
+            };
+            let mut object = match (self.payloads[slot].as_deref(), merge) {
+                (Some(Value::Object(current)), true) => current.clone(),
+                _ => serde_json::Map::new(),
+            };
+            object.extend(update.clone());
+            self.payloads[slot] = Some(Arc::new(Value::Object(object)));
+        }
+    }
+
     fn apply(&mut self, operation: Operation, dim: usize) {
         match operation {
             Operation::Upsert(points) => {
@@ -60,6 +79,24 @@ impl Buffer {
                         self.ids[slot] = None;
                         self.payloads[slot] = None;
                         self.free.push(slot);
+                    }
+                }
+            }
+            Operation::SetPayload { ids, payload } => self.change_payloads(&ids, &payload, true),
+            Operation::OverwritePayload { ids, payload } => {
+                self.change_payloads(&ids, &payload, false);
+            }
+            Operation::DeletePayloadKeys { ids, keys } => {
+                for id in ids {
+                    let Some(slot) = self.slots.get(&id).copied() else {
+                        continue;
+                    };
+                    if let Some(Value::Object(map)) = self.payloads[slot].as_deref() {
+                        let mut map = map.clone();
+                        for key in &keys {
+                            map.remove(key);
+                        }
+                        self.payloads[slot] = Some(Arc::new(Value::Object(map)));
                     }
                 }
             }
