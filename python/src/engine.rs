@@ -51,6 +51,7 @@ fn to_python_error(error: EngineError) -> PyErr {
         EngineError::CollectionNotFound { .. } => CollectionNotFoundError::new_err(message),
         EngineError::Corrupt { .. } => FormatError::new_err(message),
         EngineError::Storage(_) => StorageError::new_err(message),
+        EngineError::Index(_) => SagittaError::new_err(message),
     }
 }
 
@@ -573,6 +574,23 @@ impl Collection {
 
     fn __len__(&self) -> usize {
         self.inner.count(None)
+    }
+
+    /// Seals the write buffers into HNSW segments (SQ8 traversal); returns the number of
+    /// points sealed. Afterwards every acknowledged write is durable.
+    fn optimize(&self, py: Python<'_>) -> PyResult<usize> {
+        py.allow_threads(|| self.inner.optimize(&OsFileSystem))
+            .map_err(to_python_error)
+    }
+
+    /// Points in sealed, indexed segments and in write buffers:
+    /// `{"indexed": n, "buffered": m}`.
+    fn point_counts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let (indexed, buffered) = self.inner.point_counts();
+        let dict = PyDict::new(py);
+        dict.set_item("indexed", indexed)?;
+        dict.set_item("buffered", buffered)?;
+        Ok(dict)
     }
 
     fn __repr__(&self) -> String {

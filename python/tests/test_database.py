@@ -165,3 +165,23 @@ def test_payload_updates_thresholds_and_batches(tmp_path):
     assert [[h["id"] for h in hits] for hits in batch] == [[0, 1], [9, 8]]
     with pytest.raises(sagittadb.DimensionError):
         col.search_batch(np.zeros((2, 3), dtype=np.float32))
+
+
+def test_optimize_seals_into_an_index_that_survives_reopen(tmp_path):
+    db = sagittadb.open(tmp_path)
+    col = db.create_collection("c", dim=16, distance="Cosine", shard_number=2)
+    data = vectors(3000, dim=16, seed=3)
+    col.upsert(ids=range(3000), vectors=data, payloads=[{"i": i} for i in range(3000)])
+    assert col.point_counts() == {"indexed": 0, "buffered": 3000}
+    assert col.optimize() == 3000
+    assert col.point_counts() == {"indexed": 3000, "buffered": 0}
+    col.upsert(ids=[5], vectors=data[6:7], payloads=[{"moved": True}])
+    col.delete([7])
+    assert col.point_counts() == {"indexed": 2998, "buffered": 1}
+    hits = col.search(data[6], limit=2)
+    assert {hit["id"] for hit in hits} == {5, 6}
+    assert all(hit["id"] != 7 for hit in col.search(data[7], limit=5))
+    del col, db
+    col = sagittadb.open(tmp_path).collection("c")
+    assert col.point_counts() == {"indexed": 2998, "buffered": 1}
+    assert col.get([5])[0]["payload"] == {"moved": True}

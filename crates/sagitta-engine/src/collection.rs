@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use sagitta_storage::fs::FileSystem;
+use sagitta_storage::fs::{remove_if_exists, FileSystem};
 use sagitta_storage::manifest;
 
 use crate::codec::Operation;
@@ -100,7 +100,7 @@ pub struct Collection {
 }
 
 fn shard_path(directory: &Path, index: usize) -> PathBuf {
-    directory.join(format!("shard-{index}.wal"))
+    directory.join(format!("shard-{index}"))
 }
 
 /// Opens (creating if missing) and replays every shard log of a collection.
@@ -167,17 +167,39 @@ impl Collection {
     }
 
     /// Removes the files of the collection in `directory`: the manifest first (so a crash
-    /// midway leaves nothing that opens), then every possible shard log, so no stale log can
-    /// be picked up by a later collection of the same name. Missing files are fine.
+    /// midway leaves nothing that opens), then every file of every possible shard
+    /// directory, so no stale log or segment can be picked up by a later collection of the
+    /// same name. Missing files are fine.
     pub fn remove_files(fs: &dyn FileSystem, directory: &Path) -> Result<()> {
         fs.create_dir_all(directory)?;
         remove_if_exists(fs, &directory.join(manifest::MANIFEST_FILE))?;
         fs.sync_dir(directory)?;
         for index in 0..MAX_SHARDS {
-            remove_if_exists(fs, &shard_path(directory, index))?;
+            let shard = shard_path(directory, index);
+            let files = fs.list(&shard)?;
+            for file in &files {
+                remove_if_exists(fs, file)?;
+            }
+            if !files.is_empty() {
+                fs.sync_dir(&shard)?;
+            }
         }
-        fs.sync_dir(directory)?;
         Ok(())
+    }
+
+    /// Seals every shard's write buffer into an HNSW segment (see `Shard::seal`); returns
+    /// the number of points sealed. Searches keep running meanwhile; writes to a shard
+    /// wait while it seals.
+    pub fn optimize(&self, fs: &dyn FileSystem) -> Result<usize> {
+        self.shards.iter().map(|shard| shard.seal(fs)).sum()
+    }
+
+    /// Points in sealed (indexed) segments and in write buffers.
+    pub fn point_counts(&self) -> (usize, usize) {
+        self.shards
+            .iter()
+            .map(Shard::point_counts)
+            .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
     }
 
     pub fn config(&self) -> &CollectionConfig {
@@ -443,11 +465,10 @@ impl Collection {
             normalize(&mut query);
         }
         let wanted = request.offset + request.limit;
-        let mut hits: Vec<_> = self
-            .shards
-            .iter()
-            .flat_map(|shard| shard.search(&query, wanted, request.filter))
-            .collect();
+        let mut hits = Vec::new();
+        for shard in &self.shards {
+            hits.extend(shard.search(&query, wanted, request.filter)?);
+        }
         hits.sort_by(|a, b| {
             a.distance
                 .total_cmp(&b.distance)
@@ -498,16 +519,6 @@ fn check_payload(point: &str, payload: &str) -> Result<()> {
             point: point.to_string(),
             reason: error.to_string(),
         }),
-    }
-}
-
-fn remove_if_exists(fs: &dyn FileSystem, path: &Path) -> Result<()> {
-    match fs.remove(path) {
-        Err(sagitta_storage::StorageError::Io {
-            kind: std::io::ErrorKind::NotFound,
-            ..
-        }) => Ok(()),
-        other => Ok(other?),
     }
 }
 

@@ -43,6 +43,8 @@ pub enum EngineError {
     Corrupt { reason: String },
     #[error(transparent)]
     Storage(#[from] sagitta_storage::StorageError),
+    #[error("segment index: {0}")]
+    Index(#[from] sagitta_index::IndexError),
 }
 
 impl EngineError {

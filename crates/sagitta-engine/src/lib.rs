@@ -3,10 +3,11 @@
 //! has its own write-ahead log and an in-memory mutable buffer that is searchable as soon as
 //! a write is acknowledged. Recovery replays each shard's log.
 //!
-//! Filters (Qdrant's grammar) apply to search, count, scroll and delete.
+//! Filters (Qdrant's grammar) apply to search, count, scroll and delete. `optimize` seals
+//! write buffers into immutable HNSW segments.
 //!
-//! Not yet here (next slices of issue 3): sealed segments with HNSW indexes, the optimizer,
-//! payload indexes, bulk import.
+//! Not yet here (next slices of issue 3): a background optimizer with status, segment
+//! merging and vacuum, payload indexes, bulk import.
 //!
 //! Architecture invariant: a write is applied in memory only after its WAL record is
 //! appended (and, with `wait`, synced), under the shard's log lock, so memory state is
@@ -19,6 +20,7 @@ pub mod database;
 pub mod error;
 pub mod filter;
 pub mod point;
+mod segment;
 mod shard;
 
 pub use collection::{Collection, CollectionConfig, ScoredPoint, SearchRequest};

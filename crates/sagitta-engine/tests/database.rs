@@ -94,6 +94,6 @@ fn real_directory_round_trip() {
     assert_eq!(point.payload.as_deref(), Some(r#"{"k":"v"}"#));
     database.drop_collection("docs").unwrap();
     assert!(!root.join("collections/docs/MANIFEST").exists());
-    assert!(!root.join("collections/docs/shard-0.wal").exists());
+    assert!(!root.join("collections/docs/shard-0/wal-0.log").exists());
     std::fs::remove_dir_all(&root).unwrap();
 }

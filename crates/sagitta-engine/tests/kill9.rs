@@ -1,7 +1,8 @@
 //! Real-process crash test: a child process ingests with wait=true and reports every
 //! acknowledged batch on stdout; the parent SIGKILLs it at random moments, 50 times, and
 //! after every kill reopens the collection and checks that every acknowledged point is
-//! there, intact, and that no batch is half-applied within a shard.
+//! there, intact, and that no batch is half-applied within a shard. The child also seals its
+//! write buffers into HNSW segments every 40 batches, so kills land inside seals too.
 
 use std::collections::HashSet;
 use std::io::{Read, Write};
@@ -48,6 +49,11 @@ fn kill9_child() {
         writeln!(stdout, "acked {first}").unwrap();
         stdout.flush().unwrap();
         first += BATCH;
+        // Seal now and then, so kills also land inside seals (segment, tombstone and log
+        // files, manifest swap).
+        if (first / BATCH).is_multiple_of(40) {
+            collection.optimize(&OsFileSystem).unwrap();
+        }
     }
 }
 

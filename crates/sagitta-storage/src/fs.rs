@@ -37,6 +37,20 @@ pub trait FileSystem: Send + Sync {
     fn remove(&self, path: &Path) -> Result<()>;
     /// Makes creations, renames and removals in `directory` durable.
     fn sync_dir(&self, directory: &Path) -> Result<()>;
+    /// Paths of the files directly in `directory` (empty if it does not exist).
+    fn list(&self, directory: &Path) -> Result<Vec<PathBuf>>;
+}
+
+/// Removes `path` if it exists; returns whether it did.
+pub fn remove_if_exists(fs: &dyn FileSystem, path: &Path) -> Result<bool> {
+    match fs.remove(path) {
+        Ok(()) => Ok(true),
+        Err(StorageError::Io {
+            kind: std::io::ErrorKind::NotFound,
+            ..
+        }) => Ok(false),
+        Err(error) => Err(error),
+    }
 }
 
 /// Real files through `std::fs`, with `fsync` where the trait promises durability.
@@ -133,5 +147,22 @@ impl FileSystem for OsFileSystem {
         File::open(directory)
             .and_then(|dir| dir.sync_all())
             .map_err(|error| StorageError::io("syncing directory", directory, &error))
+    }
+
+    fn list(&self, directory: &Path) -> Result<Vec<PathBuf>> {
+        let entries = match std::fs::read_dir(directory) {
+            Ok(entries) => entries,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(error) => return Err(StorageError::io("listing", directory, &error)),
+        };
+        let mut paths = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|error| StorageError::io("listing", directory, &error))?;
+            if entry.file_type().is_ok_and(|kind| kind.is_file()) {
+                paths.push(entry.path());
+            }
+        }
+        paths.sort();
+        Ok(paths)
     }
 }

@@ -274,4 +274,16 @@ impl FileSystem for SimFileSystem {
         state.durable_names.extend(current);
         Ok(())
     }
+
+    fn list(&self, directory: &Path) -> Result<Vec<PathBuf>> {
+        let state = self.state.lock();
+        let mut paths: Vec<PathBuf> = state
+            .current_names
+            .keys()
+            .filter(|path| path.parent() == Some(directory))
+            .cloned()
+            .collect();
+        paths.sort();
+        Ok(paths)
+    }
 }

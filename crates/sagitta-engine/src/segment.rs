@@ -1,0 +1,300 @@
+//! Sealed segments: an immutable HNSW index over the points a shard's write buffer held
+//! when it was sealed, their ids and payloads, and a tombstone set. A segment never
+//! changes except that points are marked deleted when a newer write supersedes them; a
+//! payload update on a sealed point copies the point into the write buffer (copy on
+//! write), so every mutation is in the log.
+//!
+//! Files (see docs/format.md, "Shard directory"): `segment-<id>.hnsw` (the HNSW index file),
+//! `segment-<id>.points` (ids and payloads), `segment-<id>.tomb-<generation>` (tombstones
+//! as of a seal).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sagitta_index::hnsw::{HnswIndex, HnswParams, HnswSearchParams, Quantization};
+use sagitta_index::Metric;
+use sagitta_storage::fs::FileSystem;
+use serde_json::Value;
+
+use crate::codec::{self, Operation};
+use crate::error::{EngineError, Result};
+use crate::filter::Filter;
+use crate::point::{Distance, Point, PointId};
+
+const POINTS_MAGIC: &[u8; 8] = b"SAGPNTS1";
+const TOMBSTONES_MAGIC: &[u8; 8] = b"SAGTOMB1";
+/// HNSW parameters of sealed segments (the defaults: M = 16, ef_construction = 100).
+const SEGMENT_M: usize = 16;
+const SEGMENT_EF_CONSTRUCTION: usize = 100;
+/// Search beam for segments: at least this, and at least twice the requested top-k.
+const SEGMENT_EF_MIN: usize = 128;
+
+pub(crate) struct Segment {
+    pub id: u64,
+    index: HnswIndex,
+    ids: Vec<PointId>,
+    nodes: HashMap<PointId, u32>,
+    payloads: Vec<Option<Arc<Value>>>,
+}
+
+fn corrupt(path: &Path, reason: &str) -> EngineError {
+    EngineError::Corrupt {
+        reason: format!("{}: {reason}", path.display()),
+    }
+}
+
+/// `magic | length u64 | crc32c u32 | reserved u32 | body`.
+fn framed(magic: &[u8; 8], body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(24 + body.len());
+    out.extend_from_slice(magic);
+    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    out.extend_from_slice(&crc32c::crc32c(body).to_le_bytes());
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(body);
+    out
+}
+
+fn unframed<'a>(magic: &[u8; 8], bytes: &'a [u8], path: &Path) -> Result<&'a [u8]> {
+    if bytes.len() < 24 || &bytes[..8] != magic || bytes[20..24] != [0; 4] {
+        return Err(corrupt(path, "bad header"));
+    }
+    let length = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes"));
+    let crc = u32::from_le_bytes(bytes[16..20].try_into().expect("4 bytes"));
+    let body = &bytes[24..];
+    if body.len() as u64 != length || crc32c::crc32c(body) != crc {
+        return Err(corrupt(path, "length or checksum mismatch"));
+    }
+    Ok(body)
+}
+
+pub(crate) fn index_path(directory: &Path, id: u64) -> PathBuf {
+    directory.join(format!("segment-{id}.hnsw"))
+}
+pub(crate) fn points_path(directory: &Path, id: u64) -> PathBuf {
+    directory.join(format!("segment-{id}.points"))
+}
+pub(crate) fn tombstones_path(directory: &Path, id: u64, generation: u64) -> PathBuf {
+    directory.join(format!("segment-{id}.tomb-{generation}"))
+}
+
+fn metric(distance: Distance) -> Metric {
+    match distance {
+        Distance::Cosine => Metric::Cosine,
+        Distance::Dot => Metric::Dot,
+        Distance::Euclid => Metric::L2,
+    }
+}
+
+impl Segment {
+    /// Builds a segment from `points` (vectors already normalized for Cosine) and writes
+    /// its index and points files durably (the directory sync is the caller's).
+    pub fn build(
+        fs: &dyn FileSystem,
+        directory: &Path,
+        id: u64,
+        points: Vec<Point>,
+        dim: usize,
+        distance: Distance,
+    ) -> Result<Segment> {
+        let mut params = HnswParams::new(dim, metric(distance));
+        params.m = SEGMENT_M;
+        params.ef_construction = SEGMENT_EF_CONSTRUCTION;
+        params.quantization = Quantization::Sq8;
+        let index = HnswIndex::new(params, points.len())?;
+        let mut vectors = Vec::with_capacity(points.len() * dim);
+        for point in &points {
+            vectors.extend_from_slice(&point.vector);
+        }
+        let labels: Vec<u64> = (0..points.len() as u64).collect();
+        index.add(&vectors, &labels, 0)?;
+        let mut bytes = Vec::new();
+        index.save(&mut bytes)?;
+        fs.write_synced(&index_path(directory, id), &bytes)?;
+        let listing: Vec<Point> = points
+            .iter()
+            .map(|point| Point {
+                id: point.id,
+                vector: Vec::new(),
+                payload: point.payload.clone(),
+            })
+            .collect();
+        let body = codec::encode(&Operation::Upsert(listing));
+        fs.write_synced(&points_path(directory, id), &framed(POINTS_MAGIC, &body))?;
+        Ok(Segment::assemble(id, index, points))
+    }
+
+    fn assemble(id: u64, index: HnswIndex, points: Vec<Point>) -> Segment {
+        let ids: Vec<PointId> = points.iter().map(|point| point.id).collect();
+        let nodes = ids
+            .iter()
+            .enumerate()
+            .map(|(node, id)| (*id, u32::try_from(node).expect("segment size")))
+            .collect();
+        let payloads = points
+            .into_iter()
+            .map(|point| {
+                point
+                    .payload
+                    .and_then(|text| serde_json::from_str(&text).ok())
+                    .map(Arc::new)
+            })
+            .collect();
+        Segment {
+            id,
+            index,
+            ids,
+            nodes,
+            payloads,
+        }
+    }
+
+    /// Loads a segment and applies its tombstones as of `tombstone_generation`.
+    pub fn load(
+        fs: &dyn FileSystem,
+        directory: &Path,
+        id: u64,
+        tombstone_generation: Option<u64>,
+    ) -> Result<Segment> {
+        let path = index_path(directory, id);
+        let bytes = fs
+            .read(&path)?
+            .ok_or_else(|| corrupt(&path, "listed in the shard manifest but missing"))?;
+        let index = HnswIndex::load(&mut bytes.as_slice())
+            .map_err(|error| corrupt(&path, &error.to_string()))?;
+        let path = points_path(directory, id);
+        let bytes = fs
+            .read(&path)?
+            .ok_or_else(|| corrupt(&path, "listed in the shard manifest but missing"))?;
+        let Some(Operation::Upsert(points)) = codec::decode(unframed(POINTS_MAGIC, &bytes, &path)?)
+        else {
+            return Err(corrupt(&path, "points do not decode"));
+        };
+        if points.len() != index.len() {
+            return Err(corrupt(&path, "point count differs from the index"));
+        }
+        let segment = Segment::assemble(id, index, points);
+        if let Some(generation) = tombstone_generation {
+            let path = tombstones_path(directory, id, generation);
+            let bytes = fs
+                .read(&path)?
+                .ok_or_else(|| corrupt(&path, "listed in the shard manifest but missing"))?;
+            for node in unframed(TOMBSTONES_MAGIC, &bytes, &path)?.chunks_exact(4) {
+                let node = u32::from_le_bytes(node.try_into().expect("4 bytes"));
+                if node as usize >= segment.ids.len() {
+                    return Err(corrupt(&path, "tombstone beyond the segment"));
+                }
+                segment.index.mark_deleted(u64::from(node));
+            }
+        }
+        Ok(segment)
+    }
+
+    /// Writes the current tombstones as of `generation` (durably; directory sync is the
+    /// caller's). Returns whether there were any.
+    pub fn save_tombstones(
+        &self,
+        fs: &dyn FileSystem,
+        directory: &Path,
+        generation: u64,
+    ) -> Result<bool> {
+        let deleted: Vec<u8> = (0..self.ids.len())
+            .filter(|node| {
+                self.index
+                    .is_deleted(u32::try_from(*node).expect("segment size"))
+            })
+            .flat_map(|node| u32::try_from(node).expect("segment size").to_le_bytes())
+            .collect();
+        if deleted.is_empty() {
+            return Ok(false);
+        }
+        fs.write_synced(
+            &tombstones_path(directory, self.id, generation),
+            &framed(TOMBSTONES_MAGIC, &deleted),
+        )?;
+        Ok(true)
+    }
+
+    fn live_node(&self, id: &PointId) -> Option<u32> {
+        self.nodes
+            .get(id)
+            .copied()
+            .filter(|node| !self.index.is_deleted(*node))
+    }
+
+    /// Marks `id` deleted if it is live here; returns its point (for copy on write).
+    pub fn take(&self, id: &PointId) -> Option<Point> {
+        let node = self.live_node(id)?;
+        let point = self.point(node);
+        self.index.mark_deleted(u64::from(node));
+        Some(point)
+    }
+
+    fn point(&self, node: u32) -> Point {
+        Point {
+            id: self.ids[node as usize],
+            vector: self
+                .index
+                .vector(node)
+                .map(<[f32]>::to_vec)
+                .unwrap_or_default(),
+            payload: self.payloads[node as usize]
+                .as_deref()
+                .map(Value::to_string),
+        }
+    }
+
+    pub fn get(&self, id: &PointId) -> Option<Point> {
+        self.live_node(id).map(|node| self.point(node))
+    }
+
+    fn passes(&self, node: u32, filter: Option<&Filter>) -> bool {
+        !self.index.is_deleted(node)
+            && filter.is_none_or(|f| {
+                f.matches(
+                    &self.ids[node as usize],
+                    self.payloads[node as usize].as_deref(),
+                )
+            })
+    }
+
+    pub fn live_ids<'a>(
+        &'a self,
+        filter: Option<&'a Filter>,
+    ) -> impl Iterator<Item = PointId> + 'a {
+        (0..u32::try_from(self.ids.len()).expect("segment size"))
+            .filter(move |node| self.passes(*node, filter))
+            .map(|node| self.ids[node as usize])
+    }
+
+    pub fn points(&self) -> impl Iterator<Item = Point> + '_ {
+        (0..u32::try_from(self.ids.len()).expect("segment size"))
+            .filter(|node| !self.index.is_deleted(*node))
+            .map(|node| self.point(node))
+    }
+
+    /// Top-`k` by HNSW (SQ8 traversal, exact re-scoring) among live points passing
+    /// `filter`; distances are "lower is closer" (negated similarity, squared L2).
+    pub fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        filter: Option<&Filter>,
+        distance: Distance,
+    ) -> Result<Vec<(f32, Point)>> {
+        let params = HnswSearchParams::new(k, (2 * k).max(SEGMENT_EF_MIN));
+        let hits = self
+            .index
+            .search_filtered(query, params, |node| self.passes(node, filter))?;
+        Ok(hits
+            .into_iter()
+            .map(|hit| {
+                let distance = match distance {
+                    Distance::Euclid => hit.score,
+                    Distance::Cosine | Distance::Dot => -hit.score,
+                };
+                (distance, self.point(hit.node))
+            })
+            .collect())
+    }
+}
