@@ -185,3 +185,7 @@ def test_optimize_seals_into_an_index_that_survives_reopen(tmp_path):
     col = sagittadb.open(tmp_path).collection("c")
     assert col.point_counts() == {"indexed": 2998, "buffered": 1}
     assert col.get([5])[0]["payload"] == {"moved": True}
+    # sealed vectors come back bit for bit as stored (unit length for Cosine)
+    stored = np.array(col.get([100])[0]["vector"], dtype=np.float32)
+    expected = data[100] / np.linalg.norm(data[100])
+    np.testing.assert_allclose(stored, expected, rtol=1e-6)

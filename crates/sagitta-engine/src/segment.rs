@@ -78,9 +78,11 @@ pub(crate) fn tombstones_path(directory: &Path, id: u64, generation: u64) -> Pat
     directory.join(format!("segment-{id}.tomb-{generation}"))
 }
 
+/// Cosine collections store unit vectors and normalize queries before they reach a shard,
+/// so their segments rank by dot product: normalizing twice could move stored bits.
 fn metric(distance: Distance) -> Metric {
     match distance {
-        Distance::Cosine => Metric::Cosine,
+        Distance::Cosine => Metric::Dot,
         Distance::Dot => Metric::Dot,
         Distance::Euclid => Metric::L2,
     }
