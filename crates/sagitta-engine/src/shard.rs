@@ -200,6 +200,22 @@ fn wal_path(directory: &Path, generation: u64) -> PathBuf {
 struct Writer {
     wal: Wal,
     manifest: ShardManifest,
+    /// Set when publishing a seal's manifest failed midway: which manifest the disk holds
+    /// is unknown, so the shard refuses writes until it is reopened.
+    poisoned: Option<String>,
+}
+
+impl Writer {
+    fn check_poisoned(&self, directory: &Path) -> Result<()> {
+        match &self.poisoned {
+            Some(cause) => Err(sagitta_storage::StorageError::Poisoned {
+                path: directory.to_path_buf(),
+                cause: cause.clone(),
+            }
+            .into()),
+            None => Ok(()),
+        }
+    }
 }
 
 pub(crate) struct Shard {
@@ -244,7 +260,11 @@ impl Shard {
             dim,
             distance,
             directory: directory.to_path_buf(),
-            writer: Mutex::new(Writer { wal, manifest }),
+            writer: Mutex::new(Writer {
+                wal,
+                manifest,
+                poisoned: None,
+            }),
             buffer: RwLock::new(Buffer::default()),
             segments: RwLock::new(segments),
         };
@@ -307,6 +327,7 @@ impl Shard {
             });
         }
         let mut writer = self.writer.lock();
+        writer.check_poisoned(&self.directory)?;
         writer.wal.append(&[&record])?;
         if wait {
             writer.wal.sync()?;
@@ -324,6 +345,7 @@ impl Shard {
     /// points sealed.
     pub fn seal(&self, fs: &dyn FileSystem) -> Result<usize> {
         let mut writer = self.writer.lock();
+        writer.check_poisoned(&self.directory)?;
         let points = self.buffer.read().points(self.dim);
         if points.is_empty() {
             // Nothing to seal, but the log may hold acknowledged, unsynced deletes of sealed
@@ -353,7 +375,12 @@ impl Shard {
         remove_if_exists(fs, &new_log)?;
         let (wal, _) = Wal::open(fs, &new_log, first_sequence)?;
         fs.sync_dir(&self.directory)?;
-        manifest::publish(fs, &self.directory, &next.encode())?;
+        if let Err(error) = manifest::publish(fs, &self.directory, &next.encode()) {
+            // The rename may have happened without being made durable: the disk holds the
+            // old manifest or the new one. Writing on to the old log could be lost either way.
+            writer.poisoned = Some(error.to_string());
+            return Err(error.into());
+        }
 
         let previous = std::mem::replace(&mut writer.manifest, next);
         writer.wal = wal;

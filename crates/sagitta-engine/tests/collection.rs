@@ -186,6 +186,57 @@ fn search_spans_sealed_segments_and_the_buffer() {
     assert_eq!(reopened.point_counts(), (2_997, 501));
 }
 
+/// A seal failing at its k-th write or k-th directory sync, for every k: whatever the seal got through, a write
+/// acknowledged after the failure must survive a clean reopen. When the manifest
+/// publication itself failed (the rename may or may not be on disk), the shard refuses
+/// writes until reopened instead of logging to a log the disk may no longer name.
+#[test]
+fn a_failed_seal_never_loses_later_acknowledged_writes() {
+    let mut refused = 0;
+    let faults = (1..=8u64)
+        .map(|k| (k, false))
+        .chain((1..=4u64).map(|k| (k, true)));
+    for (failing_write, directory_sync) in faults {
+        let fs = SimFileSystem::new();
+        let directory = Path::new("/c");
+        let collection = Collection::create(&fs, directory, config(Distance::Dot, 1)).unwrap();
+        collection
+            .upsert((0..50).map(|id| point(id, 1)).collect(), true)
+            .unwrap();
+        if directory_sync {
+            fs.fail_directory_sync_after(failing_write);
+        } else {
+            fs.fail_write_after(failing_write);
+        }
+        let sealed = collection.optimize(&fs);
+        fs.fail_write_after(u64::MAX);
+        fs.fail_directory_sync_after(u64::MAX);
+        let accepted = match collection.upsert(vec![point(99, 1)], true) {
+            Ok(()) => true,
+            Err(error) => {
+                assert!(sealed.is_err(), "k={failing_write}: {error}");
+                assert!(error.to_string().contains("refuses writes"), "{error}");
+                refused += 1;
+                false
+            }
+        };
+        assert_eq!(
+            collection.count(None),
+            50 + usize::from(accepted),
+            "reads still work"
+        );
+        drop(collection);
+        let reopened = Collection::open(&fs, directory).unwrap();
+        assert_eq!(
+            reopened.count(None),
+            50 + usize::from(accepted),
+            "k={failing_write}: an acknowledged write was lost"
+        );
+        reopened.upsert(vec![point(100, 1)], true).unwrap();
+    }
+    assert!(refused > 0, "some k hits the manifest publication");
+}
+
 #[test]
 fn bad_input_is_rejected_and_nothing_is_stored() {
     let fs = SimFileSystem::new();

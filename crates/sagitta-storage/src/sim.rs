@@ -34,6 +34,7 @@ struct State {
     bytes_until_full: Option<u64>,
     fail_syncs: bool,
     fail_directory_syncs: bool,
+    directory_syncs_until_failure: Option<u64>,
     bytes_written: u64,
 }
 
@@ -76,6 +77,11 @@ impl SimFileSystem {
         self.state.lock().fail_directory_syncs = fail;
     }
 
+    /// The `count`-th directory sync from now (1 = the next) fails with EIO.
+    pub fn fail_directory_sync_after(&self, count: u64) {
+        self.state.lock().directory_syncs_until_failure = Some(count);
+    }
+
     /// Bytes written through the simulator so far (write amplification accounting).
     pub fn bytes_written(&self) -> u64 {
         self.state.lock().bytes_written
@@ -105,6 +111,7 @@ impl SimFileSystem {
         state.bytes_until_full = None;
         state.fail_syncs = false;
         state.fail_directory_syncs = false;
+        state.directory_syncs_until_failure = None;
     }
 
     fn charge_write(state: &mut State, path: &Path, bytes: usize) -> Result<()> {
@@ -247,7 +254,17 @@ impl FileSystem for SimFileSystem {
 
     fn sync_dir(&self, directory: &Path) -> Result<()> {
         let mut state = self.state.lock();
-        if state.fail_syncs || state.fail_directory_syncs {
+        let countdown_expired = match state.directory_syncs_until_failure.as_mut() {
+            Some(remaining) => {
+                *remaining -= 1;
+                *remaining == 0
+            }
+            None => false,
+        };
+        if countdown_expired {
+            state.directory_syncs_until_failure = None;
+        }
+        if state.fail_syncs || state.fail_directory_syncs || countdown_expired {
             return Err(io_error(
                 "syncing directory",
                 directory,
