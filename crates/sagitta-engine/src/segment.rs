@@ -224,6 +224,13 @@ impl Segment {
             .filter(|node| !self.index.is_deleted(*node))
     }
 
+    /// Marks `id` deleted if it is live here.
+    pub fn remove(&self, id: &PointId) {
+        if let Some(node) = self.live_node(id) {
+            self.index.mark_deleted(u64::from(node));
+        }
+    }
+
     /// Marks `id` deleted if it is live here; returns its point (for copy on write).
     pub fn take(&self, id: &PointId) -> Option<Point> {
         let node = self.live_node(id)?;

@@ -292,12 +292,12 @@ impl Shard {
                     for point in points {
                         segments
                             .iter()
-                            .for_each(|segment| drop(segment.take(&point.id)));
+                            .for_each(|segment| segment.remove(&point.id));
                     }
                 }
                 Operation::Delete(ids) => {
                     for id in ids {
-                        segments.iter().for_each(|segment| drop(segment.take(id)));
+                        segments.iter().for_each(|segment| segment.remove(id));
                     }
                 }
                 Operation::SetPayload { ids, .. }
