@@ -28,5 +28,10 @@ def test_ingest_writes_a_valid_result(tmp_path):
     # and file headers add well under 1% on top (docs/format.md).
     per_point = (4 * 16 + 13) / (4 * 16)
     for result in results:
-        assert per_point <= result["write_amplification"] < per_point + 0.01
+        assert per_point <= result["log_bytes_over_raw"] < per_point + 0.01
+        assert result["sealed_bytes_over_raw"] > 1.0  # vectors, codes, graph, ids
+        buffer_run, sealed_run = result["runs"]
+        assert buffer_run["recall_at_k"] == 1.0  # the write buffer is searched exactly
+        assert sealed_run["recall_at_k"] >= 0.9
+        assert result["build_seconds"] >= result["upload_seconds"]
         assert result["vectors_per_second_until_searchable"] > 0
