@@ -577,7 +577,8 @@ impl Collection {
     }
 
     /// Seals the write buffers into HNSW segments (SQ8 traversal); returns the number of
-    /// points sealed. Afterwards every acknowledged write is durable.
+    /// points sealed. Other threads keep searching and writing meanwhile; every write
+    /// acknowledged before the call is durable afterwards.
     fn optimize(&self, py: Python<'_>) -> PyResult<usize> {
         py.allow_threads(|| self.inner.optimize(&OsFileSystem))
             .map_err(to_python_error)

@@ -8,7 +8,7 @@
 //! Invariant: every live point is in exactly one place, the buffer or one segment; a write
 //! to a point that lives in a segment marks it deleted there first.
 
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -141,6 +141,9 @@ struct ShardManifest {
     next_segment_id: u64,
     /// (segment id, generation of its tombstone file if it has one).
     segments: Vec<(u64, Option<u64>)>,
+    /// Logs of a frozen buffer whose seal has not finished: replayed, in order, before the
+    /// live log.
+    replay_logs: Vec<u64>,
 }
 
 const SHARD_MANIFEST_VERSION: u8 = 1;
@@ -160,6 +163,14 @@ impl ShardManifest {
             out.extend_from_slice(&id.to_le_bytes());
             out.extend_from_slice(&tombstones.unwrap_or(NO_TOMBSTONES).to_le_bytes());
         }
+        out.extend_from_slice(
+            &u32::try_from(self.replay_logs.len())
+                .expect("logs")
+                .to_le_bytes(),
+        );
+        for log in &self.replay_logs {
+            out.extend_from_slice(&log.to_le_bytes());
+        }
         out
     }
 
@@ -171,9 +182,15 @@ impl ShardManifest {
             return None;
         }
         let count = u32::from_le_bytes(bytes.get(17..21)?.try_into().ok()?) as usize;
-        if bytes.len() != 21 + count * 16 {
+        let logs_at = 21 + count.checked_mul(16)?;
+        let log_count =
+            u32::from_le_bytes(bytes.get(logs_at..logs_at + 4)?.try_into().ok()?) as usize;
+        if bytes.len() != logs_at + 4 + log_count.checked_mul(8)? {
             return None;
         }
+        let replay_logs = (0..log_count)
+            .map(|index| word(logs_at + 4 + index * 8))
+            .collect::<Option<Vec<_>>>()?;
         let segments = (0..count)
             .map(|index| {
                 let at = 21 + index * 16;
@@ -188,6 +205,7 @@ impl ShardManifest {
             generation: word(1)?,
             next_segment_id: word(9)?,
             segments,
+            replay_logs,
         })
     }
 }
@@ -218,12 +236,37 @@ impl Writer {
     }
 }
 
+/// A write buffer being sealed: read-only, searchable, minus the points later writes
+/// superseded while the segment was being built.
+struct Frozen {
+    buffer: Buffer,
+    removed: Mutex<HashSet<PointId>>,
+}
+
+impl Frozen {
+    fn is_live(&self, id: &PointId) -> bool {
+        self.buffer.slots.contains_key(id) && !self.removed.lock().contains(id)
+    }
+
+    /// Marks `id` superseded; returns its point if it was live here (for copy on write).
+    fn take(&self, id: &PointId, dim: usize) -> Option<Point> {
+        let slot = *self.buffer.slots.get(id)?;
+        self.removed
+            .lock()
+            .insert(*id)
+            .then(|| self.buffer.point(slot, dim))
+    }
+}
+
 pub(crate) struct Shard {
     dim: usize,
     distance: Distance,
     directory: PathBuf,
     writer: Mutex<Writer>,
+    /// Serializes seals (a seal releases the writer lock while it builds).
+    sealing: Mutex<()>,
     buffer: RwLock<Buffer>,
+    frozen: RwLock<Option<Arc<Frozen>>>,
     segments: RwLock<Vec<Arc<Segment>>>,
 }
 
@@ -254,8 +297,26 @@ impl Shard {
             .iter()
             .map(|(id, tombstones)| Segment::load(fs, directory, *id, *tombstones).map(Arc::new))
             .collect::<Result<Vec<_>>>()?;
+        // Logs of an unfinished seal first (their points simply return to the buffer and are
+        // sealed again next time), then the live log.
+        let mut recovered = Vec::new();
+        let existing = fs.list(directory)?;
+        for log in &manifest.replay_logs {
+            let path = wal_path(directory, *log);
+            if !existing.contains(&path) {
+                return Err(EngineError::Corrupt {
+                    reason: format!(
+                        "{}: listed in the shard manifest but missing",
+                        path.display()
+                    ),
+                });
+            }
+            let (_, recovery) = Wal::open(fs, &path, 1)?;
+            recovered.push((path, recovery.records));
+        }
         let path = wal_path(directory, manifest.generation);
         let (wal, recovery) = Wal::open(fs, &path, 1)?;
+        recovered.push((path, recovery.records));
         let shard = Shard {
             dim,
             distance,
@@ -265,18 +326,23 @@ impl Shard {
                 manifest,
                 poisoned: None,
             }),
+            sealing: Mutex::new(()),
             buffer: RwLock::new(Buffer::default()),
+            frozen: RwLock::new(None),
             segments: RwLock::new(segments),
         };
-        for record in recovery.records {
-            let operation = codec::decode(&record.payload).ok_or_else(|| EngineError::Corrupt {
-                reason: format!(
-                    "{}: record {} passed its checksum but does not decode",
-                    path.display(),
-                    record.sequence
-                ),
-            })?;
-            shard.apply(operation);
+        for (path, records) in recovered {
+            for record in records {
+                let operation =
+                    codec::decode(&record.payload).ok_or_else(|| EngineError::Corrupt {
+                        reason: format!(
+                            "{}: record {} passed its checksum but does not decode",
+                            path.display(),
+                            record.sequence
+                        ),
+                    })?;
+                shard.apply(operation);
+            }
         }
         Ok(shard)
     }
@@ -285,27 +351,30 @@ impl Shard {
     /// (marked deleted; payload updates carry the point into the buffer first).
     fn apply(&self, operation: Operation) {
         let segments = self.segments.read();
+        let frozen = self.frozen.read();
         let mut buffer = self.buffer.write();
-        if !segments.is_empty() {
+        if !segments.is_empty() || frozen.is_some() {
+            let remove = |id: &PointId| {
+                segments.iter().for_each(|segment| segment.remove(id));
+                if let Some(frozen) = frozen.as_ref() {
+                    frozen.take(id, self.dim);
+                }
+            };
             match &operation {
-                Operation::Upsert(points) => {
-                    for point in points {
-                        segments
-                            .iter()
-                            .for_each(|segment| segment.remove(&point.id));
-                    }
-                }
-                Operation::Delete(ids) => {
-                    for id in ids {
-                        segments.iter().for_each(|segment| segment.remove(id));
-                    }
-                }
+                Operation::Upsert(points) => points.iter().for_each(|point| remove(&point.id)),
+                Operation::Delete(ids) => ids.iter().for_each(remove),
                 Operation::SetPayload { ids, .. }
                 | Operation::OverwritePayload { ids, .. }
                 | Operation::DeletePayloadKeys { ids, .. } => {
                     let moved: Vec<Point> = ids
                         .iter()
-                        .filter_map(|id| segments.iter().find_map(|segment| segment.take(id)))
+                        .filter(|id| !buffer.slots.contains_key(id))
+                        .filter_map(|id| {
+                            frozen
+                                .as_ref()
+                                .and_then(|frozen| frozen.take(id, self.dim))
+                                .or_else(|| segments.iter().find_map(|segment| segment.take(id)))
+                        })
                         .collect();
                     if !moved.is_empty() {
                         buffer.apply(Operation::Upsert(moved), self.dim);
@@ -336,79 +405,127 @@ impl Shard {
         Ok(())
     }
 
-    /// Seals the write buffer into a new HNSW segment. Writers wait meanwhile; readers do
-    /// not (they keep searching the buffer until the swap). Crash-safe order: segment and
-    /// tombstone files and the new empty log are written and synced, then the shard
-    /// manifest naming them is published atomically, then memory swaps and the old log is
-    /// removed. A crash before the publish leaves the old manifest, log and segments.
-    /// Afterwards every acknowledged write of this shard is durable. Returns the number of
+    /// Seals the write buffer into a new HNSW segment without stopping writers for the
+    /// build. Crash-safe protocol (docs/format.md, "Seal protocol"):
+    /// 1. under the writer lock: sync the log, start the next log, publish a manifest that
+    ///    lists the old log as a replay log, and freeze the buffer (still searchable);
+    /// 2. without it: build and write the segment from the frozen buffer, while new writes
+    ///    go to the new log and buffer (superseded frozen points are noted);
+    /// 3. under the writer lock: tombstone the superseded points, write every segment's
+    ///    tombstones, publish the manifest with the new segment and no replay logs, swap
+    ///    memory, remove the replayed logs.
+    ///
+    /// A crash anywhere replays to the same state: before step 3's publish, the frozen
+    /// points come back from the replay logs. An I/O error after step 1 poisons the shard
+    /// until it is reopened (the frozen buffer cannot be merged back safely). Afterwards
+    /// every write acknowledged before the seal began is durable. Returns the number of
     /// points sealed.
     pub fn seal(&self, fs: &dyn FileSystem) -> Result<usize> {
-        let mut writer = self.writer.lock();
-        writer.check_poisoned(&self.directory)?;
-        let points = self.buffer.read().points(self.dim);
-        if points.is_empty() {
-            // Nothing to seal, but the log may hold acknowledged, unsynced deletes of sealed
-            // points: after a seal every acknowledged write is durable, here too.
+        let _one_seal = self.sealing.lock();
+        let (frozen, generation) = {
+            let mut writer = self.writer.lock();
+            writer.check_poisoned(&self.directory)?;
+            if self.buffer.read().slots.is_empty() {
+                // Nothing to seal, but the log may hold acknowledged, unsynced deletes of
+                // sealed points: after a seal every acknowledged write is durable, here too.
+                writer.wal.sync()?;
+                return Ok(0);
+            }
             writer.wal.sync()?;
-            return Ok(0);
+            let mut next = writer.manifest.clone();
+            let generation = next.generation + 1;
+            next.replay_logs.push(next.generation);
+            next.generation = generation;
+            // A seal that crashed before publishing may have left this log behind.
+            let new_log = wal_path(&self.directory, generation);
+            remove_if_exists(fs, &new_log)?;
+            let (wal, _) = Wal::open(fs, &new_log, writer.wal.next_sequence())?;
+            if let Err(error) = manifest::publish(fs, &self.directory, &next.encode()) {
+                // The rename may be visible without being durable: which manifest the disk
+                // keeps is unknown, so logging on to the old log could be lost.
+                writer.poisoned = Some(error.to_string());
+                return Err(error.into());
+            }
+            writer.manifest = next;
+            writer.wal = wal;
+            let mut frozen = self.frozen.write();
+            let buffer = std::mem::take(&mut *self.buffer.write());
+            let sealed = Arc::new(Frozen {
+                buffer,
+                removed: Mutex::new(HashSet::new()),
+            });
+            *frozen = Some(Arc::clone(&sealed));
+            (sealed, generation)
+        };
+        match self.finish_seal(fs, &frozen, generation) {
+            Ok(sealed) => Ok(sealed),
+            Err(error) => {
+                self.writer.lock().poisoned = Some(error.to_string());
+                Err(error)
+            }
         }
-        let sealed = points.len();
-        let mut next = writer.manifest.clone();
-        let generation = next.generation + 1;
-        let id = next.next_segment_id;
+    }
+
+    /// Steps 2 and 3 of [`Shard::seal`].
+    fn finish_seal(&self, fs: &dyn FileSystem, frozen: &Frozen, generation: u64) -> Result<usize> {
+        let id = self.writer.lock().manifest.next_segment_id;
+        let points = frozen.buffer.points(self.dim);
         let segment = Segment::build(fs, &self.directory, id, points, self.dim, self.distance)?;
-        let segments = self.segments.read().clone();
-        next.segments = segments
+
+        let mut writer = self.writer.lock();
+        for superseded in frozen.removed.lock().iter() {
+            segment.remove(superseded);
+        }
+        let sealed = segment.live_ids(None).count();
+        let mut next = writer.manifest.clone();
+        let old_segments = self.segments.read().clone();
+        next.segments = old_segments
             .iter()
             .map(|old| {
                 let saved = old.save_tombstones(fs, &self.directory, generation)?;
                 Ok((old.id, saved.then_some(generation)))
             })
             .collect::<Result<Vec<_>>>()?;
-        next.segments.push((id, None));
-        next.generation = generation;
+        let saved = segment.save_tombstones(fs, &self.directory, generation)?;
+        next.segments.push((id, saved.then_some(generation)));
         next.next_segment_id = id + 1;
-        let first_sequence = writer.wal.next_sequence();
-        // A seal that crashed before publishing may have left this log behind: start clean.
-        let new_log = wal_path(&self.directory, generation);
-        remove_if_exists(fs, &new_log)?;
-        let (wal, _) = Wal::open(fs, &new_log, first_sequence)?;
+        let replayed = std::mem::take(&mut next.replay_logs);
         fs.sync_dir(&self.directory)?;
-        if let Err(error) = manifest::publish(fs, &self.directory, &next.encode()) {
-            // The rename may have happened without being made durable: the disk holds the
-            // old manifest or the new one. Writing on to the old log could be lost either way.
-            writer.poisoned = Some(error.to_string());
-            return Err(error.into());
-        }
-
+        manifest::publish(fs, &self.directory, &next.encode())?;
         let previous = std::mem::replace(&mut writer.manifest, next);
-        writer.wal = wal;
         {
             let mut live = self.segments.write();
-            let mut buffer = self.buffer.write();
+            let mut frozen_slot = self.frozen.write();
             live.push(Arc::new(segment));
-            *buffer = Buffer::default();
+            *frozen_slot = None;
         }
         drop(writer);
-        // Best effort: the old log and tombstone files are no longer referenced.
-        let _ = remove_if_exists(fs, &wal_path(&self.directory, previous.generation));
+        // Best effort: the replayed logs and superseded tombstone files are unreferenced.
+        for log in replayed {
+            let _ = remove_if_exists(fs, &wal_path(&self.directory, log));
+        }
         for (old, tombstones) in previous.segments {
-            if let Some(generation) = tombstones {
+            if let Some(old_generation) = tombstones.filter(|g| *g != generation) {
                 let _ = remove_if_exists(
                     fs,
-                    &segment::tombstones_path(&self.directory, old, generation),
+                    &segment::tombstones_path(&self.directory, old, old_generation),
                 );
             }
         }
         Ok(sealed)
     }
 
-    /// Points in sealed segments and in the write buffer.
+    /// Points in sealed segments and in the write buffer (including a frozen buffer being
+    /// sealed).
     pub fn point_counts(&self) -> (usize, usize) {
         let segments = self.segments.read();
+        let frozen = self.frozen.read();
+        let buffer = self.buffer.read();
         let sealed = segments.iter().map(|s| s.live_ids(None).count()).sum();
-        (sealed, self.buffer.read().slots.len())
+        let frozen_live = frozen.as_ref().map_or(0, |frozen| {
+            frozen.buffer.slots.len() - frozen.removed.lock().len()
+        });
+        (sealed, buffer.slots.len() + frozen_live)
     }
 
     /// Points passing `filter` (all points without one).
@@ -419,15 +536,16 @@ impl Shard {
     /// Ids of the points passing `filter`, unordered.
     pub fn matching_ids(&self, filter: Option<&Filter>) -> Vec<PointId> {
         let segments = self.segments.read();
+        let frozen = self.frozen.read();
         let buffer = self.buffer.read();
-        let mut ids: Vec<PointId> = buffer
-            .slots
-            .iter()
-            .filter(|(id, slot)| {
-                filter.is_none_or(|f| f.matches(id, buffer.payloads[**slot].as_deref()))
-            })
-            .map(|(id, _)| *id)
-            .collect();
+        let mut ids = buffer.matching_ids(filter, None);
+        if let Some(frozen) = frozen.as_ref() {
+            ids.extend(
+                frozen
+                    .buffer
+                    .matching_ids(filter, Some(&frozen.removed.lock())),
+            );
+        }
         for segment in segments.iter() {
             ids.extend(segment.live_ids(filter));
         }
@@ -436,24 +554,39 @@ impl Shard {
 
     pub fn get(&self, id: &PointId) -> Option<Point> {
         let segments = self.segments.read();
+        let frozen = self.frozen.read();
         let buffer = self.buffer.read();
-        match buffer.slots.get(id) {
-            Some(slot) => Some(buffer.point(*slot, self.dim)),
-            None => segments.iter().find_map(|segment| segment.get(id)),
+        if let Some(slot) = buffer.slots.get(id) {
+            return Some(buffer.point(*slot, self.dim));
         }
+        if let Some(frozen) = frozen.as_ref().filter(|frozen| frozen.is_live(id)) {
+            return Some(frozen.buffer.point(frozen.buffer.slots[id], self.dim));
+        }
+        segments.iter().find_map(|segment| segment.get(id))
     }
 
-    /// Every live point: sealed ones, then the buffer's.
+    /// Every live point: sealed ones, then a frozen buffer's, then the buffer's.
     pub fn points(&self) -> Vec<Point> {
         let segments = self.segments.read();
+        let frozen = self.frozen.read();
         let buffer = self.buffer.read();
         let mut points: Vec<Point> = segments.iter().flat_map(|s| s.points()).collect();
+        if let Some(frozen) = frozen.as_ref() {
+            let removed = frozen.removed.lock();
+            points.extend(
+                frozen
+                    .buffer
+                    .points(self.dim)
+                    .into_iter()
+                    .filter(|point| !removed.contains(&point.id)),
+            );
+        }
         points.extend(buffer.points(self.dim));
         points
     }
 
-    /// Top-`k` among points passing `filter`: exact over the buffer, HNSW over each
-    /// segment. `query` is already normalized for Cosine.
+    /// Top-`k` among points passing `filter`: exact over the buffer (and a frozen one),
+    /// HNSW over each segment. `query` is already normalized for Cosine.
     pub fn search(
         &self,
         query: &[f32],
@@ -461,8 +594,20 @@ impl Shard {
         filter: Option<&Filter>,
     ) -> Result<Vec<ShardHit>> {
         let segments = self.segments.read();
+        let frozen = self.frozen.read();
         let buffer = self.buffer.read();
-        let mut hits = buffer.search(query, k, filter, self.dim, self.distance);
+        let mut hits = buffer.search(query, k, filter, None, self.dim, self.distance);
+        if let Some(frozen) = frozen.as_ref() {
+            let removed = frozen.removed.lock();
+            hits.extend(frozen.buffer.search(
+                query,
+                k,
+                filter,
+                Some(&removed),
+                self.dim,
+                self.distance,
+            ));
+        }
         for segment in segments.iter() {
             for (distance, point) in segment.search(query, k, filter, self.distance)? {
                 hits.push(ShardHit { distance, point });
@@ -490,12 +635,29 @@ impl Buffer {
             .collect()
     }
 
-    /// Exact top-`k` by scanning the buffer.
+    /// Ids passing `filter`, except those in `excluded`.
+    fn matching_ids(
+        &self,
+        filter: Option<&Filter>,
+        excluded: Option<&HashSet<PointId>>,
+    ) -> Vec<PointId> {
+        self.slots
+            .iter()
+            .filter(|(id, slot)| {
+                !excluded.is_some_and(|excluded| excluded.contains(*id))
+                    && filter.is_none_or(|f| f.matches(id, self.payloads[**slot].as_deref()))
+            })
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// Exact top-`k` by scanning the buffer, skipping ids in `excluded`.
     fn search(
         &self,
         query: &[f32],
         k: usize,
         filter: Option<&Filter>,
+        excluded: Option<&HashSet<PointId>>,
         dim: usize,
         distance: Distance,
     ) -> Vec<ShardHit> {
@@ -505,7 +667,9 @@ impl Buffer {
             let Some(id) = id else {
                 continue;
             };
-            if filter.is_some_and(|f| !f.matches(id, self.payloads[slot].as_deref())) {
+            if excluded.is_some_and(|excluded| excluded.contains(id))
+                || filter.is_some_and(|f| !f.matches(id, self.payloads[slot].as_deref()))
+            {
                 continue;
             }
             let row = &self.vectors[slot * dim..(slot + 1) * dim];

@@ -237,6 +237,80 @@ fn a_failed_seal_never_loses_later_acknowledged_writes() {
     assert!(refused > 0, "some k hits the manifest publication");
 }
 
+/// Writers keep going while a seal builds its segment; afterwards, and after a reopen, the
+/// collection holds exactly the result of every write, in order.
+#[test]
+fn writes_during_a_seal_are_kept_exactly() {
+    let fs = SimFileSystem::new();
+    let directory = Path::new("/c");
+    let collection = Collection::create(&fs, directory, config(Distance::Euclid, 2)).unwrap();
+    collection
+        .upsert((0..3_000).map(|id| point(id, 1)).collect(), true)
+        .unwrap();
+    let mut expected: HashMap<u64, u64> = (0..3_000).map(|id| (id, 1)).collect();
+    let seals = std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            let mut log = Vec::new();
+            for round in 0..3_000u64 {
+                let id = (round * 37) % 3_500; // old (frozen or sealed) and new ids
+                if round % 5 == 4 {
+                    collection
+                        .delete(&[PointId::Number(id)], round % 2 == 0)
+                        .unwrap();
+                    log.push((id, None));
+                } else {
+                    collection
+                        .upsert(vec![point(id, 2 + round)], round % 2 == 0)
+                        .unwrap();
+                    log.push((id, Some(2 + round)));
+                }
+            }
+            log
+        });
+        let mut seals = 0;
+        while !writer.is_finished() {
+            seals += usize::from(collection.optimize(&fs).unwrap() > 0);
+            // readers are never blocked and never see a half state
+            assert!(collection.search(&vector_for(1, 1), 5, None).unwrap().len() == 5);
+        }
+        for (id, version) in writer.join().unwrap() {
+            match version {
+                Some(version) => expected.insert(id, version),
+                None => expected.remove(&id),
+            };
+        }
+        seals
+    });
+    eprintln!("{seals} seals overlapped the writer");
+    assert!(seals >= 1);
+    let state = |collection: &Collection| -> HashMap<u64, u64> {
+        collection
+            .points()
+            .into_iter()
+            .map(|p| {
+                let PointId::Number(id) = p.id else {
+                    unreachable!()
+                };
+                let version: u64 = p
+                    .payload
+                    .unwrap()
+                    .trim_start_matches(r#"{"version":"#)
+                    .trim_end_matches('}')
+                    .parse()
+                    .unwrap();
+                assert_eq!(p.vector, vector_for(id, version));
+                (id, version)
+            })
+            .collect()
+    };
+    assert_eq!(state(&collection), expected);
+    assert_eq!(collection.count(None), expected.len());
+    collection.optimize(&fs).unwrap();
+    drop(collection);
+    let reopened = Collection::open(&fs, directory).unwrap();
+    assert_eq!(state(&reopened), expected);
+}
+
 #[test]
 fn bad_input_is_rejected_and_nothing_is_stored() {
     let fs = SimFileSystem::new();
