@@ -29,6 +29,11 @@ const SEGMENT_M: usize = 16;
 const SEGMENT_EF_CONSTRUCTION: usize = 100;
 /// Search beam for segments: at least this, and at least twice the requested top-k.
 const SEGMENT_EF_MIN: usize = 128;
+/// A filter passing fewer than this fraction of a segment's points is answered by an exact
+/// scan of those points instead of a filtered graph walk.
+pub(crate) const EXACT_SCAN_FRACTION: f64 = 0.05;
+/// Nodes sampled to estimate a filter's selectivity.
+const SELECTIVITY_SAMPLE: usize = 512;
 
 pub(crate) struct Segment {
     pub id: u64,
@@ -282,8 +287,12 @@ impl Segment {
             .map(|node| self.point(node))
     }
 
-    /// Top-`k` by HNSW (SQ8 traversal, exact re-scoring) among live points passing
-    /// `filter`; distances are "lower is closer" (negated similarity, squared L2).
+    /// Top-`k` among live points passing `filter`; distances are "lower is closer"
+    /// (negated similarity, squared L2). The planner: a filter estimated (on a sample of
+    /// nodes) to pass fewer than [`EXACT_SCAN_FRACTION`] of the points is answered by an
+    /// exact scan of the points that pass — a graph walk would have to visit most of the
+    /// graph to find them and its recall collapses — otherwise HNSW (SQ8 traversal, exact
+    /// re-scoring) with the filter inside the search.
     pub fn search(
         &self,
         query: &[f32],
@@ -291,6 +300,9 @@ impl Segment {
         filter: Option<&Filter>,
         distance: Distance,
     ) -> Result<Vec<(f32, Point)>> {
+        if let Some(filter) = filter.filter(|f| self.is_selective(f)) {
+            return Ok(self.exact_search(query, k, filter, distance));
+        }
         let params = HnswSearchParams::new(k, (2 * k).max(SEGMENT_EF_MIN));
         let hits = self
             .index
@@ -305,5 +317,52 @@ impl Segment {
                 (distance, self.point(hit.node))
             })
             .collect())
+    }
+
+    /// Whether `filter` passes fewer than [`EXACT_SCAN_FRACTION`] of the points, judged on
+    /// an evenly spaced sample of up to [`SELECTIVITY_SAMPLE`] nodes.
+    fn is_selective(&self, filter: &Filter) -> bool {
+        let count = self.ids.len();
+        if count == 0 {
+            return false;
+        }
+        let step = (count / SELECTIVITY_SAMPLE).max(1);
+        let (mut sampled, mut passed) = (0usize, 0usize);
+        for node in (0..count).step_by(step) {
+            sampled += 1;
+            let node = u32::try_from(node).expect("segment size");
+            passed += usize::from(self.passes(node, Some(filter)));
+        }
+        #[allow(clippy::cast_precision_loss)]
+        let fraction = passed as f64 / sampled as f64;
+        fraction < EXACT_SCAN_FRACTION
+    }
+
+    /// Exact top-`k` over the live points passing `filter`.
+    fn exact_search(
+        &self,
+        query: &[f32],
+        k: usize,
+        filter: &Filter,
+        distance: Distance,
+    ) -> Vec<(f32, Point)> {
+        let kernels = sagitta_kernels::kernels();
+        let mut scored: Vec<(f32, u32)> = (0..u32::try_from(self.ids.len()).expect("segment size"))
+            .filter(|node| self.passes(*node, Some(filter)))
+            .filter_map(|node| {
+                let row = self.index.vector(node)?;
+                let value = match distance {
+                    Distance::Euclid => (kernels.l2_squared_f32)(query, row),
+                    Distance::Cosine | Distance::Dot => -(kernels.dot_f32)(query, row),
+                };
+                Some((value, node))
+            })
+            .collect();
+        scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        scored.truncate(k);
+        scored
+            .into_iter()
+            .map(|(value, node)| (value, self.point(node)))
+            .collect()
     }
 }

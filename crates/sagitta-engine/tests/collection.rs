@@ -311,6 +311,56 @@ fn writes_during_a_seal_are_kept_exactly() {
     assert_eq!(state(&reopened), expected);
 }
 
+/// A filter that passes 0.1% of a sealed segment is planned as an exact scan of the points
+/// that pass: every one of them is found, in exact order.
+#[test]
+fn selective_filters_on_sealed_segments_are_exact() {
+    let fs = SimFileSystem::new();
+    let collection = Collection::create(&fs, Path::new("/c"), config(Distance::Euclid, 1)).unwrap();
+    let vector = |id: u64| -> Vec<f32> {
+        let mut rng = ChaCha8Rng::seed_from_u64(id);
+        (0..DIM).map(|_| rng.gen_range(-1.0..1.0)).collect()
+    };
+    let points = (0..5_000u64)
+        .map(|id| Point {
+            id: PointId::Number(id),
+            vector: vector(id),
+            payload: Some(format!(r#"{{"rare":{}}}"#, id % 1_000 == 7)),
+        })
+        .collect();
+    collection.upsert(points, true).unwrap();
+    collection.optimize(&fs).unwrap();
+    let filter = sagitta_engine::Filter::parse(
+        &serde_json::json!({"must": [{"key": "rare", "match": {"value": true}}]}),
+        "filter",
+    )
+    .unwrap();
+    let query = vector(123_456);
+    let hits = collection.search(&query, 3, Some(&filter)).unwrap();
+    let mut expected: Vec<(f32, u64)> = [7u64, 1_007, 2_007, 3_007, 4_007]
+        .iter()
+        .map(|id| {
+            let d: f32 = vector(*id)
+                .iter()
+                .zip(&query)
+                .map(|(a, b)| (a - b) * (a - b))
+                .sum();
+            (d.sqrt(), *id)
+        })
+        .collect();
+    expected.sort_by(|a, b| a.0.total_cmp(&b.0));
+    expected.truncate(3);
+    let found: Vec<PointId> = hits.iter().map(|hit| hit.id).collect();
+    let wanted: Vec<PointId> = expected
+        .iter()
+        .map(|(_, id)| PointId::Number(*id))
+        .collect();
+    assert_eq!(found, wanted);
+    for (hit, (distance, _)) in hits.iter().zip(&expected) {
+        assert!((hit.score - distance).abs() < 1e-5);
+    }
+}
+
 #[test]
 fn bad_input_is_rejected_and_nothing_is_stored() {
     let fs = SimFileSystem::new();
