@@ -203,6 +203,28 @@ pub struct Collection {
 }
 
 impl Collection {
+    /// `set_payload` (merge) and `overwrite_payload` (replace) share everything else.
+    fn change_payload(
+        &self,
+        py: Python<'_>,
+        payload: &Bound<'_, PyAny>,
+        ids: Option<&Bound<'_, PyAny>>,
+        filter: Option<&Bound<'_, PyAny>>,
+        wait: bool,
+        overwrite: bool,
+    ) -> PyResult<()> {
+        let text = payload_text(payload)?;
+        let ids = self.target_ids(ids, filter)?;
+        py.allow_threads(|| {
+            if overwrite {
+                self.inner.overwrite_payload(&ids, &text, wait)
+            } else {
+                self.inner.set_payload(&ids, &text, wait)
+            }
+        })
+        .map_err(to_python_error)
+    }
+
     /// The points named by `ids` plus those matched by `filter` (resolved now).
     fn target_ids(
         &self,
@@ -449,10 +471,7 @@ impl Collection {
         filter: Option<&Bound<'_, PyAny>>,
         wait: bool,
     ) -> PyResult<()> {
-        let text = payload_text(payload)?;
-        let ids = self.target_ids(ids, filter)?;
-        py.allow_threads(|| self.inner.set_payload(&ids, &text, wait))
-            .map_err(to_python_error)
+        self.change_payload(py, payload, ids, filter, wait, false)
     }
 
     /// Replaces the payload of the points named by `ids` and/or matched by `filter`.
@@ -465,10 +484,7 @@ impl Collection {
         filter: Option<&Bound<'_, PyAny>>,
         wait: bool,
     ) -> PyResult<()> {
-        let text = payload_text(payload)?;
-        let ids = self.target_ids(ids, filter)?;
-        py.allow_threads(|| self.inner.overwrite_payload(&ids, &text, wait))
-            .map_err(to_python_error)
+        self.change_payload(py, payload, ids, filter, wait, true)
     }
 
     /// Removes top-level `keys` from the payload of the points named by `ids` and/or
