@@ -216,22 +216,28 @@ impl Collection {
         index
     }
 
-    /// Validates and normalizes one point (Cosine vectors are stored unit-length).
-    fn prepare(&self, point: Point) -> Result<Point> {
-        let name = || EngineError::point(&point.id);
-        if point.vector.len() != self.config.dim {
+    /// A vector must have the collection's dimension and finite values; errors name
+    /// `name()` (a point id, or "query").
+    fn check_vector(&self, vector: &[f32], name: impl Fn() -> String) -> Result<()> {
+        if vector.len() != self.config.dim {
             return Err(EngineError::WrongVectorDimension {
                 point: name(),
                 expected: self.config.dim,
-                received: point.vector.len(),
+                received: vector.len(),
             });
         }
-        if let Some(position) = point.vector.iter().position(|v| !v.is_finite()) {
+        if let Some(position) = vector.iter().position(|v| !v.is_finite()) {
             return Err(EngineError::NonFiniteValue {
                 point: name(),
                 position,
             });
         }
+        Ok(())
+    }
+
+    /// Validates and normalizes one point (Cosine vectors are stored unit-length).
+    fn prepare(&self, point: Point) -> Result<Point> {
+        self.check_vector(&point.vector, || EngineError::point(&point.id))?;
         if let Some(payload) = &point.payload {
             check_payload(&point.id.to_string(), payload)?;
         }
@@ -447,19 +453,7 @@ impl Collection {
         let query = request.vector;
         check_range("limit", request.limit, 1, MAX_LIMIT)?;
         check_range("offset", request.offset, 0, MAX_LIMIT)?;
-        if query.len() != self.config.dim {
-            return Err(EngineError::WrongVectorDimension {
-                point: "query".to_string(),
-                expected: self.config.dim,
-                received: query.len(),
-            });
-        }
-        if let Some(position) = query.iter().position(|v| !v.is_finite()) {
-            return Err(EngineError::NonFiniteValue {
-                point: "query".to_string(),
-                position,
-            });
-        }
+        self.check_vector(query, || "query".to_string())?;
         let mut query = query.to_vec();
         if self.config.distance == Distance::Cosine {
             normalize(&mut query);

@@ -248,6 +248,13 @@ impl Frozen {
         self.buffer.slots.contains_key(id) && !self.removed.lock().contains(id)
     }
 
+    /// Marks `id` superseded.
+    fn remove(&self, id: &PointId) {
+        if self.buffer.slots.contains_key(id) {
+            self.removed.lock().insert(*id);
+        }
+    }
+
     /// Marks `id` superseded; returns its point if it was live here (for copy on write).
     fn take(&self, id: &PointId, dim: usize) -> Option<Point> {
         let slot = *self.buffer.slots.get(id)?;
@@ -357,7 +364,7 @@ impl Shard {
             let remove = |id: &PointId| {
                 segments.iter().for_each(|segment| segment.remove(id));
                 if let Some(frozen) = frozen.as_ref() {
-                    frozen.take(id, self.dim);
+                    frozen.remove(id);
                 }
             };
             match &operation {
