@@ -3,14 +3,16 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use numpy::{PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::create_exception;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
+use sagitta_engine::database::DatabaseOptions;
 use sagitta_engine::{
     Collection as CoreCollection, CollectionConfig, Database as CoreDatabase, Distance,
-    EngineError, Filter, Point, PointId, ScoredPoint, SearchRequest,
+    EngineError, Filter, Health, Point, PointId, ScoredPoint, SearchRequest, Strategy,
 };
 use sagitta_storage::fs::{FileSystem, OsFileSystem};
 
@@ -144,6 +146,75 @@ fn point_dict<'py>(
     Ok(dict)
 }
 
+/// Points from Python: `ids` (ints or UUIDs), `vectors` (anything numpy shapes as
+/// n × `dim` float32) and optional `payloads` (dicts or None), all of one length.
+fn points_from_python(
+    py: Python<'_>,
+    ids: &Bound<'_, PyAny>,
+    vectors: &Bound<'_, PyAny>,
+    payloads: Option<&Bound<'_, PyAny>>,
+    dim: usize,
+) -> PyResult<Vec<Point>> {
+    let numpy = py.import("numpy")?;
+    let array: PyReadonlyArrayDyn<'_, f32> = numpy
+        .call_method1("ascontiguousarray", (vectors, "float32"))?
+        .call_method1("reshape", (-1_i64, dim as i64))
+        .map_err(|_| {
+            DimensionError::new_err(format!(
+                "vector dimension error: `vectors` cannot be shaped as n × {}",
+                dim
+            ))
+        })?
+        .extract()?;
+    let rows = array.shape()[0];
+    let values = array.as_slice()?;
+    let ids: Vec<PointId> = ids
+        .try_iter()?
+        .map(|id| point_id(&id?))
+        .collect::<PyResult<_>>()?;
+    if ids.len() != rows {
+        return Err(DimensionError::new_err(format!(
+            "`ids` has {} entries but {rows} vectors were given",
+            ids.len()
+        )));
+    }
+    let json = py.import("json")?;
+    let payloads: Vec<Option<String>> = match payloads {
+        None => vec![None; rows],
+        Some(payloads) => payloads
+            .try_iter()?
+            .map(|payload| {
+                let payload = payload?;
+                if payload.is_none() {
+                    Ok(None)
+                } else {
+                    Ok(Some(
+                        json.call_method1("dumps", (payload,))?
+                            .extract::<String>()?,
+                    ))
+                }
+            })
+            .collect::<PyResult<_>>()?,
+    };
+    if payloads.len() != rows {
+        return Err(DimensionError::new_err(format!(
+            "`payloads` has {} entries but {rows} vectors were given",
+            payloads.len()
+        )));
+    }
+    let points: Vec<Point> = ids
+        .into_iter()
+        .zip(payloads)
+        .enumerate()
+        .map(|(row, (id, payload))| Point {
+            id,
+            vector: values[row * dim..(row + 1) * dim].to_vec(),
+            payload,
+        })
+        .collect();
+    Ok(points)
+}
+
 /// A database directory of named collections.
 #[pyclass(module = "sagittadb")]
 pub struct Database {
@@ -173,6 +244,46 @@ impl Database {
         Ok(Collection {
             name: name.to_string(),
             inner,
+            _database: Arc::clone(&self.inner),
+        })
+    }
+
+    /// Bulk import into a new collection: every point is validated, then each shard's
+    /// share is built straight into one HNSW segment (no write-ahead log) and the
+    /// collection appears all at once, fully indexed — or not at all, on any error or
+    /// crash. Of repeated ids the last wins. Returns the collection.
+    #[pyo3(signature = (name, ids, vectors, payloads = None, distance = "Cosine", shard_number = 1))]
+    #[allow(clippy::too_many_arguments)]
+    fn import_collection(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        ids: &Bound<'_, PyAny>,
+        vectors: &Bound<'_, PyAny>,
+        payloads: Option<&Bound<'_, PyAny>>,
+        distance: &str,
+        shard_number: usize,
+    ) -> PyResult<Collection> {
+        let dim = vectors
+            .getattr("shape")
+            .and_then(|shape| shape.get_item(-1))
+            .and_then(|dim| dim.extract::<usize>())
+            .map_err(|_| {
+                DimensionError::new_err("`vectors` must be a 2-D array (n × dim)".to_string())
+            })?;
+        let config = CollectionConfig {
+            dim,
+            distance: parse_distance(distance)?,
+            shard_count: shard_number,
+        };
+        let points = points_from_python(py, ids, vectors, payloads, dim)?;
+        let (inner, _) = py
+            .allow_threads(|| self.inner.import_collection(name, config, points))
+            .map_err(to_python_error)?;
+        Ok(Collection {
+            name: name.to_string(),
+            inner,
+            _database: Arc::clone(&self.inner),
         })
     }
 
@@ -182,6 +293,7 @@ impl Database {
         Ok(Collection {
             name: name.to_string(),
             inner,
+            _database: Arc::clone(&self.inner),
         })
     }
 
@@ -200,6 +312,8 @@ impl Database {
 pub struct Collection {
     name: String,
     inner: Arc<CoreCollection>,
+    /// Keeps the database (and its background optimizer) alive while a handle exists.
+    _database: Arc<CoreDatabase>,
 }
 
 impl Collection {
@@ -328,64 +442,7 @@ impl Collection {
         payloads: Option<&Bound<'_, PyAny>>,
         wait: bool,
     ) -> PyResult<()> {
-        let numpy = py.import("numpy")?;
-        let array: PyReadonlyArrayDyn<'_, f32> = numpy
-            .call_method1("ascontiguousarray", (vectors, "float32"))?
-            .call_method1("reshape", (-1_i64, self.dim() as i64))
-            .map_err(|_| {
-                DimensionError::new_err(format!(
-                    "vector dimension error: `vectors` cannot be shaped as n × {}",
-                    self.dim()
-                ))
-            })?
-            .extract()?;
-        let rows = array.shape()[0];
-        let values = array.as_slice()?;
-        let ids: Vec<PointId> = ids
-            .try_iter()?
-            .map(|id| point_id(&id?))
-            .collect::<PyResult<_>>()?;
-        if ids.len() != rows {
-            return Err(DimensionError::new_err(format!(
-                "`ids` has {} entries but {rows} vectors were given",
-                ids.len()
-            )));
-        }
-        let json = py.import("json")?;
-        let payloads: Vec<Option<String>> = match payloads {
-            None => vec![None; rows],
-            Some(payloads) => payloads
-                .try_iter()?
-                .map(|payload| {
-                    let payload = payload?;
-                    if payload.is_none() {
-                        Ok(None)
-                    } else {
-                        Ok(Some(
-                            json.call_method1("dumps", (payload,))?
-                                .extract::<String>()?,
-                        ))
-                    }
-                })
-                .collect::<PyResult<_>>()?,
-        };
-        if payloads.len() != rows {
-            return Err(DimensionError::new_err(format!(
-                "`payloads` has {} entries but {rows} vectors were given",
-                payloads.len()
-            )));
-        }
-        let dim = self.dim();
-        let points: Vec<Point> = ids
-            .into_iter()
-            .zip(payloads)
-            .enumerate()
-            .map(|(row, (id, payload))| Point {
-                id,
-                vector: values[row * dim..(row + 1) * dim].to_vec(),
-                payload,
-            })
-            .collect();
+        let points = points_from_python(py, ids, vectors, payloads, self.dim())?;
         py.allow_threads(|| self.inner.upsert(points, wait))
             .map_err(to_python_error)
     }
@@ -393,7 +450,7 @@ impl Collection {
     /// Exact top-`limit` points passing `filter` (a dict in Qdrant's filter grammar), after
     /// skipping `offset`, keeping only scores at least as good as `score_threshold`: a list
     /// of dicts with id, score, payload (and vector).
-    #[pyo3(signature = (query, limit = 10, filter = None, with_payload = true, with_vector = false, score_threshold = None, offset = 0))]
+    #[pyo3(signature = (query, limit = 10, filter = None, with_payload = true, with_vector = false, score_threshold = None, offset = 0, hnsw_ef = None, exact = false))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
         &self,
@@ -405,17 +462,20 @@ impl Collection {
         with_vector: bool,
         score_threshold: Option<f32>,
         offset: usize,
+        hnsw_ef: Option<usize>,
+        exact: bool,
     ) -> PyResult<Bound<'py, PyList>> {
+        let strategy = strategy(hnsw_ef, exact);
         let filter = parse_filter(filter)?;
         let queries = query_rows(query, self.dim(), false)?;
         let hits = py
             .allow_threads(|| {
                 self.inner.query(&SearchRequest {
-                    vector: &queries[0],
-                    limit,
                     offset,
                     filter: filter.as_ref(),
                     score_threshold,
+                    strategy,
+                    ..SearchRequest::new(&queries[0], limit)
                 })
             })
             .map_err(to_python_error)?;
@@ -424,7 +484,7 @@ impl Collection {
 
     /// Several searches in one call (spread over the cores): `queries` is n × dim; returns
     /// one list of hits per query.
-    #[pyo3(signature = (queries, limit = 10, filter = None, with_payload = true, with_vector = false, score_threshold = None))]
+    #[pyo3(signature = (queries, limit = 10, filter = None, with_payload = true, with_vector = false, score_threshold = None, hnsw_ef = None, exact = false))]
     #[allow(clippy::too_many_arguments)]
     fn search_batch<'py>(
         &self,
@@ -435,7 +495,10 @@ impl Collection {
         with_payload: bool,
         with_vector: bool,
         score_threshold: Option<f32>,
+        hnsw_ef: Option<usize>,
+        exact: bool,
     ) -> PyResult<Bound<'py, PyList>> {
+        let strategy = strategy(hnsw_ef, exact);
         let filter = parse_filter(filter)?;
         let queries = query_rows(queries, self.dim(), true)?;
         let results = py
@@ -443,11 +506,10 @@ impl Collection {
                 let requests: Vec<SearchRequest<'_>> = queries
                     .iter()
                     .map(|vector| SearchRequest {
-                        vector,
-                        limit,
-                        offset: 0,
                         filter: filter.as_ref(),
                         score_threshold,
+                        strategy,
+                        ..SearchRequest::new(vector, limit)
                     })
                     .collect();
                 self.inner.query_batch(&requests)
@@ -596,8 +658,105 @@ impl Collection {
     /// points sealed. Other threads keep searching and writing meanwhile; every write
     /// acknowledged before the call is durable afterwards.
     fn optimize(&self, py: Python<'_>) -> PyResult<usize> {
-        py.allow_threads(|| self.inner.optimize(&OsFileSystem))
+        py.allow_threads(|| self.inner.optimize(self._database.file_system()))
             .map_err(to_python_error)
+    }
+
+    /// The optimizer's view: `{"status": "green" | "yellow" | "red", "points_count",
+    /// "indexed_vectors_count", "segments_count", "optimizer_error"}`. Green: every point
+    /// is in an HNSW segment and no work is planned; yellow: points wait in a write
+    /// buffer or a seal/merge runs; red: a shard refuses writes after an I/O error.
+    fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let status = self.inner.status();
+        let dict = PyDict::new(py);
+        dict.set_item("status", health_name(status.health))?;
+        dict.set_item("points_count", status.points)?;
+        dict.set_item("indexed_vectors_count", status.indexed)?;
+        dict.set_item("segments_count", status.segments)?;
+        dict.set_item("optimizer_error", status.optimizer_error)?;
+        Ok(dict)
+    }
+
+    /// Blocks until the status is green (everything indexed, nothing planned); raises
+    /// `TimeoutError` after `timeout` seconds, or `SagittaError` if it turns red. Needs
+    /// the background optimizer (the default of `sagittadb.open`).
+    #[pyo3(signature = (timeout = None))]
+    fn wait_until_indexed(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
+        if !self._database.has_background_optimizer() {
+            return Err(SagittaError::new_err(
+                "wait_until_indexed: the database was opened with background_optimizer=False",
+            ));
+        }
+        let deadline = timeout.map(|seconds| Instant::now() + Duration::from_secs_f64(seconds));
+        loop {
+            let status = py.allow_threads(|| {
+                std::thread::sleep(Duration::from_millis(5));
+                self.inner.status()
+            });
+            match status.health {
+                Health::Green => return Ok(()),
+                Health::Red => {
+                    return Err(SagittaError::new_err(format!(
+                        "collection {} is red: {}",
+                        self.name,
+                        status.optimizer_error.unwrap_or_default()
+                    )))
+                }
+                Health::Yellow => {}
+            }
+            py.check_signals()?;
+            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                return Err(pyo3::exceptions::PyTimeoutError::new_err(format!(
+                    "collection {} not indexed after {} s: {} of {} points indexed",
+                    self.name,
+                    timeout.unwrap_or_default(),
+                    status.indexed,
+                    status.points
+                )));
+            }
+        }
+    }
+
+    /// Tunes the optimizer of this collection (not persisted): seal a write buffer at
+    /// `seal_points` points or after `seal_idle_seconds` without writes; vacuum a segment
+    /// once `vacuum_fraction` (and at least `vacuum_min_deleted`) of it is deleted; merge
+    /// the smallest segments past `max_segments` per shard.
+    #[pyo3(signature = (seal_points = None, seal_idle_seconds = None, vacuum_min_deleted = None, vacuum_fraction = None, max_segments = None))]
+    fn configure_optimizer(
+        &self,
+        seal_points: Option<usize>,
+        seal_idle_seconds: Option<f64>,
+        vacuum_min_deleted: Option<usize>,
+        vacuum_fraction: Option<f64>,
+        max_segments: Option<usize>,
+    ) -> PyResult<()> {
+        let mut policy = self.inner.policy();
+        if let Some(points) = seal_points {
+            policy.seal_points = points.max(1);
+        }
+        if let Some(seconds) = seal_idle_seconds {
+            policy.seal_idle = Duration::try_from_secs_f64(seconds).map_err(|_| {
+                InvalidParameterError::new_err(format!(
+                    "`seal_idle_seconds` = {seconds}: must be a finite number >= 0"
+                ))
+            })?;
+        }
+        if let Some(deleted) = vacuum_min_deleted {
+            policy.vacuum_min_deleted = deleted;
+        }
+        if let Some(fraction) = vacuum_fraction {
+            if !(0.0..=1.0).contains(&fraction) {
+                return Err(InvalidParameterError::new_err(format!(
+                    "`vacuum_fraction` = {fraction}: must be between 0 and 1"
+                )));
+            }
+            policy.vacuum_fraction = fraction;
+        }
+        if let Some(segments) = max_segments {
+            policy.max_segments = segments.max(1);
+        }
+        self.inner.set_policy(policy);
+        Ok(())
     }
 
     /// Points in sealed, indexed segments and in write buffers:
@@ -621,12 +780,36 @@ impl Collection {
     }
 }
 
-/// Opens (or creates) the database directory at `path`.
+/// `exact` wins over `hnsw_ef`; neither gives the engine's default.
+fn strategy(hnsw_ef: Option<usize>, exact: bool) -> Strategy {
+    match (exact, hnsw_ef) {
+        (true, _) => Strategy::Exact,
+        (false, Some(ef)) => Strategy::Beam(ef),
+        (false, None) => Strategy::Auto,
+    }
+}
+
+fn health_name(health: Health) -> &'static str {
+    match health {
+        Health::Green => "green",
+        Health::Yellow => "yellow",
+        Health::Red => "red",
+    }
+}
+
+/// Opens (or creates) the database directory at `path`. With `background_optimizer`
+/// (the default) a background thread seals write buffers into HNSW segments and merges
+/// them; without it only `Collection.optimize()` does.
 #[pyfunction]
-pub fn open(py: Python<'_>, path: PathBuf) -> PyResult<Database> {
+#[pyo3(signature = (path, background_optimizer = true))]
+pub fn open(py: Python<'_>, path: PathBuf, background_optimizer: bool) -> PyResult<Database> {
     let fs: Arc<dyn FileSystem> = Arc::new(OsFileSystem);
+    let options = DatabaseOptions {
+        background_optimizer,
+        ..DatabaseOptions::default()
+    };
     let inner = py
-        .allow_threads(|| CoreDatabase::open(fs, &path))
+        .allow_threads(|| CoreDatabase::open_with(fs, &path, options))
         .map_err(to_python_error)?;
     Ok(Database {
         inner: Arc::new(inner),

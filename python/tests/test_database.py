@@ -189,3 +189,82 @@ def test_optimize_seals_into_an_index_that_survives_reopen(tmp_path):
     stored = np.array(col.get([100])[0]["vector"], dtype=np.float32)
     expected = data[100] / np.linalg.norm(data[100])
     np.testing.assert_allclose(stored, expected, rtol=1e-6)
+
+
+def test_background_optimizer_indexes_and_reports_status(tmp_path):
+    db = sagittadb.open(tmp_path / "data")
+    docs = db.create_collection("docs", dim=16, distance="Dot", shard_number=2)
+    docs.configure_optimizer(seal_points=500, seal_idle_seconds=0.05, max_segments=2)
+    data = vectors(3_000, dim=16)
+    for first in range(0, 3_000, 250):
+        docs.upsert(ids=range(first, first + 250), vectors=data[first : first + 250])
+    docs.wait_until_indexed(timeout=60)
+    status = docs.status()
+    assert status["status"] == "green"
+    assert status["points_count"] == status["indexed_vectors_count"] == 3_000
+    assert 1 <= status["segments_count"] <= 4
+    assert status["optimizer_error"] is None
+    query = vectors(1, dim=16, seed=9)[0]
+    truth = np.argsort(-(data @ query))[:10].tolist()
+    assert [hit["id"] for hit in docs.search(query, limit=10, exact=True)] == truth
+    assert [hit["id"] for hit in docs.search(query, limit=10, hnsw_ef=500)] == truth
+    (batch,) = docs.search_batch(query[None, :], limit=10, exact=True)
+    assert [hit["id"] for hit in batch] == truth
+    with pytest.raises(sagittadb.InvalidParameterError, match="hnsw_ef"):
+        docs.search(query, hnsw_ef=0)
+    with pytest.raises(sagittadb.InvalidParameterError, match="vacuum_fraction"):
+        docs.configure_optimizer(vacuum_fraction=2.0)
+
+
+def test_status_is_yellow_without_the_background_optimizer(tmp_path):
+    db = sagittadb.open(tmp_path / "data", background_optimizer=False)
+    docs = db.create_collection("docs", dim=8)
+    docs.upsert(ids=[1, 2], vectors=vectors(2))
+    assert docs.status()["status"] == "yellow"
+    with pytest.raises(sagittadb.SagittaError, match="background_optimizer"):
+        docs.wait_until_indexed(timeout=1)
+    docs.optimize()
+    assert docs.status()["status"] == "green"
+    assert docs.status()["indexed_vectors_count"] == 2
+
+
+def test_a_directory_is_opened_by_one_database_at_a_time(tmp_path):
+    db = sagittadb.open(tmp_path / "data")
+    with pytest.raises(sagittadb.StorageError, match="locked"):
+        sagittadb.open(tmp_path / "data")
+    script = f"import sagittadb; sagittadb.open({str(tmp_path / 'data')!r})"
+    other = subprocess.run(
+        [sys.executable, "-c", script], check=False, capture_output=True, text=True
+    )
+    assert other.returncode != 0 and "locked" in other.stderr
+    del db
+    sagittadb.open(tmp_path / "data")
+
+
+def test_import_collection_is_indexed_at_once_and_all_or_nothing(tmp_path):
+    db = sagittadb.open(tmp_path / "data")
+    data = vectors(2_000, dim=16)
+    payloads = [{"n": i} for i in range(2_000)]
+    docs = db.import_collection(
+        "docs",
+        ids=range(2_000),
+        vectors=data,
+        payloads=payloads,
+        distance="Dot",
+        shard_number=2,
+    )
+    status = docs.status()
+    assert status["status"] == "green"
+    assert status["indexed_vectors_count"] == 2_000
+    query = data[5]
+    truth = np.argsort(-(data @ query))[:5].tolist()
+    hits = docs.search(query, limit=5, exact=True)
+    assert [hit["id"] for hit in hits] == truth
+    assert docs.get([1999])[0]["payload"] == {"n": 1999}
+    with pytest.raises(sagittadb.CollectionExistsError):
+        db.import_collection("docs", ids=[1], vectors=data[:1])
+    bad = data.copy()
+    bad[1234, 3] = np.inf
+    with pytest.raises(sagittadb.SagittaError, match="1234"):
+        db.import_collection("other", ids=range(2_000), vectors=bad)
+    assert db.list_collections() == ["docs"]

@@ -1,7 +1,11 @@
 //! A collection: a directory holding a manifest (the configuration) and one write-ahead log
 //! per shard (`shard-<i>.wal`). Points go to shard `routing_hash(id) % shard_count`.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use parking_lot::{Mutex, RwLock};
 
 use sagitta_storage::fs::{remove_if_exists, FileSystem};
 use sagitta_storage::manifest;
@@ -9,6 +13,7 @@ use sagitta_storage::manifest;
 use crate::codec::Operation;
 use crate::error::{EngineError, Result};
 use crate::filter::Filter;
+use crate::optimizer::{OptimizerPolicy, Work};
 use crate::point::{Distance, Point, PointId};
 use crate::shard::Shard;
 
@@ -60,6 +65,23 @@ impl CollectionConfig {
     }
 }
 
+/// The shard a point belongs to.
+fn shard_index(id: &PointId, shard_count: usize) -> usize {
+    #[allow(clippy::cast_possible_truncation)]
+    let index = (id.routing_hash() % shard_count as u64) as usize;
+    index
+}
+
+/// What a bulk import wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImportReport {
+    /// Distinct points imported.
+    pub points: usize,
+    pub segments: usize,
+    /// Bytes of every file written (segments and manifests).
+    pub bytes_written: u64,
+}
+
 fn check_range(name: &'static str, value: usize, min: usize, max: usize) -> Result<()> {
     if value < min || value > max {
         return Err(EngineError::ParameterOutOfRange {
@@ -81,6 +103,34 @@ pub struct SearchRequest<'a> {
     pub offset: usize,
     pub filter: Option<&'a Filter>,
     pub score_threshold: Option<f32>,
+    pub strategy: Strategy,
+}
+
+/// How segments are searched.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Strategy {
+    /// HNSW with the default beam (at least 128 and twice the results wanted), or an
+    /// exact scan when the filter is selective.
+    #[default]
+    Auto,
+    /// HNSW with this beam width (`hnsw_ef`), raised to the results wanted if smaller.
+    Beam(usize),
+    /// Brute force over every point: exact results.
+    Exact,
+}
+
+impl<'a> SearchRequest<'a> {
+    /// Top-`limit` for `vector`, no filter, offset or threshold, default strategy.
+    pub fn new(vector: &'a [f32], limit: usize) -> SearchRequest<'a> {
+        SearchRequest {
+            vector,
+            limit,
+            offset: 0,
+            filter: None,
+            score_threshold: None,
+            strategy: Strategy::Auto,
+        }
+    }
 }
 
 /// A search result.
@@ -97,6 +147,36 @@ pub struct Collection {
     config: CollectionConfig,
     shards: Vec<Shard>,
     directory: PathBuf,
+    policy: RwLock<OptimizerPolicy>,
+    maintenance: Mutex<MaintenanceState>,
+}
+
+/// The optimizer's last failure and when it may try again.
+#[derive(Default)]
+struct MaintenanceState {
+    last_error: Option<String>,
+    retry_after: Option<Instant>,
+}
+
+/// Green: nothing to do. Yellow: points wait in a write buffer or a seal/merge runs or is
+/// planned. Red: a shard is poisoned by an I/O error and refuses writes until reopened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Health {
+    Green,
+    Yellow,
+    Red,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CollectionStatus {
+    pub health: Health,
+    /// Live points.
+    pub points: usize,
+    /// Live points in sealed (HNSW-indexed) segments.
+    pub indexed: usize,
+    pub segments: usize,
+    /// The optimizer's last error, until a later unit of work succeeds.
+    pub optimizer_error: Option<String>,
 }
 
 fn shard_path(directory: &Path, index: usize) -> PathBuf {
@@ -122,6 +202,16 @@ fn open_shards(
 }
 
 impl Collection {
+    fn assemble(config: CollectionConfig, shards: Vec<Shard>, directory: &Path) -> Collection {
+        Collection {
+            config,
+            shards,
+            directory: directory.to_path_buf(),
+            policy: RwLock::new(OptimizerPolicy::default()),
+            maintenance: Mutex::new(MaintenanceState::default()),
+        }
+    }
+
     /// Creates a collection in `directory` (which must not hold one).
     pub fn create(
         fs: &dyn FileSystem,
@@ -139,11 +229,59 @@ impl Collection {
         // half-made collection does not exist and can be created again.
         let shards = open_shards(fs, directory, &config)?;
         manifest::publish(fs, directory, &config.encode())?;
-        Ok(Collection {
-            config,
-            shards,
-            directory: directory.to_path_buf(),
-        })
+        Ok(Collection::assemble(config, shards, directory))
+    }
+
+    /// Bulk import: writes a new collection in `directory` (which must hold none) whose
+    /// shards each hold their share of `points` as one sealed HNSW segment, bypassing the
+    /// write-ahead log — segment files first, shard manifests next, the collection manifest
+    /// last, so a crash at any point leaves no collection (all or nothing). Every point is
+    /// validated first; of points sharing an id the last wins. The caller opens it after.
+    pub fn import(
+        fs: &dyn FileSystem,
+        directory: &Path,
+        config: CollectionConfig,
+        points: Vec<Point>,
+    ) -> Result<ImportReport> {
+        config.validate()?;
+        if manifest::load(fs, directory)?.is_some() {
+            return Err(EngineError::CollectionExists {
+                path: directory.display().to_string(),
+            });
+        }
+        let probe = Collection::assemble(config, Vec::new(), directory);
+        let mut last_of: HashMap<PointId, usize> = HashMap::with_capacity(points.len());
+        for (position, point) in points.iter().enumerate() {
+            last_of.insert(point.id, position);
+        }
+        let mut per_shard: Vec<Vec<Point>> = vec![Vec::new(); config.shard_count];
+        for (position, point) in points.into_iter().enumerate() {
+            if last_of[&point.id] == position {
+                let point = probe.prepare(point)?;
+                per_shard[shard_index(&point.id, config.shard_count)].push(point);
+            }
+        }
+        fs.create_dir_all(directory)?;
+        let mut report = ImportReport {
+            points: last_of.len(),
+            segments: per_shard.iter().filter(|points| !points.is_empty()).count(),
+            bytes_written: 0,
+        };
+        // One shard at a time: each segment build already uses every core.
+        for (index, points) in per_shard.into_iter().enumerate() {
+            report.bytes_written += Shard::write_imported(
+                fs,
+                &shard_path(directory, index),
+                points,
+                config.dim,
+                config.distance,
+            )?;
+        }
+        fs.sync_dir(directory)?;
+        let encoded = config.encode();
+        manifest::publish(fs, directory, &encoded)?;
+        report.bytes_written += encoded.len() as u64;
+        Ok(report)
     }
 
     /// Opens the collection in `directory`, replaying every shard's log.
@@ -159,11 +297,7 @@ impl Collection {
             ),
         })?;
         let shards = open_shards(fs, directory, &config)?;
-        Ok(Collection {
-            config,
-            shards,
-            directory: directory.to_path_buf(),
-        })
+        Ok(Collection::assemble(config, shards, directory))
     }
 
     /// Removes the files of the collection in `directory`: the manifest first (so a crash
@@ -194,6 +328,81 @@ impl Collection {
         self.shards.iter().map(|shard| shard.seal(fs)).sum()
     }
 
+    /// Waits for running optimizer work, then makes every shard refuse writes and new
+    /// work: the collection is being dropped and its files are about to go.
+    pub fn close(&self) {
+        self.shards.iter().for_each(Shard::close);
+    }
+
+    pub fn policy(&self) -> OptimizerPolicy {
+        self.policy.read().clone()
+    }
+
+    pub fn set_policy(&self, policy: OptimizerPolicy) {
+        *self.policy.write() = policy;
+    }
+
+    /// Runs the first unit of optimizer work any shard has (see [`crate::optimizer`]);
+    /// returns whether there was one. After a failure the collection is left alone for
+    /// the policy's `retry_after_error`, and its status reports the error.
+    pub fn maintain(&self, fs: &dyn FileSystem) -> Result<bool> {
+        if self
+            .maintenance
+            .lock()
+            .retry_after
+            .is_some_and(|after| Instant::now() < after)
+        {
+            return Ok(false);
+        }
+        let policy = self.policy();
+        let Some((shard, work)) = self
+            .shards
+            .iter()
+            .find_map(|shard| shard.planned_work(&policy).map(|work| (shard, work)))
+        else {
+            return Ok(false);
+        };
+        let result = match work {
+            Work::Seal => shard.seal(fs),
+            Work::Merge(ids) => shard.merge(fs, &ids),
+        };
+        let mut state = self.maintenance.lock();
+        match result {
+            Ok(_) => {
+                *state = MaintenanceState::default();
+                Ok(true)
+            }
+            Err(error) => {
+                state.last_error = Some(error.to_string());
+                state.retry_after = Some(Instant::now() + policy.retry_after_error);
+                Err(error)
+            }
+        }
+    }
+
+    pub fn status(&self) -> CollectionStatus {
+        let policy = self.policy();
+        let health = if self.shards.iter().any(Shard::is_poisoned) {
+            Health::Red
+        } else if self
+            .shards
+            .iter()
+            .any(|shard| shard.is_busy() || shard.has_pending_work(&policy))
+        {
+            Health::Yellow
+        } else {
+            Health::Green
+        };
+        let (indexed, buffered) = self.point_counts();
+        CollectionStatus {
+            health,
+            points: indexed + buffered,
+            indexed,
+            segments: self.shards.iter().map(Shard::segment_count).sum(),
+            optimizer_error: self.maintenance.lock().last_error.clone(),
+        }
+    }
+
     /// Points in sealed (indexed) segments and in write buffers.
     pub fn point_counts(&self) -> (usize, usize) {
         self.shards
@@ -211,9 +420,7 @@ impl Collection {
     }
 
     fn shard_of(&self, id: &PointId) -> usize {
-        #[allow(clippy::cast_possible_truncation)]
-        let index = (id.routing_hash() % self.shards.len() as u64) as usize;
-        index
+        shard_index(id, self.config.shard_count)
     }
 
     /// A vector must have the collection's dimension and finite values; errors name
@@ -410,11 +617,8 @@ impl Collection {
         filter: Option<&Filter>,
     ) -> Result<Vec<ScoredPoint>> {
         self.query(&SearchRequest {
-            vector: query,
-            limit,
-            offset: 0,
             filter,
-            score_threshold: None,
+            ..SearchRequest::new(query, limit)
         })
     }
 
@@ -453,6 +657,9 @@ impl Collection {
         let query = request.vector;
         check_range("limit", request.limit, 1, MAX_LIMIT)?;
         check_range("offset", request.offset, 0, MAX_LIMIT)?;
+        if let Strategy::Beam(ef) = request.strategy {
+            check_range("hnsw_ef", ef, 1, sagitta_index::limits::MAX_EF)?;
+        }
         self.check_vector(query, || "query".to_string())?;
         let mut query = query.to_vec();
         if self.config.distance == Distance::Cosine {
@@ -461,7 +668,7 @@ impl Collection {
         let wanted = request.offset + request.limit;
         let mut hits = Vec::new();
         for shard in &self.shards {
-            hits.extend(shard.search(&query, wanted, request.filter)?);
+            hits.extend(shard.search(&query, wanted, request.filter, request.strategy)?);
         }
         hits.sort_by(|a, b| {
             a.distance

@@ -2,24 +2,53 @@
 //! lists them. Creating or dropping a collection republishes the manifest atomically, so a
 //! crash leaves the old list or the new one.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use parking_lot::RwLock;
-use sagitta_storage::fs::FileSystem;
+use parking_lot::{Mutex, RwLock};
+use sagitta_storage::fs::{FileSystem, LockGuard};
 use sagitta_storage::manifest;
 
-use crate::collection::{Collection, CollectionConfig};
+use crate::collection::{Collection, CollectionConfig, ImportReport};
 use crate::error::{EngineError, Result};
+use crate::optimizer::{Optimizer, OptimizerPolicy};
+use crate::point::Point;
 
 /// Longest collection name.
 pub const MAX_COLLECTION_NAME_BYTES: usize = 255;
 
 pub struct Database {
+    /// First, so dropping the database stops the background thread before anything else.
+    optimizer: Option<Optimizer>,
     fs: Arc<dyn FileSystem>,
     root: PathBuf,
-    collections: RwLock<BTreeMap<String, Arc<Collection>>>,
+    collections: Arc<RwLock<BTreeMap<String, Arc<Collection>>>>,
+    policy: OptimizerPolicy,
+    /// Names being bulk imported: reserved, so no create or second import takes them.
+    importing: Mutex<HashSet<String>>,
+    /// Last: released only after everything else is closed.
+    _lock: LockGuard,
+}
+
+/// The lock file in a database root: one open database per directory.
+pub const LOCK_FILE: &str = "LOCK";
+
+#[derive(Clone, Debug)]
+pub struct DatabaseOptions {
+    /// Run the optimizer on a background thread (else only explicit `optimize`/`maintain`).
+    pub background_optimizer: bool,
+    /// The policy every collection starts with.
+    pub policy: OptimizerPolicy,
+}
+
+impl Default for DatabaseOptions {
+    fn default() -> Self {
+        DatabaseOptions {
+            background_optimizer: true,
+            policy: OptimizerPolicy::default(),
+        }
+    }
 }
 
 /// Names are 1..=255 bytes of ASCII letters, digits, `_`, `-` and `.` (not `.` or `..`),
@@ -42,9 +71,19 @@ pub fn check_collection_name(name: &str) -> Result<()> {
 }
 
 impl Database {
-    /// Opens (or creates) the database in `root`, opening every listed collection.
+    /// Opens (or creates) the database in `root`, opening every listed collection, with
+    /// the background optimizer running.
     pub fn open(fs: Arc<dyn FileSystem>, root: &Path) -> Result<Database> {
+        Database::open_with(fs, root, DatabaseOptions::default())
+    }
+
+    pub fn open_with(
+        fs: Arc<dyn FileSystem>,
+        root: &Path,
+        options: DatabaseOptions,
+    ) -> Result<Database> {
         fs.create_dir_all(&root.join("collections"))?;
+        let lock = fs.lock_exclusive(&root.join(LOCK_FILE))?;
         let names: Vec<String> = match manifest::load(fs.as_ref(), root)? {
             None => Vec::new(),
             Some(bytes) => String::from_utf8(bytes)
@@ -61,12 +100,21 @@ impl Database {
                 reason: format!("database manifest lists an invalid name {name:?}"),
             })?;
             let collection = Collection::open(fs.as_ref(), &Self::directory(root, &name))?;
+            collection.set_policy(options.policy.clone());
             collections.insert(name, Arc::new(collection));
         }
+        let collections = Arc::new(RwLock::new(collections));
+        let optimizer = options
+            .background_optimizer
+            .then(|| Optimizer::start(Arc::clone(&fs), Arc::clone(&collections)));
         Ok(Database {
+            optimizer,
             fs,
             root: root.to_path_buf(),
-            collections: RwLock::new(collections),
+            collections,
+            policy: options.policy,
+            importing: Mutex::new(HashSet::new()),
+            _lock: lock,
         })
     }
 
@@ -78,6 +126,14 @@ impl Database {
         let list: Vec<String> = names.collect();
         manifest::publish(self.fs.as_ref(), &self.root, list.join("\n").as_bytes())?;
         Ok(())
+    }
+
+    pub fn file_system(&self) -> &dyn FileSystem {
+        self.fs.as_ref()
+    }
+
+    pub fn has_background_optimizer(&self) -> bool {
+        self.optimizer.is_some()
     }
 
     pub fn list(&self) -> Vec<String> {
@@ -101,7 +157,7 @@ impl Database {
     ) -> Result<Arc<Collection>> {
         check_collection_name(name)?;
         let mut collections = self.collections.write();
-        if collections.contains_key(name) {
+        if collections.contains_key(name) || self.importing.lock().contains(name) {
             return Err(EngineError::CollectionExists {
                 path: name.to_string(),
             });
@@ -110,9 +166,52 @@ impl Database {
         // Leftovers of a create that crashed before the database manifest listed it.
         Collection::remove_files(self.fs.as_ref(), &directory)?;
         let collection = Arc::new(Collection::create(self.fs.as_ref(), &directory, config)?);
+        collection.set_policy(self.policy.clone());
         self.publish(collections.keys().cloned().chain([name.to_string()]))?;
         collections.insert(name.to_string(), Arc::clone(&collection));
         Ok(collection)
+    }
+
+    /// Bulk import into a new collection `name` (see [`Collection::import`]): built
+    /// without holding the database lock (the name is reserved meanwhile), then listed in
+    /// the database manifest — the one publication that makes it exist. A failure or
+    /// crash before that leaves no collection; its files are removed by the next create
+    /// or import of the name.
+    pub fn import_collection(
+        &self,
+        name: &str,
+        config: CollectionConfig,
+        points: Vec<Point>,
+    ) -> Result<(Arc<Collection>, ImportReport)> {
+        check_collection_name(name)?;
+        {
+            let collections = self.collections.read();
+            if collections.contains_key(name) || !self.importing.lock().insert(name.to_string()) {
+                return Err(EngineError::CollectionExists {
+                    path: name.to_string(),
+                });
+            }
+        }
+        let result = self.import_reserved(name, config, points);
+        self.importing.lock().remove(name);
+        result
+    }
+
+    fn import_reserved(
+        &self,
+        name: &str,
+        config: CollectionConfig,
+        points: Vec<Point>,
+    ) -> Result<(Arc<Collection>, ImportReport)> {
+        let directory = Self::directory(&self.root, name);
+        Collection::remove_files(self.fs.as_ref(), &directory)?;
+        let report = Collection::import(self.fs.as_ref(), &directory, config, points)?;
+        let collection = Arc::new(Collection::open(self.fs.as_ref(), &directory)?);
+        collection.set_policy(self.policy.clone());
+        let mut collections = self.collections.write();
+        self.publish(collections.keys().cloned().chain([name.to_string()]))?;
+        collections.insert(name.to_string(), Arc::clone(&collection));
+        Ok((collection, report))
     }
 
     /// Drops a collection: unlisted first (durably), then its files are removed.
@@ -125,6 +224,7 @@ impl Database {
         };
         self.publish(collections.keys().filter(|n| *n != name).cloned())?;
         collections.remove(name);
+        collection.close();
         Collection::remove_files(self.fs.as_ref(), collection.directory())?;
         Ok(())
     }

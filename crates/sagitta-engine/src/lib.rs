@@ -19,12 +19,17 @@ pub mod collection;
 pub mod database;
 pub mod error;
 pub mod filter;
+pub mod optimizer;
 pub mod point;
 mod segment;
 mod shard;
 
-pub use collection::{Collection, CollectionConfig, ScoredPoint, SearchRequest};
+pub use collection::{
+    Collection, CollectionConfig, CollectionStatus, Health, ImportReport, ScoredPoint,
+    SearchRequest, Strategy,
+};
 pub use database::Database;
 pub use error::EngineError;
 pub use filter::Filter;
+pub use optimizer::OptimizerPolicy;
 pub use point::{Distance, Point, PointId};

@@ -11,6 +11,7 @@
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Instant;
 
 use parking_lot::{Mutex, RwLock};
 use sagitta_storage::fs::{remove_if_exists, FileSystem};
@@ -19,8 +20,10 @@ use sagitta_storage::wal::{Wal, RECORD_BYTES_MAX};
 use serde_json::Value;
 
 use crate::codec::{self, Operation};
+use crate::collection::Strategy;
 use crate::error::{EngineError, Result};
 use crate::filter::Filter;
+use crate::optimizer::{OptimizerPolicy, Work};
 use crate::point::{Distance, Point, PointId};
 use crate::segment::{self, Segment};
 
@@ -139,21 +142,42 @@ struct ShardManifest {
     /// The live log is `wal-<generation>.log`.
     generation: u64,
     next_segment_id: u64,
-    /// (segment id, generation of its tombstone file if it has one).
+    /// The last number given to a set of tombstone files; each publication that writes
+    /// tombstones takes the next one, so a referenced file is never overwritten.
+    tombstone_epoch: u64,
+    /// (segment id, epoch of its tombstone file if it has one).
     segments: Vec<(u64, Option<u64>)>,
     /// Logs of a frozen buffer whose seal has not finished: replayed, in order, before the
     /// live log.
     replay_logs: Vec<u64>,
 }
 
-const SHARD_MANIFEST_VERSION: u8 = 1;
+const SHARD_MANIFEST_VERSION: u8 = 2;
 const NO_TOMBSTONES: u64 = u64::MAX;
+
+/// Reads little-endian fields front to back.
+struct Cursor<'a>(&'a [u8]);
+
+impl Cursor<'_> {
+    fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
+        let (head, rest) = self.0.split_at_checked(N)?;
+        self.0 = rest;
+        head.try_into().ok()
+    }
+    fn u64(&mut self) -> Option<u64> {
+        self.take().map(u64::from_le_bytes)
+    }
+    fn u32(&mut self) -> Option<usize> {
+        self.take().map(|bytes| u32::from_le_bytes(bytes) as usize)
+    }
+}
 
 impl ShardManifest {
     fn encode(&self) -> Vec<u8> {
         let mut out = vec![SHARD_MANIFEST_VERSION];
         out.extend_from_slice(&self.generation.to_le_bytes());
         out.extend_from_slice(&self.next_segment_id.to_le_bytes());
+        out.extend_from_slice(&self.tombstone_epoch.to_le_bytes());
         out.extend_from_slice(
             &u32::try_from(self.segments.len())
                 .expect("segments")
@@ -175,43 +199,81 @@ impl ShardManifest {
     }
 
     fn decode(bytes: &[u8]) -> Option<ShardManifest> {
-        let word = |at: usize| -> Option<u64> {
-            Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
-        };
-        if bytes.first() != Some(&SHARD_MANIFEST_VERSION) {
+        let mut cursor = Cursor(bytes);
+        if cursor.take::<1>()? != [SHARD_MANIFEST_VERSION] {
             return None;
         }
-        let count = u32::from_le_bytes(bytes.get(17..21)?.try_into().ok()?) as usize;
-        let logs_at = 21 + count.checked_mul(16)?;
-        let log_count =
-            u32::from_le_bytes(bytes.get(logs_at..logs_at + 4)?.try_into().ok()?) as usize;
-        if bytes.len() != logs_at + 4 + log_count.checked_mul(8)? {
-            return None;
-        }
-        let replay_logs = (0..log_count)
-            .map(|index| word(logs_at + 4 + index * 8))
-            .collect::<Option<Vec<_>>>()?;
-        let segments = (0..count)
-            .map(|index| {
-                let at = 21 + index * 16;
-                let tombstones = word(at + 8)?;
-                Some((
-                    word(at)?,
-                    (tombstones != NO_TOMBSTONES).then_some(tombstones),
-                ))
+        let generation = cursor.u64()?;
+        let next_segment_id = cursor.u64()?;
+        let tombstone_epoch = cursor.u64()?;
+        let segments = (0..cursor.u32()?)
+            .map(|_| {
+                let id = cursor.u64()?;
+                let tombstones = cursor.u64()?;
+                Some((id, (tombstones != NO_TOMBSTONES).then_some(tombstones)))
             })
             .collect::<Option<Vec<_>>>()?;
-        Some(ShardManifest {
-            generation: word(1)?,
-            next_segment_id: word(9)?,
+        let replay_logs = (0..cursor.u32()?)
+            .map(|_| cursor.u64())
+            .collect::<Option<Vec<_>>>()?;
+        cursor.0.is_empty().then_some(ShardManifest {
+            generation,
+            next_segment_id,
+            tombstone_epoch,
             segments,
             replay_logs,
         })
     }
+
+    /// File names (not paths) this manifest references.
+    fn referenced_files(&self) -> HashSet<String> {
+        let mut names: HashSet<String> = self
+            .replay_logs
+            .iter()
+            .chain([&self.generation])
+            .map(|generation| wal_name(*generation))
+            .collect();
+        for (id, tombstones) in &self.segments {
+            names.extend(segment::file_names(*id));
+            if let Some(epoch) = tombstones {
+                names.insert(segment::tombstones_name(*id, *epoch));
+            }
+        }
+        names
+    }
+}
+
+/// Removes the logs, segments and tombstone files `manifest` does not reference: leftovers
+/// of a seal or merge that crashed before publishing, or of a cleanup cut short.
+fn remove_unreferenced(
+    fs: &dyn FileSystem,
+    directory: &Path,
+    manifest: &ShardManifest,
+    existing: &[PathBuf],
+) -> Result<()> {
+    let referenced = manifest.referenced_files();
+    let mut removed = false;
+    for path in existing {
+        let Some(name) = path.file_name().and_then(|name| name.to_str()) else {
+            continue;
+        };
+        let ours = name.starts_with("wal-") || name.starts_with("segment-");
+        if ours && !referenced.contains(name) {
+            removed |= remove_if_exists(fs, path)?;
+        }
+    }
+    if removed {
+        fs.sync_dir(directory)?;
+    }
+    Ok(())
+}
+
+fn wal_name(generation: u64) -> String {
+    format!("wal-{generation}.log")
 }
 
 fn wal_path(directory: &Path, generation: u64) -> PathBuf {
-    directory.join(format!("wal-{generation}.log"))
+    directory.join(wal_name(generation))
 }
 
 /// The writer's side: the live log and the manifest it belongs to.
@@ -221,10 +283,23 @@ struct Writer {
     /// Set when publishing a seal's manifest failed midway: which manifest the disk holds
     /// is unknown, so the shard refuses writes until it is reopened.
     poisoned: Option<String>,
+    /// When the last write was applied (the optimizer seals idle buffers).
+    last_write: Instant,
+    /// The collection was dropped: writes are refused.
+    dropped: bool,
 }
 
 impl Writer {
     fn check_poisoned(&self, directory: &Path) -> Result<()> {
+        if self.dropped {
+            return Err(EngineError::CollectionNotFound {
+                path: directory
+                    .parent()
+                    .unwrap_or(directory)
+                    .display()
+                    .to_string(),
+            });
+        }
         match &self.poisoned {
             Some(cause) => Err(sagitta_storage::StorageError::Poisoned {
                 path: directory.to_path_buf(),
@@ -270,8 +345,9 @@ pub(crate) struct Shard {
     distance: Distance,
     directory: PathBuf,
     writer: Mutex<Writer>,
-    /// Serializes seals (a seal releases the writer lock while it builds).
-    sealing: Mutex<()>,
+    /// Serializes seals and merges (they release the writer lock while they build); holds
+    /// whether the shard is closed (its collection dropped): then no seal or merge starts.
+    maintenance: Mutex<bool>,
     buffer: RwLock<Buffer>,
     frozen: RwLock<Option<Arc<Frozen>>>,
     segments: RwLock<Vec<Arc<Segment>>>,
@@ -321,6 +397,7 @@ impl Shard {
             let (_, recovery) = Wal::open(fs, &path, 1)?;
             recovered.push((path, recovery.records));
         }
+        remove_unreferenced(fs, directory, &manifest, &existing)?;
         let path = wal_path(directory, manifest.generation);
         let (wal, recovery) = Wal::open(fs, &path, 1)?;
         recovered.push((path, recovery.records));
@@ -332,8 +409,10 @@ impl Shard {
                 wal,
                 manifest,
                 poisoned: None,
+                last_write: Instant::now(),
+                dropped: false,
             }),
-            sealing: Mutex::new(()),
+            maintenance: Mutex::new(false),
             buffer: RwLock::new(Buffer::default()),
             frozen: RwLock::new(None),
             segments: RwLock::new(segments),
@@ -352,6 +431,35 @@ impl Shard {
             }
         }
         Ok(shard)
+    }
+
+    /// Writes a new shard directory holding `points` as one sealed segment (no log
+    /// records): the segment files, then the shard manifest that lists them. Returns the
+    /// bytes written. The directory must hold no shard yet; until the collection's
+    /// manifest is published nothing here is visible.
+    pub fn write_imported(
+        fs: &dyn FileSystem,
+        directory: &Path,
+        points: Vec<Point>,
+        dim: usize,
+        distance: Distance,
+    ) -> Result<u64> {
+        fs.create_dir_all(directory)?;
+        let mut manifest = ShardManifest {
+            next_segment_id: 1,
+            ..ShardManifest::default()
+        };
+        let mut written = 0;
+        if !points.is_empty() {
+            let segment = Segment::build(fs, directory, 0, points, dim, distance)?;
+            written += segment.file_bytes;
+            manifest.segments.push((0, None));
+        }
+        // The live log of generation 0 is created empty by the first open.
+        fs.sync_dir(directory)?;
+        let encoded = manifest.encode();
+        manifest::publish(fs, directory, &encoded)?;
+        Ok(written + encoded.len() as u64)
     }
 
     /// Applies a logged operation: points it touches that live in a segment leave it
@@ -409,6 +517,7 @@ impl Shard {
             writer.wal.sync()?;
         }
         self.apply(operation);
+        writer.last_write = Instant::now();
         Ok(())
     }
 
@@ -428,8 +537,11 @@ impl Shard {
     /// every write acknowledged before the seal began is durable. Returns the number of
     /// points sealed.
     pub fn seal(&self, fs: &dyn FileSystem) -> Result<usize> {
-        let _one_seal = self.sealing.lock();
-        let (frozen, generation) = {
+        let one_at_a_time = self.maintenance.lock();
+        if *one_at_a_time {
+            return Ok(0);
+        }
+        let frozen = {
             let mut writer = self.writer.lock();
             writer.check_poisoned(&self.directory)?;
             if self.buffer.read().slots.is_empty() {
@@ -440,20 +552,13 @@ impl Shard {
             }
             writer.wal.sync()?;
             let mut next = writer.manifest.clone();
-            let generation = next.generation + 1;
             next.replay_logs.push(next.generation);
-            next.generation = generation;
+            next.generation += 1;
             // A seal that crashed before publishing may have left this log behind.
-            let new_log = wal_path(&self.directory, generation);
+            let new_log = wal_path(&self.directory, next.generation);
             remove_if_exists(fs, &new_log)?;
             let (wal, _) = Wal::open(fs, &new_log, writer.wal.next_sequence())?;
-            if let Err(error) = manifest::publish(fs, &self.directory, &next.encode()) {
-                // The rename may be visible without being durable: which manifest the disk
-                // keeps is unknown, so logging on to the old log could be lost.
-                writer.poisoned = Some(error.to_string());
-                return Err(error.into());
-            }
-            writer.manifest = next;
+            self.publish_or_poison(fs, &mut writer, next)?;
             writer.wal = wal;
             let mut frozen = self.frozen.write();
             let buffer = std::mem::take(&mut *self.buffer.write());
@@ -462,9 +567,9 @@ impl Shard {
                 removed: Mutex::new(HashSet::new()),
             });
             *frozen = Some(Arc::clone(&sealed));
-            (sealed, generation)
+            sealed
         };
-        match self.finish_seal(fs, &frozen, generation) {
+        match self.finish_seal(fs, &frozen) {
             Ok(sealed) => Ok(sealed),
             Err(error) => {
                 self.writer.lock().poisoned = Some(error.to_string());
@@ -473,8 +578,24 @@ impl Shard {
         }
     }
 
+    /// Publishes `next` and makes it the writer's manifest. A failed publication may have
+    /// left the rename visible but not durable: which manifest the disk keeps is unknown,
+    /// so the shard is poisoned until it is reopened.
+    fn publish_or_poison(
+        &self,
+        fs: &dyn FileSystem,
+        writer: &mut Writer,
+        next: ShardManifest,
+    ) -> Result<ShardManifest> {
+        if let Err(error) = manifest::publish(fs, &self.directory, &next.encode()) {
+            writer.poisoned = Some(error.to_string());
+            return Err(error.into());
+        }
+        Ok(std::mem::replace(&mut writer.manifest, next))
+    }
+
     /// Steps 2 and 3 of [`Shard::seal`].
-    fn finish_seal(&self, fs: &dyn FileSystem, frozen: &Frozen, generation: u64) -> Result<usize> {
+    fn finish_seal(&self, fs: &dyn FileSystem, frozen: &Frozen) -> Result<usize> {
         let id = self.writer.lock().manifest.next_segment_id;
         let points = frozen.buffer.points(self.dim);
         let segment = Segment::build(fs, &self.directory, id, points, self.dim, self.distance)?;
@@ -483,43 +604,181 @@ impl Shard {
         for superseded in frozen.removed.lock().iter() {
             segment.remove(superseded);
         }
-        let sealed = segment.live_ids(None).count();
+        let sealed = segment.live_count();
         let mut next = writer.manifest.clone();
-        let old_segments = self.segments.read().clone();
-        next.segments = old_segments
+        // The frozen points are in the segment now: their logs need no replay.
+        next.replay_logs.clear();
+        self.replace_segments(fs, &mut writer, next, Some(segment), &[])?;
+        Ok(sealed)
+    }
+
+    /// The commit shared by seals and merges, under the writer lock: writes every kept
+    /// segment's tombstones under a fresh epoch, publishes `next` with `added` in place of
+    /// `retired`, swaps memory (a frozen buffer being sealed is dropped with it), then
+    /// removes the files nothing references any more (best effort; open removes leftovers).
+    fn replace_segments(
+        &self,
+        fs: &dyn FileSystem,
+        writer: &mut Writer,
+        mut next: ShardManifest,
+        added: Option<Segment>,
+        retired: &[u64],
+    ) -> Result<()> {
+        let epoch = next.tombstone_epoch + 1;
+        let current = self.segments.read().clone();
+        let kept: Vec<&Segment> = current
             .iter()
-            .map(|old| {
-                let saved = old.save_tombstones(fs, &self.directory, generation)?;
-                Ok((old.id, saved.then_some(generation)))
+            .map(Arc::as_ref)
+            .filter(|segment| !retired.contains(&segment.id))
+            .chain(added.as_ref())
+            .collect();
+        next.segments = kept
+            .iter()
+            .map(|segment| {
+                let saved = segment.save_tombstones(fs, &self.directory, epoch)?;
+                Ok((segment.id, saved.then_some(epoch)))
             })
             .collect::<Result<Vec<_>>>()?;
-        let saved = segment.save_tombstones(fs, &self.directory, generation)?;
-        next.segments.push((id, saved.then_some(generation)));
-        next.next_segment_id = id + 1;
-        let replayed = std::mem::take(&mut next.replay_logs);
+        next.tombstone_epoch = epoch;
+        if let Some(added) = &added {
+            next.next_segment_id = added.id + 1;
+        }
         fs.sync_dir(&self.directory)?;
-        manifest::publish(fs, &self.directory, &next.encode())?;
-        let previous = std::mem::replace(&mut writer.manifest, next);
+        let previous = self.publish_or_poison(fs, writer, next)?;
         {
             let mut live = self.segments.write();
-            let mut frozen_slot = self.frozen.write();
-            live.push(Arc::new(segment));
-            *frozen_slot = None;
+            let mut frozen = self.frozen.write();
+            live.retain(|segment| !retired.contains(&segment.id));
+            live.extend(added.map(Arc::new));
+            *frozen = None;
         }
-        drop(writer);
-        // Best effort: the replayed logs and superseded tombstone files are unreferenced.
-        for log in replayed {
-            let _ = remove_if_exists(fs, &wal_path(&self.directory, log));
-        }
-        for (old, tombstones) in previous.segments {
-            if let Some(old_generation) = tombstones.filter(|g| *g != generation) {
-                let _ = remove_if_exists(
-                    fs,
-                    &segment::tombstones_path(&self.directory, old, old_generation),
-                );
+        let referenced = writer.manifest.referenced_files();
+        for name in previous.referenced_files() {
+            if !referenced.contains(&name) {
+                let _ = remove_if_exists(fs, &self.directory.join(name));
             }
         }
-        Ok(sealed)
+        Ok(())
+    }
+
+    /// Rebuilds the segments `ids` into one new segment of their live points (a merge of
+    /// several small segments, or the vacuum of one with many deleted points), without
+    /// stopping readers or writers during the build. Points deleted while it builds are
+    /// deleted in the new segment before it is published. Returns the points kept.
+    pub fn merge(&self, fs: &dyn FileSystem, ids: &[u64]) -> Result<usize> {
+        let one_at_a_time = self.maintenance.lock();
+        if *one_at_a_time {
+            return Ok(0);
+        }
+        let (id, sources) = {
+            let writer = self.writer.lock();
+            writer.check_poisoned(&self.directory)?;
+            let sources: Vec<Arc<Segment>> = self
+                .segments
+                .read()
+                .iter()
+                .filter(|segment| ids.contains(&segment.id))
+                .cloned()
+                .collect();
+            (writer.manifest.next_segment_id, sources)
+        };
+        if sources.is_empty() {
+            return Ok(0);
+        }
+        let mut origins = Vec::new();
+        let mut points = Vec::new();
+        for (source, segment) in sources.iter().enumerate() {
+            for (node, point) in segment.live_points() {
+                origins.push((source, node));
+                points.push(point);
+            }
+        }
+        let merged = if points.is_empty() {
+            None
+        } else {
+            Some(Segment::build(
+                fs,
+                &self.directory,
+                id,
+                points,
+                self.dim,
+                self.distance,
+            )?)
+        };
+        let mut writer = self.writer.lock();
+        writer.check_poisoned(&self.directory)?;
+        if let Some(merged) = &merged {
+            for (node, (source, source_node)) in origins.iter().enumerate() {
+                if sources[*source].is_node_deleted(*source_node) {
+                    merged.mark_node_deleted(u32::try_from(node).expect("segment size"));
+                }
+            }
+        }
+        let kept = merged.as_ref().map_or(0, Segment::live_count);
+        let retired: Vec<u64> = sources.iter().map(|segment| segment.id).collect();
+        let next = writer.manifest.clone();
+        self.replace_segments(fs, &mut writer, next, merged, &retired)?;
+        Ok(kept)
+    }
+
+    /// What the optimizer should do here next under `policy`, if anything.
+    pub fn planned_work(&self, policy: &OptimizerPolicy) -> Option<Work> {
+        if self.writer.lock().poisoned.is_some() {
+            return None;
+        }
+        let buffered = self.buffer.read().slots.len();
+        let idle = self.writer.lock().last_write.elapsed();
+        if buffered >= policy.seal_points || (buffered > 0 && idle >= policy.seal_idle) {
+            return Some(Work::Seal);
+        }
+        let segments = self.segments.read();
+        if let Some(wasted) = segments.iter().find(|segment| {
+            let deleted = segment.deleted_count();
+            #[allow(clippy::cast_precision_loss)]
+            let fraction = deleted as f64 / segment.len() as f64;
+            deleted >= policy.vacuum_min_deleted && fraction >= policy.vacuum_fraction
+        }) {
+            return Some(Work::Merge(vec![wasted.id]));
+        }
+        if segments.len() > policy.max_segments {
+            let mut by_size: Vec<(usize, u64)> = segments
+                .iter()
+                .map(|segment| (segment.live_count(), segment.id))
+                .collect();
+            by_size.sort_unstable();
+            let count = (segments.len() - policy.max_segments + 1).max(2);
+            return Some(Work::Merge(
+                by_size.into_iter().take(count).map(|(_, id)| id).collect(),
+            ));
+        }
+        None
+    }
+
+    /// Whether a buffered point or planned work waits for the optimizer.
+    pub fn has_pending_work(&self, policy: &OptimizerPolicy) -> bool {
+        !self.buffer.read().slots.is_empty() || self.planned_work(policy).is_some()
+    }
+
+    pub fn is_poisoned(&self) -> bool {
+        self.writer.lock().poisoned.is_some()
+    }
+
+    /// Waits for a running seal or merge, then refuses new ones and new writes (the
+    /// collection is being dropped).
+    pub fn close(&self) {
+        let mut closed = self.maintenance.lock();
+        *closed = true;
+        self.writer.lock().dropped = true;
+    }
+
+    /// Whether a seal or merge is running now.
+    pub fn is_busy(&self) -> bool {
+        self.maintenance.is_locked()
+    }
+
+    /// Number of sealed segments.
+    pub fn segment_count(&self) -> usize {
+        self.segments.read().len()
     }
 
     /// Points in sealed segments and in the write buffer (including a frozen buffer being
@@ -528,7 +787,7 @@ impl Shard {
         let segments = self.segments.read();
         let frozen = self.frozen.read();
         let buffer = self.buffer.read();
-        let sealed = segments.iter().map(|s| s.live_ids(None).count()).sum();
+        let sealed = segments.iter().map(|s| s.live_count()).sum();
         let frozen_live = frozen.as_ref().map_or(0, |frozen| {
             frozen.buffer.slots.len() - frozen.removed.lock().len()
         });
@@ -599,6 +858,7 @@ impl Shard {
         query: &[f32],
         k: usize,
         filter: Option<&Filter>,
+        strategy: Strategy,
     ) -> Result<Vec<ShardHit>> {
         let segments = self.segments.read();
         let frozen = self.frozen.read();
@@ -616,7 +876,7 @@ impl Shard {
             ));
         }
         for segment in segments.iter() {
-            for (distance, point) in segment.search(query, k, filter, self.distance)? {
+            for (distance, point) in segment.search(query, k, filter, self.distance, strategy)? {
                 hits.push(ShardHit { distance, point });
             }
         }

@@ -3,11 +3,14 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sagitta_engine::collection::MAX_PAYLOAD_BYTES;
-use sagitta_engine::{Collection, CollectionConfig, Distance, EngineError, Point, PointId};
+use sagitta_engine::{
+    Collection, CollectionConfig, Distance, EngineError, OptimizerPolicy, Point, PointId,
+};
 use sagitta_storage::sim::SimFileSystem;
 
 const DIM: usize = 8;
@@ -241,6 +244,35 @@ fn a_failed_seal_never_loses_later_acknowledged_writes() {
 /// collection holds exactly the result of every write, in order.
 #[test]
 fn writes_during_a_seal_are_kept_exactly() {
+    writes_during_maintenance_are_kept_exactly(3_000, |fs, collection| {
+        collection.optimize(fs).unwrap() > 0
+    });
+}
+
+/// The same while merges and vacuums rebuild segments: a point deleted or replaced while
+/// its segment is being merged must not come back from the merged segment.
+#[test]
+fn writes_during_merges_are_kept_exactly() {
+    writes_during_maintenance_are_kept_exactly(10_000, |fs, collection| {
+        // the policy only merges and vacuums; seals are explicit, in between
+        collection.set_policy(OptimizerPolicy {
+            seal_points: usize::MAX,
+            seal_idle: Duration::MAX,
+            vacuum_min_deleted: 10,
+            vacuum_fraction: 0.05,
+            max_segments: 2,
+            retry_after_error: Duration::ZERO,
+        });
+        let sealed = collection.optimize(fs).unwrap() > 0;
+        let merged = collection.maintain(fs).unwrap();
+        sealed || merged
+    });
+}
+
+fn writes_during_maintenance_are_kept_exactly(
+    rounds: u64,
+    maintenance: impl Fn(&SimFileSystem, &Collection) -> bool,
+) {
     let fs = SimFileSystem::new();
     let directory = Path::new("/c");
     let collection = Collection::create(&fs, directory, config(Distance::Euclid, 2)).unwrap();
@@ -251,7 +283,11 @@ fn writes_during_a_seal_are_kept_exactly() {
     let seals = std::thread::scope(|scope| {
         let writer = scope.spawn(|| {
             let mut log = Vec::new();
-            for round in 0..3_000u64 {
+            for round in 0..rounds {
+                if rounds > 3_000 {
+                    // pace the writer so merges of small segments overlap its writes
+                    std::thread::sleep(Duration::from_micros(50));
+                }
                 let id = (round * 37) % 3_500; // old (frozen or sealed) and new ids
                 if round % 5 == 4 {
                     collection
@@ -269,7 +305,7 @@ fn writes_during_a_seal_are_kept_exactly() {
         });
         let mut seals = 0;
         while !writer.is_finished() {
-            seals += usize::from(collection.optimize(&fs).unwrap() > 0);
+            seals += usize::from(maintenance(&fs, &collection));
             // readers are never blocked and never see a half state
             assert!(collection.search(&vector_for(1, 1), 5, None).unwrap().len() == 5);
         }
@@ -281,11 +317,13 @@ fn writes_during_a_seal_are_kept_exactly() {
         }
         seals
     });
-    eprintln!("{seals} seals overlapped the writer");
+    eprintln!("{seals} seals or merges overlapped the writer");
     assert!(seals >= 1);
+    // every live point exactly once: a stale copy next to its newer version is a failure
     let state = |collection: &Collection| -> HashMap<u64, u64> {
-        collection
-            .points()
+        let points = collection.points();
+        let count = points.len();
+        let state: HashMap<u64, u64> = points
             .into_iter()
             .map(|p| {
                 let PointId::Number(id) = p.id else {
@@ -301,7 +339,9 @@ fn writes_during_a_seal_are_kept_exactly() {
                 assert_eq!(p.vector, vector_for(id, version));
                 (id, version)
             })
-            .collect()
+            .collect();
+        assert_eq!(state.len(), count, "a point appears twice");
+        state
     };
     assert_eq!(state(&collection), expected);
     assert_eq!(collection.count(None), expected.len());
@@ -450,6 +490,18 @@ fn replay(writes: &[Vec<(u64, Option<u64>)>]) -> HashMap<u64, u64> {
     state
 }
 
+/// An optimizer policy that acts on a handful of points.
+fn tiny_policy() -> OptimizerPolicy {
+    OptimizerPolicy {
+        seal_points: 6,
+        seal_idle: Duration::ZERO,
+        vacuum_min_deleted: 2,
+        vacuum_fraction: 0.3,
+        max_segments: 2,
+        retry_after_error: Duration::ZERO,
+    }
+}
+
 fn simulate(seed: u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let fs = SimFileSystem::new();
@@ -457,6 +509,7 @@ fn simulate(seed: u64) {
     let shard_count = rng.gen_range(1..=3);
     let mut collection =
         Collection::create(&fs, directory, config(Distance::Euclid, shard_count)).unwrap();
+    collection.set_policy(tiny_policy());
     // the model routes ids with the engine's own hash
     let shard_of = |id: u64| (PointId::Number(id).routing_hash() % shard_count as u64) as usize;
     let mut shards = vec![ShardModel::default(); shard_count];
@@ -513,11 +566,29 @@ fn simulate(seed: u64) {
             if failing && !crash_now {
                 fs.fail_write_after(u64::MAX); // the fault did not fire: disarm it
             }
+        } else if rng.gen_bool(0.25) {
+            // The optimizer's units of work under a tiny policy: seals of small buffers,
+            // vacuums of segments with deletions, merges past two segments. A merge makes
+            // nothing newly durable, so the model's synced marks stay where they are.
+            let failing = rng.gen_bool(0.3);
+            if failing {
+                fs.fail_write_after(rng.gen_range(1..8));
+            }
+            for _ in 0..rng.gen_range(1..4) {
+                if collection.maintain(&fs).is_err() {
+                    crash_now = true;
+                    break;
+                }
+            }
+            if failing && !crash_now {
+                fs.fail_write_after(u64::MAX);
+            }
         }
         if crash_now {
             drop(collection);
             fs.crash(&mut rng);
             collection = Collection::open(&fs, directory).unwrap();
+            collection.set_policy(tiny_policy());
             let recovered: HashMap<u64, u64> = collection
                 .points()
                 .into_iter()

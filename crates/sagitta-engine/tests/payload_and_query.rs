@@ -5,6 +5,7 @@ use std::path::Path;
 
 use sagitta_engine::{
     Collection, CollectionConfig, Distance, EngineError, Filter, Point, PointId, SearchRequest,
+    Strategy,
 };
 use sagitta_storage::sim::SimFileSystem;
 use serde_json::{json, Value};
@@ -93,11 +94,9 @@ fn offset_threshold_and_batch_agree_with_single_searches() {
     let collection = create_collection(&fs, Distance::Euclid);
     let query = [5.0, 1.0];
     let request = |limit, offset, score_threshold| SearchRequest {
-        vector: &query,
-        limit,
         offset,
-        filter: None,
         score_threshold,
+        ..SearchRequest::new(&query, limit)
     };
     let all = collection.query(&request(10, 0, None)).unwrap();
     let paged = collection.query(&request(4, 3, None)).unwrap();
@@ -114,25 +113,13 @@ fn offset_threshold_and_batch_agree_with_single_searches() {
     let fs = SimFileSystem::new();
     let cosine = create_collection(&fs, Distance::Cosine);
     let similar = cosine.query(&SearchRequest {
-        vector: &[1.0, 0.0],
-        limit: 10,
-        offset: 0,
-        filter: None,
         score_threshold: Some(0.9),
+        ..SearchRequest::new(&[1.0, 0.0], 10)
     });
     assert!(similar.unwrap().iter().all(|hit| hit.score >= 0.9));
 
     let queries: Vec<[f32; 2]> = (0..9).map(|i| [i as f32 * 2.0, 1.0]).collect();
-    let requests: Vec<SearchRequest> = queries
-        .iter()
-        .map(|q| SearchRequest {
-            vector: q,
-            limit: 3,
-            offset: 0,
-            filter: None,
-            score_threshold: None,
-        })
-        .collect();
+    let requests: Vec<SearchRequest> = queries.iter().map(|q| SearchRequest::new(q, 3)).collect();
     let batch = collection.query_batch(&requests).unwrap();
     for (request, results) in requests.iter().zip(&batch) {
         assert_eq!(&collection.query(request).unwrap(), results);
@@ -141,4 +128,81 @@ fn offset_threshold_and_batch_agree_with_single_searches() {
         collection.query(&request(5, 20_000, None)),
         Err(EngineError::ParameterOutOfRange { name: "offset", .. })
     ));
+}
+
+/// On sealed HNSW segments: `Exact` returns exactly the brute-force top-k, a wider beam
+/// finds at least as many true neighbours as a narrow one, and a beam of 0 is refused
+/// naming `hnsw_ef`.
+#[test]
+fn search_strategies_on_sealed_segments() {
+    let fs = SimFileSystem::new();
+    let config = CollectionConfig {
+        dim: 16,
+        distance: Distance::Dot,
+        shard_count: 2,
+    };
+    let collection = Collection::create(&fs, Path::new("/s"), config).unwrap();
+    let mut state = 12_345u64;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1);
+        ((state >> 33) as f32 / (1u64 << 31) as f32) - 0.5
+    };
+    let vectors: Vec<Vec<f32>> = (0..3_000)
+        .map(|_| (0..16).map(|_| next()).collect())
+        .collect();
+    let points = vectors
+        .iter()
+        .enumerate()
+        .map(|(id, vector)| Point {
+            id: PointId::Number(id as u64),
+            vector: vector.clone(),
+            payload: None,
+        })
+        .collect();
+    collection.upsert(points, true).unwrap();
+    collection.optimize(&fs).unwrap();
+    assert_eq!(collection.point_counts(), (3_000, 0));
+    let (mut narrow_found, mut wide_found) = (0, 0);
+    for q in 0..30 {
+        let query: Vec<f32> = (0..16).map(|_| next()).collect();
+        let mut truth: Vec<(f32, u64)> = vectors
+            .iter()
+            .enumerate()
+            .map(|(id, v)| (v.iter().zip(&query).map(|(a, b)| a * b).sum(), id as u64))
+            .collect();
+        truth.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let expected: Vec<PointId> = truth[..10].iter().map(|t| PointId::Number(t.1)).collect();
+        let run = |strategy| {
+            let hits = collection
+                .query(&SearchRequest {
+                    strategy,
+                    ..SearchRequest::new(&query, 10)
+                })
+                .unwrap();
+            hits.iter().map(|hit| hit.id).collect::<Vec<_>>()
+        };
+        assert_eq!(run(Strategy::Exact), expected, "query {q}");
+        let found = |ids: Vec<PointId>| ids.iter().filter(|id| expected.contains(id)).count();
+        narrow_found += found(run(Strategy::Beam(10)));
+        wide_found += found(run(Strategy::Beam(400)));
+    }
+    assert!(wide_found >= narrow_found, "{wide_found} < {narrow_found}");
+    assert!(wide_found >= 290, "recall at ef=400: {wide_found}/300");
+    let query = vec![0.0; 16];
+    let refused = collection.query(&SearchRequest {
+        strategy: Strategy::Beam(0),
+        ..SearchRequest::new(&query, 10)
+    });
+    assert!(
+        matches!(
+            refused,
+            Err(EngineError::ParameterOutOfRange {
+                name: "hnsw_ef",
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
 }

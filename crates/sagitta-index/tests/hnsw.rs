@@ -3,7 +3,7 @@ mod common;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::{brute_force, clustered, recall};
-use sagitta_index::hnsw::{HnswIndex, HnswParams, HnswSearchParams, Quantization};
+use sagitta_index::hnsw::{Codes, HnswIndex, HnswParams, HnswSearchParams, Quantization};
 use sagitta_index::{IndexError, Metric};
 
 const DIM: usize = 48;
@@ -136,11 +136,22 @@ fn concurrent_insert_and_search_stay_consistent() {
 fn save_load_round_trip_and_corruption_is_detected() {
     let base = clustered(1_500, DIM, 20);
     let queries = clustered(10, DIM, 21);
-    for quantization in [Quantization::None, Quantization::Sq8] {
+    let cases = [
+        (Quantization::None, Codes::Stored),
+        (Quantization::Sq8, Codes::Stored),
+        (Quantization::Sq8, Codes::Recomputed),
+    ];
+    for (quantization, codes) in cases {
         let index = build(Metric::Dot, quantization, &base, 2);
         index.mark_deleted(3);
         let mut bytes = Vec::new();
-        index.save(&mut bytes).unwrap();
+        index.save_with(&mut bytes, codes).unwrap();
+        if codes == Codes::Recomputed {
+            // the codes are left out of the file and recomputed identically on load
+            let mut stored = Vec::new();
+            index.save(&mut stored).unwrap();
+            assert!(bytes.len() + 1_500 * DIM <= stored.len());
+        }
         let loaded = HnswIndex::load(&mut bytes.as_slice()).unwrap();
         let params = HnswSearchParams::new(10, 40);
         assert_eq!(

@@ -24,6 +24,8 @@ pub enum StorageError {
         offset: u64,
         reason: String,
     },
+    #[error("`{}` is locked by another open database (another process or handle)", path.display())]
+    Locked { path: PathBuf },
     #[error("record of {size} bytes exceeds the limit of {limit} bytes")]
     RecordTooLarge { size: usize, limit: usize },
 }

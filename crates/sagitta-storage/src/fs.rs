@@ -39,6 +39,18 @@ pub trait FileSystem: Send + Sync {
     fn sync_dir(&self, directory: &Path) -> Result<()>;
     /// Paths of the files directly in `directory` (empty if it does not exist).
     fn list(&self, directory: &Path) -> Result<Vec<PathBuf>>;
+    /// Takes an exclusive advisory lock on `path` (created if missing) for as long as the
+    /// returned guard lives; [`StorageError::Locked`] if another holder has it.
+    fn lock_exclusive(&self, path: &Path) -> Result<LockGuard>;
+}
+
+/// Holds a lock taken by [`FileSystem::lock_exclusive`] until dropped.
+pub struct LockGuard(#[allow(dead_code)] Box<dyn std::any::Any + Send + Sync>);
+
+impl LockGuard {
+    pub fn new(holder: impl std::any::Any + Send + Sync) -> LockGuard {
+        LockGuard(Box::new(holder))
+    }
 }
 
 /// Removes `path` if it exists; returns whether it did.
@@ -164,5 +176,23 @@ impl FileSystem for OsFileSystem {
         }
         paths.sort();
         Ok(paths)
+    }
+
+    fn lock_exclusive(&self, path: &Path) -> Result<LockGuard> {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .map_err(|error| StorageError::io("opening lock file", path, &error))?;
+        match file.try_lock() {
+            Ok(()) => Ok(LockGuard::new(file)),
+            Err(std::fs::TryLockError::WouldBlock) => Err(StorageError::Locked {
+                path: path.to_path_buf(),
+            }),
+            Err(std::fs::TryLockError::Error(error)) => {
+                Err(StorageError::io("locking", path, &error))
+            }
+        }
     }
 }

@@ -7,7 +7,7 @@
 //! Faults: fail the N-th write (EIO), run out of space after a byte budget (ENOSPC), fail
 //! syncs (EIO). All randomness comes from the seed the caller passes.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 use rand::Rng;
 
 use crate::error::{Result, StorageError};
-use crate::fs::{AppendFile, FileSystem};
+use crate::fs::{AppendFile, FileSystem, LockGuard};
 
 #[derive(Clone, Default, Debug)]
 struct Content {
@@ -36,6 +36,20 @@ struct State {
     fail_directory_syncs: bool,
     directory_syncs_until_failure: Option<u64>,
     bytes_written: u64,
+    locked: HashSet<PathBuf>,
+}
+
+/// A lock on a simulated file (locks are in memory: a crash drops them all with the
+/// process holding them, as with `flock`).
+struct SimLock {
+    state: Arc<Mutex<State>>,
+    path: PathBuf,
+}
+
+impl Drop for SimLock {
+    fn drop(&mut self) {
+        self.state.lock().locked.remove(&self.path);
+    }
 }
 
 /// The simulated disk; clones share it.
@@ -290,6 +304,18 @@ impl FileSystem for SimFileSystem {
             .collect();
         state.durable_names.extend(current);
         Ok(())
+    }
+
+    fn lock_exclusive(&self, path: &Path) -> Result<LockGuard> {
+        if !self.state.lock().locked.insert(path.to_path_buf()) {
+            return Err(StorageError::Locked {
+                path: path.to_path_buf(),
+            });
+        }
+        Ok(LockGuard::new(SimLock {
+            state: Arc::clone(&self.state),
+            path: path.to_path_buf(),
+        }))
     }
 
     fn list(&self, directory: &Path) -> Result<Vec<PathBuf>> {

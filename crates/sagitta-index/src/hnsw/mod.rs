@@ -8,6 +8,7 @@
 mod builder;
 pub use builder::SQ8_TRAINING_ROWS_MIN;
 mod format;
+pub use format::Codes;
 mod search;
 mod storage;
 

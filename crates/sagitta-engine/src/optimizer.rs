@@ -1,0 +1,125 @@
+//! The optimizer: decides when a shard's write buffer is sealed into an HNSW segment and
+//! when segments are merged or vacuumed, and runs that work on a background thread per
+//! database so writers and readers never wait for an index build.
+//!
+//! Policy (per shard, first match wins):
+//! 1. seal the buffer once it holds `seal_points` points, or any points after `seal_idle`
+//!    without writes (so a collection becomes fully indexed soon after ingestion stops);
+//! 2. vacuum a segment whose deleted points are at least `vacuum_min_deleted` and
+//!    `vacuum_fraction` of it (rebuild it from its live points);
+//! 3. merge the smallest segments when there are more than `max_segments`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+use sagitta_storage::fs::FileSystem;
+
+use crate::collection::Collection;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct OptimizerPolicy {
+    pub seal_points: usize,
+    pub seal_idle: Duration,
+    pub vacuum_min_deleted: usize,
+    pub vacuum_fraction: f64,
+    pub max_segments: usize,
+    /// After a failed seal or merge, leave the collection alone this long.
+    pub retry_after_error: Duration,
+}
+
+impl Default for OptimizerPolicy {
+    fn default() -> Self {
+        OptimizerPolicy {
+            seal_points: 20_000,
+            seal_idle: Duration::from_secs(1),
+            vacuum_min_deleted: 1_000,
+            vacuum_fraction: 0.2,
+            max_segments: 8,
+            retry_after_error: Duration::from_secs(5),
+        }
+    }
+}
+
+/// One unit of optimizer work in a shard.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Work {
+    Seal,
+    /// Rebuild these segments (by id) into one.
+    Merge(Vec<u64>),
+}
+
+/// How often the background thread looks for work when it found none.
+const POLL_INTERVAL: Duration = Duration::from_millis(50);
+
+struct Control {
+    stopping: Mutex<bool>,
+    wake: Condvar,
+}
+
+/// The background thread of a database; stops (finishing the current unit of work) when
+/// dropped.
+pub(crate) struct Optimizer {
+    control: Arc<Control>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Optimizer {
+    pub fn start(
+        fs: Arc<dyn FileSystem>,
+        collections: Arc<RwLock<BTreeMap<String, Arc<Collection>>>>,
+    ) -> Optimizer {
+        let control = Arc::new(Control {
+            stopping: Mutex::new(false),
+            wake: Condvar::new(),
+        });
+        let thread = {
+            let control = Arc::clone(&control);
+            std::thread::Builder::new()
+                .name("sagitta-optimizer".to_string())
+                .spawn(move || run(fs.as_ref(), &collections, &control))
+                .expect("spawning the optimizer thread")
+        };
+        Optimizer {
+            control,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Optimizer {
+    fn drop(&mut self) {
+        *self.control.stopping.lock() = true;
+        self.control.wake.notify_all();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn run(
+    fs: &dyn FileSystem,
+    collections: &RwLock<BTreeMap<String, Arc<Collection>>>,
+    control: &Control,
+) {
+    loop {
+        if *control.stopping.lock() {
+            return;
+        }
+        let snapshot: Vec<Arc<Collection>> = collections.read().values().cloned().collect();
+        // An error is recorded on the collection (its status shows it) and the shard is
+        // poisoned or left as it was; either way the loop goes on with other work.
+        // Every collection gets one unit of work per round, so none starves another.
+        let worked = snapshot.iter().fold(false, |worked, collection| {
+            collection.maintain(fs).unwrap_or(false) | worked
+        });
+        if !worked {
+            let mut stopping = control.stopping.lock();
+            if !*stopping {
+                control.wake.wait_for(&mut stopping, POLL_INTERVAL);
+            }
+        }
+    }
+}
