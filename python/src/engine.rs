@@ -12,7 +12,7 @@ use pyo3::types::{PyDict, PyList};
 use sagitta_engine::database::DatabaseOptions;
 use sagitta_engine::{
     Collection as CoreCollection, CollectionConfig, Database as CoreDatabase, Distance,
-    EngineError, Filter, Health, Point, PointId, ScoredPoint, SearchRequest, Strategy,
+    EngineError, FieldType, Filter, Health, Point, PointId, ScoredPoint, SearchRequest, Strategy,
 };
 use sagitta_storage::fs::{FileSystem, OsFileSystem};
 
@@ -48,7 +48,8 @@ fn to_python_error(error: EngineError) -> PyErr {
         | EngineError::ParameterOutOfRange { .. }
         | EngineError::BatchTooLarge { .. }
         | EngineError::InvalidCollectionName { .. }
-        | EngineError::InvalidFilter { .. } => InvalidParameterError::new_err(message),
+        | EngineError::InvalidFilter { .. }
+        | EngineError::InvalidPayloadIndex { .. } => InvalidParameterError::new_err(message),
         EngineError::CollectionExists { .. } => CollectionExistsError::new_err(message),
         EngineError::CollectionNotFound { .. } => CollectionNotFoundError::new_err(message),
         EngineError::Corrupt { .. } => FormatError::new_err(message),
@@ -757,6 +758,41 @@ impl Collection {
         }
         self.inner.set_policy(policy);
         Ok(())
+    }
+
+    /// Indexes payload field `field` (a dotted key) as `field_schema`: "keyword",
+    /// "integer", "float" or "bool". Filters on it (match value / any, range) then check
+    /// only the points the index names, and the planner knows their number exactly.
+    fn create_payload_index(
+        &self,
+        py: Python<'_>,
+        field: &str,
+        field_schema: &str,
+    ) -> PyResult<()> {
+        let kind = FieldType::parse(field_schema).map_err(to_python_error)?;
+        py.allow_threads(|| {
+            self.inner
+                .create_payload_index(self._database.file_system(), field, kind)
+        })
+        .map_err(to_python_error)
+    }
+
+    /// Drops the payload index of `field` (nothing happens if there is none).
+    fn delete_payload_index(&self, py: Python<'_>, field: &str) -> PyResult<()> {
+        py.allow_threads(|| {
+            self.inner
+                .delete_payload_index(self._database.file_system(), field)
+        })
+        .map_err(to_python_error)
+    }
+
+    /// The indexed payload fields: `{field: "keyword" | "integer" | "float" | "bool"}`.
+    fn payload_schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        for (field, kind) in self.inner.payload_schema() {
+            dict.set_item(field, kind.name())?;
+        }
+        Ok(dict)
     }
 
     /// Points in sealed, indexed segments and in write buffers:

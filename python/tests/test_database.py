@@ -268,3 +268,41 @@ def test_import_collection_is_indexed_at_once_and_all_or_nothing(tmp_path):
     with pytest.raises(sagittadb.SagittaError, match="1234"):
         db.import_collection("other", ids=range(2_000), vectors=bad)
     assert db.list_collections() == ["docs"]
+
+
+def test_payload_indexes_keep_answers_and_persist(tmp_path):
+    db = sagittadb.open(tmp_path / "data", background_optimizer=False)
+    docs = db.create_collection("docs", dim=8, distance="Euclid")
+    rng = np.random.default_rng(3)
+    payloads = [
+        {"kind": f"k{i % 40}", "year": int(rng.integers(1990, 2030)), "ok": bool(i % 3)}
+        for i in range(3_000)
+    ]
+    docs.upsert(ids=range(3_000), vectors=vectors(3_000), payloads=payloads)
+    docs.optimize()
+    filters = [
+        {"must": [{"key": "kind", "match": {"value": "k7"}}]},
+        {"must": [{"key": "year", "range": {"gte": 2000, "lt": 2002}}]},
+        {"must": [{"key": "ok", "match": {"value": False}}]},
+    ]
+    before = [docs.count(f) for f in filters]
+    expected = [
+        sum(p["kind"] == "k7" for p in payloads),
+        sum(2000 <= p["year"] < 2002 for p in payloads),
+        sum(not p["ok"] for p in payloads),
+    ]
+    assert before == expected
+    docs.create_payload_index("kind", "keyword")
+    docs.create_payload_index("year", "integer")
+    docs.create_payload_index("ok", "bool")
+    assert [docs.count(f) for f in filters] == expected
+    hits = docs.search(vectors(1, seed=5)[0], limit=5, filter=filters[0])
+    assert all(hit["payload"]["kind"] == "k7" for hit in hits) and len(hits) == 5
+    with pytest.raises(sagittadb.InvalidParameterError, match="geo"):
+        docs.create_payload_index("place", "geo")
+    del docs, db
+    db = sagittadb.open(tmp_path / "data", background_optimizer=False)
+    docs = db.collection("docs")
+    assert docs.payload_schema() == {"kind": "keyword", "ok": "bool", "year": "integer"}
+    docs.delete_payload_index("year")
+    assert docs.payload_schema() == {"kind": "keyword", "ok": "bool"}

@@ -14,6 +14,7 @@ use crate::codec::Operation;
 use crate::error::{EngineError, Result};
 use crate::filter::Filter;
 use crate::optimizer::{OptimizerPolicy, Work};
+use crate::payload_index::{check_field_name, FieldType, PayloadSchema, MAX_INDEXED_FIELDS};
 use crate::point::{Distance, Point, PointId};
 use crate::shard::Shard;
 
@@ -26,7 +27,7 @@ pub const MAX_PAYLOAD_BYTES: usize = 1 << 20;
 /// Largest `limit` (k) of a search.
 pub const MAX_LIMIT: usize = 10_000;
 
-const CONFIG_VERSION: u8 = 1;
+const CONFIG_VERSION: u8 = 2;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CollectionConfig {
@@ -41,7 +42,8 @@ impl CollectionConfig {
         check_range("shard_number", self.shard_count, 1, MAX_SHARDS)
     }
 
-    fn encode(&self) -> Vec<u8> {
+    /// The collection manifest: configuration and payload schema (docs/format.md).
+    fn encode(&self, schema: &PayloadSchema) -> Vec<u8> {
         let mut out = vec![CONFIG_VERSION, self.distance.code()];
         out.extend_from_slice(&u32::try_from(self.dim).expect("validated").to_le_bytes());
         out.extend_from_slice(
@@ -49,11 +51,17 @@ impl CollectionConfig {
                 .expect("validated")
                 .to_le_bytes(),
         );
+        out.extend_from_slice(&u32::try_from(schema.len()).expect("bounded").to_le_bytes());
+        for (field, kind) in schema {
+            out.push(kind.code());
+            out.extend_from_slice(&u16::try_from(field.len()).expect("bounded").to_le_bytes());
+            out.extend_from_slice(field.as_bytes());
+        }
         out
     }
 
-    fn decode(bytes: &[u8]) -> Option<CollectionConfig> {
-        if bytes.len() != 10 || bytes[0] != CONFIG_VERSION {
+    fn decode(bytes: &[u8]) -> Option<(CollectionConfig, PayloadSchema)> {
+        if bytes.len() < 14 || bytes[0] != CONFIG_VERSION {
             return None;
         }
         let config = CollectionConfig {
@@ -61,7 +69,19 @@ impl CollectionConfig {
             dim: u32::from_le_bytes(bytes[2..6].try_into().ok()?) as usize,
             shard_count: u32::from_le_bytes(bytes[6..10].try_into().ok()?) as usize,
         };
-        config.validate().ok().map(|()| config)
+        config.validate().ok()?;
+        let count = u32::from_le_bytes(bytes[10..14].try_into().ok()?) as usize;
+        let mut rest = &bytes[14..];
+        let mut schema = PayloadSchema::new();
+        for _ in 0..count {
+            let kind = FieldType::from_code(*rest.first()?)?;
+            let length = u16::from_le_bytes(rest.get(1..3)?.try_into().ok()?) as usize;
+            let field = std::str::from_utf8(rest.get(3..3 + length)?).ok()?;
+            check_field_name(field).ok()?;
+            schema.insert(field.to_string(), kind);
+            rest = &rest[3 + length..];
+        }
+        rest.is_empty().then_some((config, schema))
     }
 }
 
@@ -145,6 +165,8 @@ pub struct ScoredPoint {
 
 pub struct Collection {
     config: CollectionConfig,
+    /// Indexed payload fields; the lock also serializes their changes.
+    schema: Mutex<PayloadSchema>,
     shards: Vec<Shard>,
     directory: PathBuf,
     policy: RwLock<OptimizerPolicy>,
@@ -188,6 +210,7 @@ fn open_shards(
     fs: &dyn FileSystem,
     directory: &Path,
     config: &CollectionConfig,
+    schema: &PayloadSchema,
 ) -> Result<Vec<Shard>> {
     (0..config.shard_count)
         .map(|index| {
@@ -196,15 +219,22 @@ fn open_shards(
                 &shard_path(directory, index),
                 config.dim,
                 config.distance,
+                schema,
             )
         })
         .collect()
 }
 
 impl Collection {
-    fn assemble(config: CollectionConfig, shards: Vec<Shard>, directory: &Path) -> Collection {
+    fn assemble(
+        config: CollectionConfig,
+        schema: PayloadSchema,
+        shards: Vec<Shard>,
+        directory: &Path,
+    ) -> Collection {
         Collection {
             config,
+            schema: Mutex::new(schema),
             shards,
             directory: directory.to_path_buf(),
             policy: RwLock::new(OptimizerPolicy::default()),
@@ -227,9 +257,10 @@ impl Collection {
         fs.create_dir_all(directory)?;
         // Shard logs first, manifest last: a crash in between leaves no manifest, so the
         // half-made collection does not exist and can be created again.
-        let shards = open_shards(fs, directory, &config)?;
-        manifest::publish(fs, directory, &config.encode())?;
-        Ok(Collection::assemble(config, shards, directory))
+        let schema = PayloadSchema::new();
+        let shards = open_shards(fs, directory, &config, &schema)?;
+        manifest::publish(fs, directory, &config.encode(&schema))?;
+        Ok(Collection::assemble(config, schema, shards, directory))
     }
 
     /// Bulk import: writes a new collection in `directory` (which must hold none) whose
@@ -249,7 +280,7 @@ impl Collection {
                 path: directory.display().to_string(),
             });
         }
-        let probe = Collection::assemble(config, Vec::new(), directory);
+        let probe = Collection::assemble(config, PayloadSchema::new(), Vec::new(), directory);
         let mut last_of: HashMap<PointId, usize> = HashMap::with_capacity(points.len());
         for (position, point) in points.iter().enumerate() {
             last_of.insert(point.id, position);
@@ -278,7 +309,7 @@ impl Collection {
             )?;
         }
         fs.sync_dir(directory)?;
-        let encoded = config.encode();
+        let encoded = config.encode(&PayloadSchema::new());
         manifest::publish(fs, directory, &encoded)?;
         report.bytes_written += encoded.len() as u64;
         Ok(report)
@@ -290,14 +321,15 @@ impl Collection {
             manifest::load(fs, directory)?.ok_or_else(|| EngineError::CollectionNotFound {
                 path: directory.display().to_string(),
             })?;
-        let config = CollectionConfig::decode(&bytes).ok_or_else(|| EngineError::Corrupt {
-            reason: format!(
-                "{}: collection configuration does not decode",
-                directory.display()
-            ),
-        })?;
-        let shards = open_shards(fs, directory, &config)?;
-        Ok(Collection::assemble(config, shards, directory))
+        let (config, schema) =
+            CollectionConfig::decode(&bytes).ok_or_else(|| EngineError::Corrupt {
+                reason: format!(
+                    "{}: collection configuration does not decode",
+                    directory.display()
+                ),
+            })?;
+        let shards = open_shards(fs, directory, &config, &schema)?;
+        Ok(Collection::assemble(config, schema, shards, directory))
     }
 
     /// Removes the files of the collection in `directory`: the manifest first (so a crash
@@ -332,6 +364,54 @@ impl Collection {
     /// work: the collection is being dropped and its files are about to go.
     pub fn close(&self) {
         self.shards.iter().for_each(Shard::close);
+    }
+
+    /// Indexes payload field `field` (a dotted key) as `kind` in every segment, now and
+    /// from now on, and records it in the collection manifest (durably, before returning).
+    /// Re-creating an index with another type replaces it.
+    pub fn create_payload_index(
+        &self,
+        fs: &dyn FileSystem,
+        field: &str,
+        kind: FieldType,
+    ) -> Result<()> {
+        check_field_name(field)?;
+        let mut schema = self.schema.lock();
+        if !schema.contains_key(field) && schema.len() >= MAX_INDEXED_FIELDS {
+            return Err(EngineError::InvalidPayloadIndex {
+                field: field.to_string(),
+                reason: format!("a collection indexes at most {MAX_INDEXED_FIELDS} fields"),
+            });
+        }
+        let mut next = schema.clone();
+        next.insert(field.to_string(), kind);
+        manifest::publish(fs, &self.directory, &self.config.encode(&next))?;
+        *schema = next;
+        self.shards
+            .iter()
+            .for_each(|shard| shard.set_payload_index(field, Some(kind)));
+        Ok(())
+    }
+
+    /// Drops the payload index of `field` (a no-op if there is none).
+    pub fn delete_payload_index(&self, fs: &dyn FileSystem, field: &str) -> Result<()> {
+        let mut schema = self.schema.lock();
+        if !schema.contains_key(field) {
+            return Ok(());
+        }
+        let mut next = schema.clone();
+        next.remove(field);
+        manifest::publish(fs, &self.directory, &self.config.encode(&next))?;
+        *schema = next;
+        self.shards
+            .iter()
+            .for_each(|shard| shard.set_payload_index(field, None));
+        Ok(())
+    }
+
+    /// The indexed payload fields.
+    pub fn payload_schema(&self) -> PayloadSchema {
+        self.schema.lock().clone()
     }
 
     pub fn policy(&self) -> OptimizerPolicy {

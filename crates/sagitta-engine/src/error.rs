@@ -39,6 +39,8 @@ pub enum EngineError {
     CollectionExists { path: String },
     #[error("no collection at `{path}`")]
     CollectionNotFound { path: String },
+    #[error("payload index on field {field:?}: {reason}")]
+    InvalidPayloadIndex { field: String, reason: String },
     #[error("collection data is corrupt: {reason}")]
     Corrupt { reason: String },
     #[error(transparent)]

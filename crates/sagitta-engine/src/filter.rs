@@ -314,7 +314,7 @@ fn parse_id(value: &Value, path: &str) -> Result<PointId> {
 }
 
 /// Every value at `key` (arrays on the way and at the end are flattened).
-fn values_at<'a>(payload: &'a Value, key: &[String], out: &mut Vec<&'a Value>) {
+pub(crate) fn values_at<'a>(payload: &'a Value, key: &[String], out: &mut Vec<&'a Value>) {
     match payload {
         Value::Array(items) => {
             for item in items {

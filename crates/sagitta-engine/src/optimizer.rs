@@ -34,7 +34,7 @@ impl Default for OptimizerPolicy {
     fn default() -> Self {
         OptimizerPolicy {
             seal_points: 20_000,
-            seal_idle: Duration::from_secs(1),
+            seal_idle: Duration::from_millis(500),
             vacuum_min_deleted: 1_000,
             vacuum_fraction: 0.2,
             max_segments: 8,

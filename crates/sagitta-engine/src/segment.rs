@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use parking_lot::RwLock;
+
 use sagitta_index::hnsw::{Codes, HnswIndex, HnswParams, HnswSearchParams, Quantization};
 use sagitta_index::Metric;
 use sagitta_storage::fs::FileSystem;
@@ -22,6 +24,7 @@ use crate::codec::{self, Operation};
 use crate::collection::Strategy;
 use crate::error::{EngineError, Result};
 use crate::filter::Filter;
+use crate::payload_index::{FieldType, PayloadSchema, SegmentIndexes};
 use crate::point::{Distance, Point, PointId};
 
 const POINTS_MAGIC: &[u8; 8] = b"SAGPNTS1";
@@ -37,6 +40,13 @@ pub(crate) const EXACT_SCAN_FRACTION: f64 = 0.05;
 /// Nodes sampled to estimate a filter's selectivity.
 const SELECTIVITY_SAMPLE: usize = 512;
 
+/// What every segment of a shard shares: vector shape and the indexed payload fields.
+pub(crate) struct SegmentShape<'a> {
+    pub dim: usize,
+    pub distance: Distance,
+    pub schema: &'a PayloadSchema,
+}
+
 pub(crate) struct Segment {
     pub id: u64,
     index: HnswIndex,
@@ -47,6 +57,7 @@ pub(crate) struct Segment {
     deleted: AtomicUsize,
     /// Bytes of the index and points files (as built or loaded).
     pub file_bytes: u64,
+    indexes: RwLock<SegmentIndexes>,
 }
 
 fn corrupt(path: &Path, reason: &str) -> EngineError {
@@ -114,9 +125,9 @@ impl Segment {
         directory: &Path,
         id: u64,
         points: Vec<Point>,
-        dim: usize,
-        distance: Distance,
+        shape: &SegmentShape<'_>,
     ) -> Result<Segment> {
+        let (dim, distance) = (shape.dim, shape.distance);
         let mut params = HnswParams::new(dim, metric(distance));
         params.m = SEGMENT_M;
         params.ef_construction = SEGMENT_EF_CONSTRUCTION;
@@ -143,10 +154,22 @@ impl Segment {
         let listing = framed(POINTS_MAGIC, &codec::encode(&Operation::Upsert(listing)));
         fs.write_synced(&points_path(directory, id), &listing)?;
         let file_bytes = (bytes.len() + listing.len()) as u64;
-        Ok(Segment::assemble(id, index, points, file_bytes))
+        Ok(Segment::assemble(
+            id,
+            index,
+            points,
+            file_bytes,
+            shape.schema,
+        ))
     }
 
-    fn assemble(id: u64, index: HnswIndex, points: Vec<Point>, file_bytes: u64) -> Segment {
+    fn assemble(
+        id: u64,
+        index: HnswIndex,
+        points: Vec<Point>,
+        file_bytes: u64,
+        schema: &PayloadSchema,
+    ) -> Segment {
         let ids: Vec<PointId> = points.iter().map(|point| point.id).collect();
         let nodes = ids
             .iter()
@@ -161,7 +184,8 @@ impl Segment {
                     .and_then(|text| serde_json::from_str(&text).ok())
                     .map(Arc::new)
             })
-            .collect();
+            .collect::<Vec<_>>();
+        let indexes = RwLock::new(SegmentIndexes::build(schema, &payloads));
         Segment {
             id,
             index,
@@ -170,6 +194,7 @@ impl Segment {
             payloads,
             deleted: AtomicUsize::new(0),
             file_bytes,
+            indexes,
         }
     }
 
@@ -179,6 +204,7 @@ impl Segment {
         directory: &Path,
         id: u64,
         tombstone_generation: Option<u64>,
+        schema: &PayloadSchema,
     ) -> Result<Segment> {
         let path = index_path(directory, id);
         let bytes = fs
@@ -199,7 +225,7 @@ impl Segment {
         if points.len() != index.len() {
             return Err(corrupt(&path, "point count differs from the index"));
         }
-        let segment = Segment::assemble(id, index, points, file_bytes);
+        let segment = Segment::assemble(id, index, points, file_bytes, schema);
         if let Some(generation) = tombstone_generation {
             let path = tombstones_path(directory, id, generation);
             let bytes = fs
@@ -325,9 +351,35 @@ impl Segment {
         &'a self,
         filter: Option<&'a Filter>,
     ) -> impl Iterator<Item = PointId> + 'a {
-        (0..u32::try_from(self.ids.len()).expect("segment size"))
+        let candidates = filter.and_then(|f| self.indexes.read().candidates(f));
+        self.nodes_to_check(candidates)
             .filter(move |node| self.passes(*node, filter))
             .map(|node| self.ids[node as usize])
+    }
+
+    /// `candidates`, or every node.
+    fn nodes_to_check(&self, candidates: Option<Vec<u32>>) -> Box<dyn Iterator<Item = u32>> {
+        match candidates {
+            Some(nodes) => Box::new(nodes.into_iter()),
+            None => Box::new(0..u32::try_from(self.ids.len()).expect("segment size")),
+        }
+    }
+
+    /// Makes the indexes match `schema`: builds the missing ones, drops the others.
+    pub fn sync_payload_indexes(&self, schema: &PayloadSchema) {
+        let mut indexes = self.indexes.write();
+        if !indexes.matches(schema) {
+            *indexes = SegmentIndexes::build(schema, &self.payloads);
+        }
+    }
+
+    /// Builds the index of `field` (replacing one of the same name), or drops it.
+    pub fn set_payload_index(&self, field: &str, kind: Option<FieldType>) {
+        let mut indexes = self.indexes.write();
+        match kind {
+            Some(kind) => indexes.add(field, kind, &self.payloads),
+            None => indexes.remove(field),
+        }
     }
 
     pub fn points(&self) -> impl Iterator<Item = Point> + '_ {
@@ -348,10 +400,19 @@ impl Segment {
         distance: Distance,
         strategy: Strategy,
     ) -> Result<Vec<(f32, Point)>> {
+        let candidates = filter.and_then(|f| self.indexes.read().candidates(f));
+        #[allow(clippy::cast_precision_loss)]
+        let selective = match (&candidates, filter) {
+            (Some(nodes), _) => (nodes.len() as f64) < EXACT_SCAN_FRACTION * self.len() as f64,
+            (None, Some(filter)) => self.is_selective(filter),
+            (None, None) => false,
+        };
         let ef = match strategy {
-            Strategy::Exact => return Ok(self.exact_search(query, k, filter, distance)),
-            _ if filter.is_some_and(|f| self.is_selective(f)) => {
-                return Ok(self.exact_search(query, k, filter, distance));
+            Strategy::Exact => {
+                return Ok(self.exact_search(query, k, filter, candidates, distance));
+            }
+            _ if selective => {
+                return Ok(self.exact_search(query, k, filter, candidates, distance));
             }
             Strategy::Auto => (2 * k).max(SEGMENT_EF_MIN),
             Strategy::Beam(ef) => ef.max(k),
@@ -391,16 +452,19 @@ impl Segment {
         fraction < EXACT_SCAN_FRACTION
     }
 
-    /// Exact top-`k` over the live points passing `filter`.
+    /// Exact top-`k` over the live points passing `filter`, among `candidates` when given
+    /// (a superset of the passing nodes, from the payload indexes).
     fn exact_search(
         &self,
         query: &[f32],
         k: usize,
         filter: Option<&Filter>,
+        candidates: Option<Vec<u32>>,
         distance: Distance,
     ) -> Vec<(f32, Point)> {
         let kernels = sagitta_kernels::kernels();
-        let mut scored: Vec<(f32, u32)> = (0..u32::try_from(self.ids.len()).expect("segment size"))
+        let mut scored: Vec<(f32, u32)> = self
+            .nodes_to_check(candidates)
             .filter(|node| self.passes(*node, filter))
             .filter_map(|node| {
                 let row = self.index.vector(node)?;

@@ -24,8 +24,9 @@ use crate::collection::Strategy;
 use crate::error::{EngineError, Result};
 use crate::filter::Filter;
 use crate::optimizer::{OptimizerPolicy, Work};
+use crate::payload_index::{FieldType, PayloadSchema};
 use crate::point::{Distance, Point, PointId};
-use crate::segment::{self, Segment};
+use crate::segment::{self, Segment, SegmentShape};
 
 #[derive(Default)]
 struct Buffer {
@@ -343,6 +344,8 @@ impl Frozen {
 pub(crate) struct Shard {
     dim: usize,
     distance: Distance,
+    /// Indexed payload fields; changed under the writer lock.
+    schema: RwLock<PayloadSchema>,
     directory: PathBuf,
     writer: Mutex<Writer>,
     /// Serializes seals and merges (they release the writer lock while they build); holds
@@ -367,6 +370,7 @@ impl Shard {
         directory: &Path,
         dim: usize,
         distance: Distance,
+        schema: &PayloadSchema,
     ) -> Result<Shard> {
         fs.create_dir_all(directory)?;
         let manifest = match manifest::load(fs, directory)? {
@@ -378,7 +382,9 @@ impl Shard {
         let segments = manifest
             .segments
             .iter()
-            .map(|(id, tombstones)| Segment::load(fs, directory, *id, *tombstones).map(Arc::new))
+            .map(|(id, tombstones)| {
+                Segment::load(fs, directory, *id, *tombstones, schema).map(Arc::new)
+            })
             .collect::<Result<Vec<_>>>()?;
         // Logs of an unfinished seal first (their points simply return to the buffer and are
         // sealed again next time), then the live log.
@@ -404,6 +410,7 @@ impl Shard {
         let shard = Shard {
             dim,
             distance,
+            schema: RwLock::new(schema.clone()),
             directory: directory.to_path_buf(),
             writer: Mutex::new(Writer {
                 wal,
@@ -444,6 +451,12 @@ impl Shard {
         dim: usize,
         distance: Distance,
     ) -> Result<u64> {
+        let schema = PayloadSchema::new();
+        let shape = SegmentShape {
+            dim,
+            distance,
+            schema: &schema,
+        };
         fs.create_dir_all(directory)?;
         let mut manifest = ShardManifest {
             next_segment_id: 1,
@@ -451,7 +464,7 @@ impl Shard {
         };
         let mut written = 0;
         if !points.is_empty() {
-            let segment = Segment::build(fs, directory, 0, points, dim, distance)?;
+            let segment = Segment::build(fs, directory, 0, points, &shape)?;
             written += segment.file_bytes;
             manifest.segments.push((0, None));
         }
@@ -598,7 +611,8 @@ impl Shard {
     fn finish_seal(&self, fs: &dyn FileSystem, frozen: &Frozen) -> Result<usize> {
         let id = self.writer.lock().manifest.next_segment_id;
         let points = frozen.buffer.points(self.dim);
-        let segment = Segment::build(fs, &self.directory, id, points, self.dim, self.distance)?;
+        let schema = self.schema.read().clone();
+        let segment = Segment::build(fs, &self.directory, id, points, &self.shape(&schema))?;
 
         let mut writer = self.writer.lock();
         for superseded in frozen.removed.lock().iter() {
@@ -642,6 +656,10 @@ impl Shard {
         next.tombstone_epoch = epoch;
         if let Some(added) = &added {
             next.next_segment_id = added.id + 1;
+        }
+        if let Some(added) = &added {
+            // the schema may have changed while it was being built
+            added.sync_payload_indexes(&self.schema.read());
         }
         fs.sync_dir(&self.directory)?;
         let previous = self.publish_or_poison(fs, writer, next)?;
@@ -696,13 +714,13 @@ impl Shard {
         let merged = if points.is_empty() {
             None
         } else {
+            let schema = self.schema.read().clone();
             Some(Segment::build(
                 fs,
                 &self.directory,
                 id,
                 points,
-                self.dim,
-                self.distance,
+                &self.shape(&schema),
             )?)
         };
         let mut writer = self.writer.lock();
@@ -719,6 +737,30 @@ impl Shard {
         let next = writer.manifest.clone();
         self.replace_segments(fs, &mut writer, next, merged, &retired)?;
         Ok(kept)
+    }
+
+    fn shape<'a>(&self, schema: &'a PayloadSchema) -> SegmentShape<'a> {
+        SegmentShape {
+            dim: self.dim,
+            distance: self.distance,
+            schema,
+        }
+    }
+
+    /// Adds (`Some`) or drops (`None`) the payload index of `field` in every segment; new
+    /// segments build it from then on.
+    pub fn set_payload_index(&self, field: &str, kind: Option<FieldType>) {
+        let _writer = self.writer.lock();
+        {
+            let mut schema = self.schema.write();
+            match kind {
+                Some(kind) => schema.insert(field.to_string(), kind),
+                None => schema.remove(field),
+            };
+        }
+        for segment in self.segments.read().iter() {
+            segment.set_payload_index(field, kind);
+        }
     }
 
     /// What the optimizer should do here next under `policy`, if anything.
