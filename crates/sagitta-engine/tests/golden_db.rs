@@ -81,7 +81,11 @@ fn the_golden_database_opens_with_exactly_its_points() {
     let mut truth: Vec<(f32, _)> = expected
         .iter()
         .map(|(id, (vector, _))| {
-            let score: f32 = normalized(vector).iter().zip(&unit).map(|(a, b)| a * b).sum();
+            let score: f32 = normalized(vector)
+                .iter()
+                .zip(&unit)
+                .map(|(a, b)| a * b)
+                .sum();
             (score, *id)
         })
         .collect();
