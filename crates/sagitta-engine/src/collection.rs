@@ -267,13 +267,13 @@ impl Collection {
     /// shards each hold their share of `points` as one sealed HNSW segment, bypassing the
     /// write-ahead log — segment files first, shard manifests next, the collection manifest
     /// last, so a crash at any point leaves no collection (all or nothing). Every point is
-    /// validated first; of points sharing an id the last wins. The caller opens it after.
+    /// validated first; of points sharing an id the last wins.
     pub fn import(
         fs: &dyn FileSystem,
         directory: &Path,
         config: CollectionConfig,
         points: Vec<Point>,
-    ) -> Result<ImportReport> {
+    ) -> Result<(Collection, ImportReport)> {
         config.validate()?;
         if manifest::load(fs, directory)?.is_some() {
             return Err(EngineError::CollectionExists {
@@ -299,20 +299,27 @@ impl Collection {
             bytes_written: 0,
         };
         // One shard at a time: each segment build already uses every core.
+        let mut shards = Vec::with_capacity(config.shard_count);
         for (index, points) in per_shard.into_iter().enumerate() {
-            report.bytes_written += Shard::write_imported(
+            let (shard, written) = Shard::write_imported(
                 fs,
                 &shard_path(directory, index),
                 points,
                 config.dim,
                 config.distance,
             )?;
+            shards.push(shard);
+            report.bytes_written += written;
         }
         fs.sync_dir(directory)?;
-        let encoded = config.encode(&PayloadSchema::new());
+        let schema = PayloadSchema::new();
+        let encoded = config.encode(&schema);
         manifest::publish(fs, directory, &encoded)?;
         report.bytes_written += encoded.len() as u64;
-        Ok(report)
+        Ok((
+            Collection::assemble(config, schema, shards, directory),
+            report,
+        ))
     }
 
     /// Opens the collection in `directory`, replaying every shard's log.

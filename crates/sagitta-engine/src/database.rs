@@ -205,8 +205,9 @@ impl Database {
     ) -> Result<(Arc<Collection>, ImportReport)> {
         let directory = Self::directory(&self.root, name);
         Collection::remove_files(self.fs.as_ref(), &directory)?;
-        let report = Collection::import(self.fs.as_ref(), &directory, config, points)?;
-        let collection = Arc::new(Collection::open(self.fs.as_ref(), &directory)?);
+        let (collection, report) =
+            Collection::import(self.fs.as_ref(), &directory, config, points)?;
+        let collection = Arc::new(collection);
         collection.set_policy(self.policy.clone());
         let mut collections = self.collections.write();
         self.publish(collections.keys().cloned().chain([name.to_string()]))?;

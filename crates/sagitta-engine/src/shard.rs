@@ -407,23 +407,22 @@ impl Shard {
         let path = wal_path(directory, manifest.generation);
         let (wal, recovery) = Wal::open(fs, &path, 1)?;
         recovered.push((path, recovery.records));
-        let shard = Shard {
-            dim,
-            distance,
-            schema: RwLock::new(schema.clone()),
-            directory: directory.to_path_buf(),
-            writer: Mutex::new(Writer {
+        let shard = Shard::assemble(
+            &SegmentShape {
+                dim,
+                distance,
+                schema,
+            },
+            directory,
+            Writer {
                 wal,
                 manifest,
                 poisoned: None,
                 last_write: Instant::now(),
                 dropped: false,
-            }),
-            maintenance: Mutex::new(false),
-            buffer: RwLock::new(Buffer::default()),
-            frozen: RwLock::new(None),
-            segments: RwLock::new(segments),
-        };
+            },
+            segments,
+        );
         for (path, records) in recovered {
             for record in records {
                 let operation =
@@ -440,9 +439,29 @@ impl Shard {
         Ok(shard)
     }
 
+    fn assemble(
+        shape: &SegmentShape<'_>,
+        directory: &Path,
+        writer: Writer,
+        segments: Vec<Arc<Segment>>,
+    ) -> Shard {
+        Shard {
+            dim: shape.dim,
+            distance: shape.distance,
+            schema: RwLock::new(shape.schema.clone()),
+            directory: directory.to_path_buf(),
+            writer: Mutex::new(writer),
+            maintenance: Mutex::new(false),
+            buffer: RwLock::new(Buffer::default()),
+            frozen: RwLock::new(None),
+            segments: RwLock::new(segments),
+        }
+    }
+
     /// Writes a new shard directory holding `points` as one sealed segment (no log
-    /// records): the segment files, then the shard manifest that lists them. Returns the
-    /// bytes written. The directory must hold no shard yet; until the collection's
+    /// records): the segment files, then the shard manifest that lists them, then an empty
+    /// log. Returns the shard (already holding the segment, so nothing is read back) and
+    /// the bytes written. The directory must hold no shard yet; until the collection's
     /// manifest is published nothing here is visible.
     pub fn write_imported(
         fs: &dyn FileSystem,
@@ -450,7 +469,7 @@ impl Shard {
         points: Vec<Point>,
         dim: usize,
         distance: Distance,
-    ) -> Result<u64> {
+    ) -> Result<(Shard, u64)> {
         let schema = PayloadSchema::new();
         let shape = SegmentShape {
             dim,
@@ -463,16 +482,26 @@ impl Shard {
             ..ShardManifest::default()
         };
         let mut written = 0;
+        let mut segments = Vec::new();
         if !points.is_empty() {
             let segment = Segment::build(fs, directory, 0, points, &shape)?;
             written += segment.file_bytes;
             manifest.segments.push((0, None));
+            segments.push(Arc::new(segment));
         }
-        // The live log of generation 0 is created empty by the first open.
         fs.sync_dir(directory)?;
         let encoded = manifest.encode();
         manifest::publish(fs, directory, &encoded)?;
-        Ok(written + encoded.len() as u64)
+        let (wal, _) = Wal::open(fs, &wal_path(directory, manifest.generation), 1)?;
+        let writer = Writer {
+            wal,
+            manifest,
+            poisoned: None,
+            last_write: Instant::now(),
+            dropped: false,
+        };
+        let shard = Shard::assemble(&shape, directory, writer, segments);
+        Ok((shard, written + encoded.len() as u64))
     }
 
     /// Applies a logged operation: points it touches that live in a segment leave it
