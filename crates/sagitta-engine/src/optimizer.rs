@@ -79,7 +79,10 @@ impl Optimizer {
             let control = Arc::clone(&control);
             std::thread::Builder::new()
                 .name("sagitta-optimizer".to_string())
-                .spawn(move || run(fs.as_ref(), &collections, &control))
+                .spawn(move || {
+                    lower_thread_priority();
+                    run(fs.as_ref(), &collections, &control);
+                })
                 .expect("spawning the optimizer thread")
         };
         Optimizer {
@@ -95,6 +98,30 @@ impl Drop for Optimizer {
         self.control.wake.notify_all();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
+        }
+    }
+}
+
+/// Nice value of the optimizer thread (and of the index-build threads it spawns, which
+/// inherit it): under CPU contention the kernel gives searches and writes (nice 0) about
+/// ten times the CPU of a build, so a seal slows queries little, while an idle machine
+/// still builds on every core.
+const OPTIMIZER_NICE: i32 = 10;
+
+/// Lowers the calling thread's scheduling priority to [`OPTIMIZER_NICE`]. Linux keeps the
+/// nice value per thread; elsewhere this does nothing. Failure (e.g. a seccomp filter)
+/// only means builds compete at normal priority.
+#[allow(unsafe_code)]
+fn lower_thread_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: gettid and setpriority take plain integers, touch no memory of ours and
+        // only change the scheduling priority of the calling thread.
+        unsafe {
+            let thread = libc::syscall(libc::SYS_gettid);
+            if let Ok(thread) = libc::id_t::try_from(thread) {
+                libc::setpriority(libc::PRIO_PROCESS, thread, OPTIMIZER_NICE);
+            }
         }
     }
 }
