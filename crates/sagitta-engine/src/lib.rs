@@ -14,6 +14,7 @@
 //! always a prefix of the log — exactly what replay rebuilds.
 #![deny(unsafe_code)]
 
+mod buffer;
 pub mod codec;
 pub mod collection;
 pub mod database;
