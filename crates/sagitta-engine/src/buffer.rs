@@ -1,10 +1,19 @@
 //! The write buffer of a shard: the points written since its last seal, in slots (a
 //! contiguous vector array, so an exact scan streams memory), searchable as soon as a write
 //! is applied.
+//!
+//! Slots are never reused: a re-upsert retires the old slot and appends a new one, so slot
+//! `s` can be node `s` of an HNSW graph that a background indexer grows behind the writes
+//! ([`BufferGraph`]). A search walks the graph over the indexed prefix of the slots and
+//! scans only the tail exactly; when the buffer is sealed, its graph becomes the segment's
+//! index as it is, instead of being rebuilt.
 
 use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use parking_lot::Mutex;
+use sagitta_index::hnsw::{HnswIndex, HnswSearchParams};
 use serde_json::Value;
 
 use crate::codec::Operation;
@@ -14,12 +23,50 @@ use crate::shard::ShardHit;
 
 #[derive(Default)]
 pub(crate) struct Buffer {
+    /// The live slot of each id.
     pub slots: HashMap<PointId, usize>,
+    /// The id of each slot; `None` once retired (deleted or re-upserted).
     pub ids: Vec<Option<PointId>>,
+    /// The id each slot was written with, retired or not (a sealed graph keeps retired
+    /// slots as deleted nodes, which still need an id in the segment's listing).
+    pub slot_ids: Vec<PointId>,
     vectors: Vec<f32>,
     /// Parsed once at apply time so filters never re-parse JSON.
     payloads: Vec<Option<Arc<Value>>>,
-    free: Vec<usize>,
+    pub graph: Option<Arc<BufferGraph>>,
+}
+
+/// An HNSW graph over the first `indexed` slots of a buffer (node = slot), grown by the
+/// indexer while writes go on. Only the holder of `growing` adds to it.
+pub(crate) struct BufferGraph {
+    pub index: Arc<HnswIndex>,
+    indexed: AtomicUsize,
+    pub growing: Mutex<()>,
+}
+
+impl BufferGraph {
+    pub fn new(index: HnswIndex) -> BufferGraph {
+        BufferGraph {
+            index: Arc::new(index),
+            indexed: AtomicUsize::new(0),
+            growing: Mutex::new(()),
+        }
+    }
+
+    /// Slots `0..indexed()` are nodes of the graph.
+    pub fn indexed(&self) -> usize {
+        self.indexed.load(Ordering::Acquire)
+    }
+
+    /// Adds `vectors` as the slots from `indexed()` on; the caller holds `growing`.
+    pub fn extend(&self, vectors: &[f32], dim: usize) -> Result<(), sagitta_index::IndexError> {
+        let first = self.indexed();
+        let count = vectors.len() / dim;
+        let labels: Vec<u64> = (first as u64..(first + count) as u64).collect();
+        self.index.add(vectors, &labels, 0)?;
+        self.indexed.store(first + count, Ordering::Release);
+        Ok(())
+    }
 }
 
 impl Buffer {
@@ -42,38 +89,79 @@ impl Buffer {
         }
     }
 
+    /// Retires a live slot: gone from every read, a deleted node of the graph (if the
+    /// indexer got to it; otherwise the indexer marks it when it does).
+    fn retire(&mut self, slot: usize) {
+        if let Some(id) = self.ids[slot].take() {
+            self.slots.remove(&id);
+        }
+        self.payloads[slot] = None;
+        if let Some(graph) = &self.graph {
+            if slot < graph.indexed() {
+                graph.index.mark_deleted(slot as u64);
+            }
+        }
+    }
+
+    /// Slots written so far, live or retired.
+    pub fn slot_count(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// The vectors of slots `from..to` (row-major), for the indexer.
+    pub fn vectors_of(&self, from: usize, to: usize, dim: usize) -> Vec<f32> {
+        self.vectors[from * dim..to * dim].to_vec()
+    }
+
+    /// Marks retired slots among `from..to` deleted in the graph (after the indexer added
+    /// them: a slot retired while it was being added had no node to mark yet).
+    pub fn mark_retired(&self, graph: &BufferGraph, from: usize, to: usize) {
+        for slot in from..to {
+            if self.ids[slot].is_none() {
+                graph.index.mark_deleted(slot as u64);
+            }
+        }
+    }
+
+    /// Every slot as listed in a segment built from the graph: id and payload per node.
+    pub fn listing(&self) -> Vec<Point> {
+        self.slot_ids
+            .iter()
+            .zip(&self.payloads)
+            .map(|(id, payload)| Point {
+                id: *id,
+                vector: Vec::new(),
+                payload: payload.as_deref().map(Value::to_string),
+            })
+            .collect()
+    }
+
     pub fn apply(&mut self, operation: Operation, dim: usize) {
         match operation {
             Operation::Upsert(points) => {
                 for point in points {
-                    let slot = match self.slots.get(&point.id) {
-                        Some(slot) => *slot,
-                        None => {
-                            let slot = self.free.pop().unwrap_or_else(|| {
-                                self.ids.push(None);
-                                self.payloads.push(None);
-                                self.vectors.resize(self.vectors.len() + dim, 0.0);
-                                self.ids.len() - 1
-                            });
-                            self.slots.insert(point.id, slot);
-                            slot
-                        }
-                    };
-                    self.ids[slot] = Some(point.id);
-                    self.vectors[slot * dim..(slot + 1) * dim].copy_from_slice(&point.vector);
+                    if let Some(old) = self.slots.get(&point.id).copied() {
+                        self.retire(old);
+                    }
+                    let slot = self.ids.len();
+                    self.ids.push(Some(point.id));
+                    self.slot_ids.push(point.id);
+                    self.vectors.extend_from_slice(&point.vector);
+                    debug_assert_eq!(self.vectors.len(), self.ids.len() * dim);
                     // Payloads were validated as JSON objects before they were logged.
-                    self.payloads[slot] = point
-                        .payload
-                        .and_then(|text| serde_json::from_str(&text).ok())
-                        .map(Arc::new);
+                    self.payloads.push(
+                        point
+                            .payload
+                            .and_then(|text| serde_json::from_str(&text).ok())
+                            .map(Arc::new),
+                    );
+                    self.slots.insert(point.id, slot);
                 }
             }
             Operation::Delete(ids) => {
                 for id in ids {
-                    if let Some(slot) = self.slots.remove(&id) {
-                        self.ids[slot] = None;
-                        self.payloads[slot] = None;
-                        self.free.push(slot);
+                    if let Some(slot) = self.slots.get(&id).copied() {
+                        self.retire(slot);
                     }
                 }
             }
@@ -155,7 +243,11 @@ impl Buffer {
             .collect()
     }
 
-    /// Exact top-`k` by scanning the buffer, skipping ids in `excluded`.
+    /// Top-`k` among live slots passing `filter`, skipping ids in `excluded`: without a
+    /// filter and unless `exact`, HNSW over the indexed slots (beam `ef`) plus an exact scan
+    /// of the rest; otherwise an exact scan of every slot (a filtered buffer search stays
+    /// exact: the buffer is small and filters can be selective).
+    #[allow(clippy::too_many_arguments)]
     pub fn search(
         &self,
         query: &[f32],
@@ -164,10 +256,31 @@ impl Buffer {
         excluded: Option<&HashSet<PointId>>,
         dim: usize,
         distance: Distance,
+        beam: Option<usize>,
     ) -> Vec<ShardHit> {
         let kernels = sagitta_kernels::kernels();
         let mut heap: BinaryHeap<Candidate> = BinaryHeap::with_capacity(k + 1);
-        for (slot, id) in self.ids.iter().enumerate() {
+        let mut from = 0;
+        if let (Some(graph), Some(ef), None) = (&self.graph, beam, filter) {
+            from = graph.indexed();
+            let live = |node: u32| {
+                self.ids[node as usize]
+                    .is_some_and(|id| !excluded.is_some_and(|excluded| excluded.contains(&id)))
+            };
+            let params = HnswSearchParams::new(k, ef.max(k));
+            match graph.index.search_filtered(query, params, live) {
+                Ok(hits) => heap.extend(hits.into_iter().map(|hit| Candidate {
+                    distance: match distance {
+                        Distance::Euclid => hit.score,
+                        Distance::Cosine | Distance::Dot => -hit.score,
+                    },
+                    slot: hit.node as usize,
+                })),
+                // cannot happen with validated parameters; scan everything rather than fail
+                Err(_) => from = 0,
+            }
+        }
+        for (slot, id) in self.ids.iter().enumerate().skip(from) {
             let Some(id) = id else {
                 continue;
             };

@@ -467,6 +467,20 @@ impl Collection {
         }
     }
 
+    /// One step of the write-buffer indexer in every shard (up to `max_rows` slots each);
+    /// returns whether any shard indexed something. An error is recorded in the status.
+    pub fn index_buffers(&self, max_rows: usize) -> bool {
+        let policy = self.policy();
+        let mut worked = false;
+        for shard in &self.shards {
+            match shard.index_buffer(&policy, max_rows) {
+                Ok(added) => worked |= added,
+                Err(error) => self.maintenance.lock().last_error = Some(error.to_string()),
+            }
+        }
+        worked
+    }
+
     pub fn status(&self) -> CollectionStatus {
         let policy = self.policy();
         let health = if self.shards.iter().any(Shard::is_poisoned) {

@@ -28,6 +28,9 @@ pub struct OptimizerPolicy {
     pub max_segments: usize,
     /// After a failed seal or merge, leave the collection alone this long.
     pub retry_after_error: Duration,
+    /// The indexer starts a write buffer's graph once the buffer holds this many slots
+    /// (SQ8 trains on the first 1,000 rows; a smaller graph traverses in f32).
+    pub index_min_rows: usize,
 }
 
 impl Default for OptimizerPolicy {
@@ -39,6 +42,7 @@ impl Default for OptimizerPolicy {
             vacuum_fraction: 0.2,
             max_segments: 8,
             retry_after_error: Duration::from_secs(5),
+            index_min_rows: 1_000,
         }
     }
 }
@@ -52,18 +56,23 @@ pub enum Work {
 }
 
 /// How often the background thread looks for work when it found none.
-const POLL_INTERVAL: Duration = Duration::from_millis(50);
+const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
 struct Control {
     stopping: Mutex<bool>,
     wake: Condvar,
 }
 
-/// The background thread of a database; stops (finishing the current unit of work) when
-/// dropped.
+/// Slots the indexer adds to a write buffer's graph per step (per shard).
+const INDEX_STEP_ROWS: usize = 1_024;
+
+/// The background threads of a database — the optimizer (seals, merges, vacuums) and the
+/// indexer (grows each write buffer's graph behind the writes, so a search scans only the
+/// few points not yet in it, and a seal has nothing left to build); they stop, finishing
+/// the current unit of work, when dropped.
 pub(crate) struct Optimizer {
     control: Arc<Control>,
-    thread: Option<JoinHandle<()>>,
+    threads: Vec<JoinHandle<()>>,
 }
 
 impl Optimizer {
@@ -75,19 +84,35 @@ impl Optimizer {
             stopping: Mutex::new(false),
             wake: Condvar::new(),
         });
-        let thread = {
-            let control = Arc::clone(&control);
+        let optimizer = {
+            let (control, collections) = (Arc::clone(&control), Arc::clone(&collections));
             std::thread::Builder::new()
                 .name("sagitta-optimizer".to_string())
                 .spawn(move || {
                     lower_thread_priority();
-                    run(fs.as_ref(), &collections, &control);
+                    run(&collections, &control, |collection| {
+                        // An error is recorded on the collection (its status shows it) and
+                        // the shard is poisoned or left as it was; the loop goes on.
+                        collection.maintain(fs.as_ref()).unwrap_or(false)
+                    });
                 })
                 .expect("spawning the optimizer thread")
         };
+        let indexer = {
+            let control = Arc::clone(&control);
+            std::thread::Builder::new()
+                .name("sagitta-indexer".to_string())
+                .spawn(move || {
+                    lower_thread_priority();
+                    run(&collections, &control, |collection| {
+                        collection.index_buffers(INDEX_STEP_ROWS)
+                    });
+                })
+                .expect("spawning the indexer thread")
+        };
         Optimizer {
             control,
-            thread: Some(thread),
+            threads: vec![optimizer, indexer],
         }
     }
 }
@@ -96,7 +121,7 @@ impl Drop for Optimizer {
     fn drop(&mut self) {
         *self.control.stopping.lock() = true;
         self.control.wake.notify_all();
-        if let Some(thread) = self.thread.take() {
+        for thread in self.threads.drain(..) {
             let _ = thread.join();
         }
     }
@@ -126,22 +151,22 @@ fn lower_thread_priority() {
     }
 }
 
+/// Gives every collection one unit of `work` per round until stopped, pausing for
+/// [`POLL_INTERVAL`] after a round in which none had any.
 fn run(
-    fs: &dyn FileSystem,
     collections: &RwLock<BTreeMap<String, Arc<Collection>>>,
     control: &Control,
+    work: impl Fn(&Collection) -> bool,
 ) {
     loop {
         if *control.stopping.lock() {
             return;
         }
         let snapshot: Vec<Arc<Collection>> = collections.read().values().cloned().collect();
-        // An error is recorded on the collection (its status shows it) and the shard is
-        // poisoned or left as it was; either way the loop goes on with other work.
         // Every collection gets one unit of work per round, so none starves another.
-        let worked = snapshot.iter().fold(false, |worked, collection| {
-            collection.maintain(fs).unwrap_or(false) | worked
-        });
+        let worked = snapshot
+            .iter()
+            .fold(false, |worked, collection| work(collection) | worked);
         if !worked {
             let mut stopping = control.stopping.lock();
             if !*stopping {

@@ -33,7 +33,7 @@ const TOMBSTONES_MAGIC: &[u8; 8] = b"SAGTOMB1";
 const SEGMENT_M: usize = 16;
 const SEGMENT_EF_CONSTRUCTION: usize = 100;
 /// Search beam for segments: at least this, and at least twice the requested top-k.
-const SEGMENT_EF_MIN: usize = 128;
+pub(crate) const SEGMENT_EF_MIN: usize = 128;
 /// A filter passing fewer than this fraction of a segment's points is answered by an exact
 /// scan of those points instead of a filtered graph walk.
 pub(crate) const EXACT_SCAN_FRACTION: f64 = 0.05;
@@ -49,7 +49,7 @@ pub(crate) struct SegmentShape<'a> {
 
 pub(crate) struct Segment {
     pub id: u64,
-    index: HnswIndex,
+    index: Arc<HnswIndex>,
     ids: Vec<PointId>,
     nodes: HashMap<PointId, u32>,
     payloads: Vec<Option<Arc<Value>>>,
@@ -107,6 +107,15 @@ pub(crate) fn tombstones_path(directory: &Path, id: u64, epoch: u64) -> PathBuf 
     directory.join(tombstones_name(id, epoch))
 }
 
+/// The HNSW parameters of every segment (and of write-buffer graphs, which become segments).
+pub(crate) fn segment_params(dim: usize, distance: Distance) -> HnswParams {
+    let mut params = HnswParams::new(dim, metric(distance));
+    params.m = SEGMENT_M;
+    params.ef_construction = SEGMENT_EF_CONSTRUCTION;
+    params.quantization = Quantization::Sq8;
+    params
+}
+
 /// Cosine collections store unit vectors and normalize queries before they reach a shard,
 /// so their segments rank by dot product: normalizing twice could move stored bits.
 fn metric(distance: Distance) -> Metric {
@@ -127,12 +136,8 @@ impl Segment {
         points: Vec<Point>,
         shape: &SegmentShape<'_>,
     ) -> Result<Segment> {
-        let (dim, distance) = (shape.dim, shape.distance);
-        let mut params = HnswParams::new(dim, metric(distance));
-        params.m = SEGMENT_M;
-        params.ef_construction = SEGMENT_EF_CONSTRUCTION;
-        params.quantization = Quantization::Sq8;
-        let index = HnswIndex::new(params, points.len())?;
+        let dim = shape.dim;
+        let index = HnswIndex::new(segment_params(dim, shape.distance), points.len())?;
         let mut vectors = Vec::with_capacity(points.len() * dim);
         for point in &points {
             vectors.extend_from_slice(&point.vector);
@@ -156,16 +161,45 @@ impl Segment {
         let file_bytes = (bytes.len() + listing.len()) as u64;
         Ok(Segment::assemble(
             id,
-            index,
+            Arc::new(index),
             points,
             file_bytes,
             shape.schema,
         ))
     }
 
+    /// A segment from a write buffer's graph (node `i` = `listing[i]`, whose vector is not
+    /// needed): writes the index and points files durably. Nothing is rebuilt: the graph
+    /// the indexer grew is the segment's index; the nodes the buffer retired are already
+    /// deleted in it.
+    pub fn from_graph(
+        fs: &dyn FileSystem,
+        directory: &Path,
+        id: u64,
+        index: Arc<HnswIndex>,
+        listing: Vec<Point>,
+        shape: &SegmentShape<'_>,
+    ) -> Result<Segment> {
+        let mut bytes = Vec::new();
+        index.save_with(&mut bytes, Codes::Recomputed)?;
+        fs.write_synced(&index_path(directory, id), &bytes)?;
+        let encoded = framed(
+            POINTS_MAGIC,
+            &codec::encode(&Operation::Upsert(listing.clone())),
+        );
+        fs.write_synced(&points_path(directory, id), &encoded)?;
+        let file_bytes = (bytes.len() + encoded.len()) as u64;
+        let segment = Segment::assemble(id, index, listing, file_bytes, shape.schema);
+        let deleted = (0..u32::try_from(segment.ids.len()).expect("segment size"))
+            .filter(|node| segment.index.is_deleted(*node))
+            .count();
+        segment.deleted.store(deleted, Ordering::Relaxed);
+        Ok(segment)
+    }
+
     fn assemble(
         id: u64,
-        index: HnswIndex,
+        index: Arc<HnswIndex>,
         points: Vec<Point>,
         file_bytes: u64,
         schema: &PayloadSchema,
@@ -225,7 +259,7 @@ impl Segment {
         if points.len() != index.len() {
             return Err(corrupt(&path, "point count differs from the index"));
         }
-        let segment = Segment::assemble(id, index, points, file_bytes, schema);
+        let segment = Segment::assemble(id, Arc::new(index), points, file_bytes, schema);
         if let Some(generation) = tombstone_generation {
             let path = tombstones_path(directory, id, generation);
             let bytes = fs

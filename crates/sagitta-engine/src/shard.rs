@@ -13,12 +13,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Mutex, RwLock, RwLockUpgradableReadGuard};
+use sagitta_index::hnsw::HnswIndex;
 use sagitta_storage::fs::{remove_if_exists, FileSystem};
 use sagitta_storage::manifest;
 use sagitta_storage::wal::{Wal, RECORD_BYTES_MAX};
 
-use crate::buffer::Buffer;
+use crate::buffer::{Buffer, BufferGraph};
 use crate::codec::{self, Operation};
 use crate::collection::Strategy;
 use crate::error::{EngineError, Result};
@@ -27,6 +28,11 @@ use crate::optimizer::{OptimizerPolicy, Work};
 use crate::payload_index::{FieldType, PayloadSchema};
 use crate::point::{Distance, Point, PointId};
 use crate::segment::{self, Segment, SegmentShape};
+
+/// Most slots a write-buffer graph is sized for up front (~170 bytes of link and label
+/// arrays per slot are allocated at creation; vector rows only when written), unless the
+/// buffer already holds more.
+const BUFFER_GRAPH_CAPACITY_MAX: usize = 1 << 18;
 
 /// What the shard manifest records.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -530,9 +536,24 @@ impl Shard {
     /// Steps 2 and 3 of [`Shard::seal`].
     fn finish_seal(&self, fs: &dyn FileSystem, frozen: &Frozen) -> Result<usize> {
         let id = self.writer.lock().manifest.next_segment_id;
-        let points = frozen.buffer.points(self.dim);
         let schema = self.schema.read().clone();
-        let segment = Segment::build(fs, &self.directory, id, points, &self.shape(&schema))?;
+        let segment = match self.finish_graph(&frozen.buffer)? {
+            Some(graph) => Segment::from_graph(
+                fs,
+                &self.directory,
+                id,
+                graph,
+                frozen.buffer.listing(),
+                &self.shape(&schema),
+            )?,
+            None => Segment::build(
+                fs,
+                &self.directory,
+                id,
+                frozen.buffer.points(self.dim),
+                &self.shape(&schema),
+            )?,
+        };
 
         let mut writer = self.writer.lock();
         for superseded in frozen.removed.lock().iter() {
@@ -659,6 +680,77 @@ impl Shard {
         Ok(kept)
     }
 
+    /// The graph of a frozen buffer, completed: the slots the indexer had not reached are
+    /// added now. `None` when the buffer has no graph or outgrew its capacity (then the
+    /// seal builds a fresh index from the live points).
+    fn finish_graph(&self, buffer: &Buffer) -> Result<Option<Arc<HnswIndex>>> {
+        let Some(graph) = &buffer.graph else {
+            return Ok(None);
+        };
+        let _growing = graph.growing.lock();
+        let (from, to) = (graph.indexed(), buffer.slot_count());
+        if to > graph.index.capacity() {
+            return Ok(None);
+        }
+        if from < to {
+            graph.extend(&buffer.vectors_of(from, to, self.dim), self.dim)?;
+        }
+        // Slots retired before the indexer reached them have no deleted mark yet.
+        buffer.mark_retired(graph, 0, to);
+        Ok(Some(Arc::clone(&graph.index)))
+    }
+
+    /// One step of the indexer: adds up to `max_rows` slots of the write buffer to its
+    /// graph (creating the graph, sized for `policy.seal_points` slots, once the buffer
+    /// holds enough rows to train SQ8). Returns whether it added any.
+    pub fn index_buffer(&self, policy: &OptimizerPolicy, max_rows: usize) -> Result<bool> {
+        let (graph, from, to, vectors) = {
+            let mut buffer = self.buffer.upgradable_read();
+            let slots = buffer.slot_count();
+            if buffer.graph.is_none() {
+                if slots < policy.index_min_rows.max(1) {
+                    return Ok(false);
+                }
+                // Room for the buffer to run well past the seal threshold while an earlier
+                // seal finishes: slots beyond the capacity would cost a rebuild at seal.
+                let capacity = policy
+                    .seal_points
+                    .saturating_mul(8)
+                    .min(BUFFER_GRAPH_CAPACITY_MAX)
+                    .max(slots * 2);
+                let index =
+                    HnswIndex::new(segment::segment_params(self.dim, self.distance), capacity)?;
+                buffer.with_upgraded(|buffer| {
+                    buffer.graph = Some(Arc::new(BufferGraph::new(index)));
+                });
+            }
+            let buffer = RwLockUpgradableReadGuard::downgrade(buffer);
+            let graph = Arc::clone(buffer.graph.as_ref().expect("created above"));
+            let from = graph.indexed();
+            let to = slots.min(from + max_rows).min(graph.index.capacity());
+            if from >= to {
+                return Ok(false);
+            }
+            (graph, from, to, buffer.vectors_of(from, to, self.dim))
+        };
+        {
+            let _growing = graph.growing.lock();
+            if graph.indexed() != from {
+                return Ok(false); // a seal completed this graph meanwhile
+            }
+            graph.extend(&vectors, self.dim)?;
+        }
+        let buffer = self.buffer.read();
+        if buffer
+            .graph
+            .as_ref()
+            .is_some_and(|live| Arc::ptr_eq(live, &graph))
+        {
+            buffer.mark_retired(&graph, from, to);
+        }
+        Ok(true)
+    }
+
     fn shape<'a>(&self, schema: &'a PayloadSchema) -> SegmentShape<'a> {
         SegmentShape {
             dim: self.dim,
@@ -688,9 +780,12 @@ impl Shard {
         if self.writer.lock().poisoned.is_some() {
             return None;
         }
-        let buffered = self.buffer.read().slots.len();
+        let (live, slots) = {
+            let buffer = self.buffer.read();
+            (buffer.slots.len(), buffer.slot_count())
+        };
         let idle = self.writer.lock().last_write.elapsed();
-        if buffered >= policy.seal_points || (buffered > 0 && idle >= policy.seal_idle) {
+        if slots >= policy.seal_points || (live > 0 && idle >= policy.seal_idle) {
             return Some(Work::Seal);
         }
         let segments = self.segments.read();
@@ -825,7 +920,12 @@ impl Shard {
         let segments = self.segments.read();
         let frozen = self.frozen.read();
         let buffer = self.buffer.read();
-        let mut hits = buffer.search(query, k, filter, None, self.dim, self.distance);
+        let beam = match strategy {
+            Strategy::Auto => Some((2 * k).max(segment::SEGMENT_EF_MIN)),
+            Strategy::Beam(ef) => Some(ef),
+            Strategy::Exact => None,
+        };
+        let mut hits = buffer.search(query, k, filter, None, self.dim, self.distance, beam);
         if let Some(frozen) = frozen.as_ref() {
             let removed = frozen.removed.lock();
             hits.extend(frozen.buffer.search(
@@ -835,6 +935,7 @@ impl Shard {
                 Some(&removed),
                 self.dim,
                 self.distance,
+                beam,
             ));
         }
         for segment in segments.iter() {

@@ -254,15 +254,22 @@ fn writes_during_a_seal_are_kept_exactly() {
 #[test]
 fn writes_during_merges_are_kept_exactly() {
     writes_during_maintenance_are_kept_exactly(10_000, |fs, collection| {
-        // the policy only merges and vacuums; seals are explicit, in between
+        // merges and vacuums, with seals of small buffers explicit and by size
         collection.set_policy(OptimizerPolicy {
-            seal_points: usize::MAX,
+            seal_points: 400,
             seal_idle: Duration::MAX,
             vacuum_min_deleted: 10,
             vacuum_fraction: 0.05,
             max_segments: 2,
             retry_after_error: Duration::ZERO,
+            index_min_rows: 50,
         });
+        // the indexer grows the buffer's graph while the writer retires slots in it
+        for _ in 0..50 {
+            if !collection.index_buffers(64) {
+                break;
+            }
+        }
         let sealed = collection.optimize(fs).unwrap() > 0;
         let merged = collection.maintain(fs).unwrap();
         sealed || merged
@@ -499,6 +506,7 @@ fn tiny_policy() -> OptimizerPolicy {
         vacuum_fraction: 0.3,
         max_segments: 2,
         retry_after_error: Duration::ZERO,
+        index_min_rows: 4,
     }
 }
 
@@ -566,6 +574,10 @@ fn simulate(seed: u64) {
             if failing && !crash_now {
                 fs.fail_write_after(u64::MAX); // the fault did not fire: disarm it
             }
+        } else if rng.gen_bool(0.2) {
+            // The indexer grows the write buffers' graphs (a later seal saves them as they
+            // are); memory only, so nothing to crash on.
+            collection.index_buffers(rng.gen_range(1..8));
         } else if rng.gen_bool(0.25) {
             // The optimizer's units of work under a tiny policy: seals of small buffers,
             // vacuums of segments with deletions, merges past two segments. A merge makes

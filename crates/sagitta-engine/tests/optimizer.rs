@@ -59,6 +59,7 @@ fn the_background_optimizer_indexes_everything_and_keeps_segments_bounded() {
         vacuum_fraction: 0.2,
         max_segments: 3,
         retry_after_error: Duration::ZERO,
+        index_min_rows: 100,
     };
     let options = DatabaseOptions {
         background_optimizer: true,
@@ -136,6 +137,7 @@ fn an_optimizer_failure_shows_in_the_status() {
         policy: OptimizerPolicy {
             seal_idle: Duration::from_millis(300),
             retry_after_error: Duration::from_millis(50),
+            index_min_rows: 1_000,
             ..OptimizerPolicy::default()
         },
     };
