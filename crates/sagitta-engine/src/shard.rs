@@ -29,6 +29,23 @@ use crate::payload_index::{FieldType, PayloadSchema};
 use crate::point::{Distance, Point, PointId};
 use crate::segment::{self, Segment, SegmentShape};
 
+/// The default beam for a part of `size` points when the largest part of the shard has
+/// `largest`: at least twice `k` and [`segment::SEGMENT_EF_MIN`] for the largest, shrinking
+/// with the square root of the size ratio for the others (never below `2k`).
+fn auto_beam(k: usize, size: usize, largest: usize) -> usize {
+    let full = (2 * k).max(segment::SEGMENT_EF_MIN);
+    if largest == 0 || size >= largest {
+        return full;
+    }
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )]
+    let scaled = (full as f64 * (size as f64 / largest as f64).sqrt()).ceil() as usize;
+    scaled.max(2 * k)
+}
+
 /// Most slots a write-buffer graph is sized for up front (~170 bytes of link and label
 /// arrays per slot are allocated at creation; vector rows only when written), unless the
 /// buffer already holds more.
@@ -920,12 +937,34 @@ impl Shard {
         let segments = self.segments.read();
         let frozen = self.frozen.read();
         let buffer = self.buffer.read();
-        let beam = match strategy {
-            Strategy::Auto => Some((2 * k).max(segment::SEGMENT_EF_MIN)),
+        // With the default beam, a part smaller than the largest gets a narrower one: its
+        // share of the true top k is smaller, and a write buffer searched at the full beam
+        // would double a query's cost during ingestion.
+        let largest = segments
+            .iter()
+            .map(|segment| segment.len())
+            .chain([buffer.slot_count()])
+            .chain(frozen.as_ref().map(|frozen| frozen.buffer.slot_count()))
+            .max()
+            .unwrap_or(0);
+        let part_strategy = |size: usize| match strategy {
+            Strategy::Auto => Strategy::Beam(auto_beam(k, size, largest)),
+            other => other,
+        };
+        let beam = |size: usize| match part_strategy(size) {
             Strategy::Beam(ef) => Some(ef),
+            Strategy::Auto => Some((2 * k).max(segment::SEGMENT_EF_MIN)),
             Strategy::Exact => None,
         };
-        let mut hits = buffer.search(query, k, filter, None, self.dim, self.distance, beam);
+        let mut hits = buffer.search(
+            query,
+            k,
+            filter,
+            None,
+            self.dim,
+            self.distance,
+            beam(buffer.slot_count()),
+        );
         if let Some(frozen) = frozen.as_ref() {
             let removed = frozen.removed.lock();
             hits.extend(frozen.buffer.search(
@@ -935,14 +974,29 @@ impl Shard {
                 Some(&removed),
                 self.dim,
                 self.distance,
-                beam,
+                beam(frozen.buffer.slot_count()),
             ));
         }
         for segment in segments.iter() {
+            let strategy = part_strategy(segment.len());
             for (distance, point) in segment.search(query, k, filter, self.distance, strategy)? {
                 hits.push(ShardHit { distance, point });
             }
         }
         Ok(hits)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::auto_beam;
+
+    #[test]
+    fn the_default_beam_narrows_with_the_square_root_of_a_part_size() {
+        assert_eq!(auto_beam(10, 80_000, 80_000), 128);
+        assert_eq!(auto_beam(10, 20_000, 80_000), 64);
+        assert_eq!(auto_beam(10, 100, 80_000), 20); // never below 2k
+        assert_eq!(auto_beam(100, 80_000, 80_000), 200);
+        assert_eq!(auto_beam(10, 5, 0), 128);
     }
 }
