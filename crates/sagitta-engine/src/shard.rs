@@ -934,9 +934,16 @@ impl Shard {
         filter: Option<&Filter>,
         strategy: Strategy,
     ) -> Result<Vec<ShardHit>> {
-        let segments = self.segments.read();
-        let frozen = self.frozen.read();
+        // The three locks are held together only to take a consistent view and to search
+        // the write buffer; the frozen buffer and the segments are searched from that view
+        // after they are released, so a writer waits for at most the buffer part of a
+        // query, not all of it. The view can only lose points meanwhile (a concurrent
+        // write marks them deleted in place), never gain a second copy of one.
+        let segments_lock = self.segments.read();
+        let frozen_lock = self.frozen.read();
         let buffer = self.buffer.read();
+        let segments: Vec<Arc<Segment>> = segments_lock.clone();
+        let frozen: Option<Arc<Frozen>> = frozen_lock.clone();
         // With the default beam, a part smaller than the largest gets a narrower one: its
         // share of the true top k is smaller, and a write buffer searched at the full beam
         // would double a query's cost during ingestion.
@@ -965,6 +972,7 @@ impl Shard {
             self.distance,
             beam(buffer.slot_count()),
         );
+        drop((buffer, frozen_lock, segments_lock));
         if let Some(frozen) = frozen.as_ref() {
             let removed = frozen.removed.lock();
             hits.extend(frozen.buffer.search(
