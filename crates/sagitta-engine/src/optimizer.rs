@@ -133,22 +133,10 @@ impl Drop for Optimizer {
 /// still builds on every core.
 const OPTIMIZER_NICE: i32 = 10;
 
-/// Lowers the calling thread's scheduling priority to [`OPTIMIZER_NICE`]. Linux keeps the
-/// nice value per thread; elsewhere this does nothing. Failure (e.g. a seccomp filter)
-/// only means builds compete at normal priority.
-#[allow(unsafe_code)]
+/// Lowers the calling thread's scheduling priority to [`OPTIMIZER_NICE`]. Failure (not
+/// Linux, a seccomp filter) only means builds compete at normal priority.
 fn lower_thread_priority() {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: gettid and setpriority take plain integers, touch no memory of ours and
-        // only change the scheduling priority of the calling thread.
-        unsafe {
-            let thread = libc::syscall(libc::SYS_gettid);
-            if let Ok(thread) = libc::id_t::try_from(thread) {
-                libc::setpriority(libc::PRIO_PROCESS, thread, OPTIMIZER_NICE);
-            }
-        }
-    }
+    let _ = sagitta_kernels::sched::set_current_thread_nice(OPTIMIZER_NICE);
 }
 
 /// Gives every collection one unit of `work` per round until stopped, pausing for

@@ -29,6 +29,7 @@ mod avx512;
 mod neon;
 pub mod prefetch;
 mod scalar;
+pub mod sched;
 pub mod slab;
 
 use std::sync::OnceLock;
