@@ -596,10 +596,8 @@ def ingest_summary(results: list[dict], reference: dict | None, ef: int) -> dict
 # Command line
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.ingest", description=__doc__.split("\n")[0]
-    )
+def add_dataset_arguments(parser: argparse.ArgumentParser) -> None:
+    """--dataset, --dataset-path, --n and --dim (shared with bench.mixed)."""
     parser.add_argument(
         "--dataset", default="debian-minilm", choices=["debian-minilm", "synth"]
     )
@@ -610,6 +608,25 @@ def build_parser() -> argparse.ArgumentParser:
         "--n", type=int, help="debian-minilm: first N; synth: N (200000)"
     )
     parser.add_argument("--dim", type=int, help="synth: dimension (768)")
+
+
+def finish(document: dict, out: str | None) -> int:
+    """Validates a result document and writes it to `out`; 2 if it does not validate."""
+    errors = report.validate(document)
+    if errors:  # a bug in the harness, never expected
+        print("\n".join(errors), file=sys.stderr)
+        return 2
+    if out:
+        report.write_json(document, out)
+        print(f"wrote {out}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.ingest", description=__doc__.split("\n")[0]
+    )
+    add_dataset_arguments(parser)
     parser.add_argument("--seed", type=int, default=datasets.DEFAULT_SEED, help="synth")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--engines", help=f"comma list (default: {','.join(ENGINES)})")
@@ -748,14 +765,7 @@ def main(argv: list[str] | None = None) -> int:
         results=results,
         extra=extra,
     )
-    errors = report.validate(document)
-    if errors:  # a bug in the harness, never expected
-        print("\n".join(errors), file=sys.stderr)
-        return 2
-    if args.out:
-        report.write_json(document, args.out)
-        print(f"wrote {args.out}")
-    return 0
+    return finish(document, args.out)
 
 
 if __name__ == "__main__":

@@ -56,9 +56,10 @@ import numpy as np
 
 from bench import datasets, report
 from bench.ingest import (
-    DEFAULT_DATASET_PATH,
     K,
+    add_dataset_arguments,
     dataset_entry,
+    finish,
     load_dataset,
     package_versions,
     percentiles_ms,
@@ -381,16 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m bench.mixed", description=__doc__.split("\n")[0]
     )
-    parser.add_argument(
-        "--dataset", default="debian-minilm", choices=["debian-minilm", "synth"]
-    )
-    parser.add_argument(
-        "--dataset-path", help=f"debian-minilm directory ({DEFAULT_DATASET_PATH})"
-    )
-    parser.add_argument(
-        "--n", type=int, help="debian-minilm: first N; synth: N (200000)"
-    )
-    parser.add_argument("--dim", type=int, help="synth: dimension (768)")
+    add_dataset_arguments(parser)
     parser.add_argument(
         "--queries", type=int, default=200, help="distinct queries, cycled"
     )
@@ -444,14 +436,7 @@ def main(argv: list[str] | None = None) -> int:
             "target": "p99 mixed-insert / read-only <= 1.5 at 20% of the maximum insert rate",
         },
     )
-    errors = report.validate(document)
-    if errors:  # a bug in the harness, never expected
-        print("\n".join(errors), file=sys.stderr)
-        return 2
-    if args.out:
-        report.write_json(document, args.out)
-        print(f"wrote {args.out}")
-    return 0
+    return finish(document, args.out)
 
 
 if __name__ == "__main__":

@@ -104,21 +104,16 @@ fn indexes_change_no_answer_and_survive_reopen() {
         truth.sort_unstable();
         assert_eq!((*count, ids), (truth.len(), &truth), "{filter:?}");
     }
-    collection
-        .create_payload_index(&fs, "color", FieldType::Keyword)
-        .unwrap();
-    collection
-        .create_payload_index(&fs, "n", FieldType::Integer)
-        .unwrap();
-    collection
-        .create_payload_index(&fs, "x", FieldType::Float)
-        .unwrap();
-    collection
-        .create_payload_index(&fs, "flag", FieldType::Bool)
-        .unwrap();
-    collection
-        .create_payload_index(&fs, "meta.tags", FieldType::Keyword)
-        .unwrap();
+    let fields = [
+        ("color", FieldType::Keyword),
+        ("n", FieldType::Integer),
+        ("x", FieldType::Float),
+        ("flag", FieldType::Bool),
+        ("meta.tags", FieldType::Keyword),
+    ];
+    for (field, kind) in fields {
+        collection.create_payload_index(&fs, field, kind).unwrap();
+    }
     assert_eq!(answers(&collection, &query), before);
     // sealed later: built with the indexes
     collection.optimize(&fs).unwrap();
