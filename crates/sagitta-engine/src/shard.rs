@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use parking_lot::{Mutex, RwLock, RwLockUpgradableReadGuard};
+use parking_lot::{Mutex, RwLock};
 use sagitta_index::hnsw::HnswIndex;
 use sagitta_storage::fs::{remove_if_exists, FileSystem};
 use sagitta_storage::manifest;
@@ -722,14 +722,17 @@ impl Shard {
     /// holds enough rows to train SQ8). Returns whether it added any.
     pub fn index_buffer(&self, policy: &OptimizerPolicy, max_rows: usize) -> Result<bool> {
         let (graph, from, to, vectors) = {
-            let mut buffer = self.buffer.upgradable_read();
-            let slots = buffer.slot_count();
-            if buffer.graph.is_none() {
+            let (slots, has_graph) = {
+                let buffer = self.buffer.read();
+                (buffer.slot_count(), buffer.graph.is_some())
+            };
+            if !has_graph {
                 if slots < policy.index_min_rows.max(1) {
                     return Ok(false);
                 }
                 // Room for the buffer to run well past the seal threshold while an earlier
                 // seal finishes: slots beyond the capacity would cost a rebuild at seal.
+                // Allocated before taking the write lock, so writers never wait for it.
                 let capacity = policy
                     .seal_points
                     .saturating_mul(8)
@@ -737,12 +740,17 @@ impl Shard {
                     .max(slots * 2);
                 let index =
                     HnswIndex::new(segment::segment_params(self.dim, self.distance), capacity)?;
-                buffer.with_upgraded(|buffer| {
+                let mut buffer = self.buffer.write();
+                // A seal may have swapped the buffer meanwhile; the new one gets it later.
+                if buffer.graph.is_none() && buffer.slot_count() >= slots {
                     buffer.graph = Some(Arc::new(BufferGraph::new(index)));
-                });
+                }
             }
-            let buffer = RwLockUpgradableReadGuard::downgrade(buffer);
-            let graph = Arc::clone(buffer.graph.as_ref().expect("created above"));
+            let buffer = self.buffer.read();
+            let Some(graph) = buffer.graph.as_ref().map(Arc::clone) else {
+                return Ok(false);
+            };
+            let slots = buffer.slot_count();
             let from = graph.indexed();
             let to = slots.min(from + max_rows).min(graph.index.capacity());
             if from >= to {
