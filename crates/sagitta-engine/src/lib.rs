@@ -1,13 +1,13 @@
-//! The SagittaDB engine (first slice of issue 3): collections of points
+//! The SagittaDB engine: databases of collections of points
 //! `{id: u64 | UUID, vector, payload JSON}` split over shards by a hash of the id; each shard
-//! has its own write-ahead log and an in-memory mutable buffer that is searchable as soon as
-//! a write is acknowledged. Recovery replays each shard's log.
+//! has its own write-ahead log, a write buffer searchable as soon as a write is
+//! acknowledged (its HNSW graph grown behind the writes), and immutable HNSW segments.
+//! Recovery replays each shard's log on top of its manifest's segments.
 //!
-//! Filters (Qdrant's grammar) apply to search, count, scroll and delete. `optimize` seals
-//! write buffers into immutable HNSW segments.
-//!
-//! Not yet here (next slices of issue 3): a background optimizer with status, segment
-//! merging and vacuum, payload indexes, bulk import.
+//! Filters (Qdrant's grammar) apply to search, count, scroll, delete and payload updates;
+//! payload indexes narrow them. Background threads index write buffers and seal, merge and
+//! vacuum segments (`optimizer`); `Database::import_collection` bulk loads a new collection
+//! all at once.
 //!
 //! Architecture invariant: a write is applied in memory only after its WAL record is
 //! appended (and, with `wait`, synced), under the shard's log lock, so memory state is

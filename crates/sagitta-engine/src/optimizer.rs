@@ -1,6 +1,7 @@
 //! The optimizer: decides when a shard's write buffer is sealed into an HNSW segment and
-//! when segments are merged or vacuumed, and runs that work on a background thread per
-//! database so writers and readers never wait for an index build.
+//! when segments are merged or vacuumed, and runs that work — and the indexer that grows
+//! each write buffer's graph — on two background threads per database, at low priority, so
+//! writers and readers never wait for an index build.
 //!
 //! Policy (per shard, first match wins):
 //! 1. seal the buffer once it holds `seal_points` points, or any points after `seal_idle`
