@@ -348,12 +348,20 @@ def make_result(
 # SagittaDB
 
 
-def _sagitta_search(collection, ef: int):
+def _sagitta_latency_run(ctx: IngestContext, collection, stage: str) -> dict:
+    """The single-query loop over a SagittaDB collection at ``ctx.ef``."""
+
     def search(query):
-        hits = collection.search(query, limit=K, with_payload=False, hnsw_ef=ef)
+        hits = collection.search(query, limit=K, with_payload=False, hnsw_ef=ctx.ef)
         return [hit["id"] for hit in hits]
 
-    return search
+    return latency_run(
+        search,
+        ctx.queries,
+        ctx.gt,
+        stage=stage,
+        search_params={"ef": ctx.ef, "ef_knob": "Collection.search(hnsw_ef=)"},
+    )
 
 
 def run_sagitta_wal(ctx: IngestContext, shards: int) -> dict:
@@ -380,13 +388,7 @@ def run_sagitta_wal(ctx: IngestContext, shards: int) -> dict:
         io = meter.delta()
         status = collection.status()
         assert status["indexed_vectors_count"] == ctx.n
-        sealed_run = latency_run(
-            _sagitta_search(collection, ctx.ef),
-            ctx.queries,
-            ctx.gt,
-            stage="indexed (green)",
-            search_params={"ef": ctx.ef, "ef_knob": "Collection.search(hnsw_ef=)"},
-        )
+        sealed_run = _sagitta_latency_run(ctx, collection, "indexed (green)")
         return make_result(
             ctx,
             engine=f"sagitta-wal-{shards}shard",
@@ -433,13 +435,7 @@ def run_sagitta_import(ctx: IngestContext, shards: int = 1) -> dict:
         indexed = time.perf_counter() - start
         io = meter.delta()
         assert collection.status()["indexed_vectors_count"] == ctx.n
-        run = latency_run(
-            _sagitta_search(collection, ctx.ef),
-            ctx.queries,
-            ctx.gt,
-            stage="indexed (import)",
-            search_params={"ef": ctx.ef, "ef_knob": "Collection.search(hnsw_ef=)"},
-        )
+        run = _sagitta_latency_run(ctx, collection, "indexed (import)")
         return make_result(
             ctx,
             engine=f"sagitta-import-{shards}shard",

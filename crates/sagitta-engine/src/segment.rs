@@ -133,45 +133,27 @@ impl Segment {
         fs: &dyn FileSystem,
         directory: &Path,
         id: u64,
-        points: Vec<Point>,
+        mut points: Vec<Point>,
         shape: &SegmentShape<'_>,
     ) -> Result<Segment> {
         let dim = shape.dim;
         let index = HnswIndex::new(segment_params(dim, shape.distance), points.len())?;
         let mut vectors = Vec::with_capacity(points.len() * dim);
-        for point in &points {
-            vectors.extend_from_slice(&point.vector);
+        for point in &mut points {
+            // The index keeps the vector; the listing needs only the id and payload.
+            vectors.extend_from_slice(&std::mem::take(&mut point.vector));
         }
         let labels: Vec<u64> = (0..points.len() as u64).collect();
         index.add(&vectors, &labels, 0)?;
-        let mut bytes = Vec::new();
-        // SQ8 codes are recomputed from the vectors on load: 0.25× fewer bytes written.
-        index.save_with(&mut bytes, Codes::Recomputed)?;
-        fs.write_synced(&index_path(directory, id), &bytes)?;
-        let listing: Vec<Point> = points
-            .iter()
-            .map(|point| Point {
-                id: point.id,
-                vector: Vec::new(),
-                payload: point.payload.clone(),
-            })
-            .collect();
-        let listing = framed(POINTS_MAGIC, &codec::encode(&Operation::Upsert(listing)));
-        fs.write_synced(&points_path(directory, id), &listing)?;
-        let file_bytes = (bytes.len() + listing.len()) as u64;
-        Ok(Segment::assemble(
-            id,
-            Arc::new(index),
-            points,
-            file_bytes,
-            shape.schema,
-        ))
+        drop(vectors);
+        Segment::from_graph(fs, directory, id, Arc::new(index), points, shape)
     }
 
-    /// A segment from a write buffer's graph (node `i` = `listing[i]`, whose vector is not
-    /// needed): writes the index and points files durably. Nothing is rebuilt: the graph
-    /// the indexer grew is the segment's index; the nodes the buffer retired are already
-    /// deleted in it.
+    /// A segment from an HNSW graph whose node `i` is `listing[i]` (id and payload; the
+    /// vector is the graph's): writes the index and points files durably. Nodes already
+    /// deleted in the graph (slots a write buffer retired) stay deleted. Nothing is
+    /// rebuilt: this is how a seal saves the graph the indexer grew, and how
+    /// [`Segment::build`] saves the one it built.
     pub fn from_graph(
         fs: &dyn FileSystem,
         directory: &Path,
@@ -181,13 +163,15 @@ impl Segment {
         shape: &SegmentShape<'_>,
     ) -> Result<Segment> {
         let mut bytes = Vec::new();
+        // SQ8 codes are recomputed from the vectors on load: 0.25× fewer bytes written.
         index.save_with(&mut bytes, Codes::Recomputed)?;
         fs.write_synced(&index_path(directory, id), &bytes)?;
-        let encoded = framed(
-            POINTS_MAGIC,
-            &codec::encode(&Operation::Upsert(listing.clone())),
-        );
+        let listing = Operation::Upsert(listing);
+        let encoded = framed(POINTS_MAGIC, &codec::encode(&listing));
         fs.write_synced(&points_path(directory, id), &encoded)?;
+        let Operation::Upsert(listing) = listing else {
+            unreachable!("built as an upsert above")
+        };
         let file_bytes = (bytes.len() + encoded.len()) as u64;
         let segment = Segment::assemble(id, index, listing, file_bytes, shape.schema);
         let deleted = (0..u32::try_from(segment.ids.len()).expect("segment size"))

@@ -205,6 +205,16 @@ struct Writer {
 }
 
 impl Writer {
+    fn new(wal: Wal, manifest: ShardManifest) -> Writer {
+        Writer {
+            wal,
+            manifest,
+            poisoned: None,
+            last_write: Instant::now(),
+            dropped: false,
+        }
+    }
+
     fn check_poisoned(&self, directory: &Path) -> Result<()> {
         if self.dropped {
             return Err(EngineError::CollectionNotFound {
@@ -328,13 +338,7 @@ impl Shard {
                 schema,
             },
             directory,
-            Writer {
-                wal,
-                manifest,
-                poisoned: None,
-                last_write: Instant::now(),
-                dropped: false,
-            },
+            Writer::new(wal, manifest),
             segments,
         );
         for (path, records) in recovered {
@@ -407,13 +411,7 @@ impl Shard {
         let encoded = manifest.encode();
         manifest::publish(fs, directory, &encoded)?;
         let (wal, _) = Wal::open(fs, &wal_path(directory, manifest.generation), 1)?;
-        let writer = Writer {
-            wal,
-            manifest,
-            poisoned: None,
-            last_write: Instant::now(),
-            dropped: false,
-        };
+        let writer = Writer::new(wal, manifest);
         let shard = Shard::assemble(&shape, directory, writer, segments);
         Ok((shard, written + encoded.len() as u64))
     }
@@ -802,14 +800,17 @@ impl Shard {
 
     /// What the optimizer should do here next under `policy`, if anything.
     pub fn planned_work(&self, policy: &OptimizerPolicy) -> Option<Work> {
-        if self.writer.lock().poisoned.is_some() {
-            return None;
-        }
+        let idle = {
+            let writer = self.writer.lock();
+            if writer.poisoned.is_some() {
+                return None;
+            }
+            writer.last_write.elapsed()
+        };
         let (live, slots) = {
             let buffer = self.buffer.read();
             (buffer.slots.len(), buffer.slot_count())
         };
-        let idle = self.writer.lock().last_write.elapsed();
         if slots >= policy.seal_points || (live > 0 && idle >= policy.seal_idle) {
             return Some(Work::Seal);
         }
