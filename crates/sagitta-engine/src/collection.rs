@@ -42,6 +42,38 @@ impl CollectionConfig {
         check_range("shard_number", self.shard_count, 1, MAX_SHARDS)
     }
 
+    /// A vector must have the collection's dimension and finite values; errors name
+    /// `name()` (a point id, or "query").
+    pub(crate) fn check_vector(&self, vector: &[f32], name: impl Fn() -> String) -> Result<()> {
+        if vector.len() != self.dim {
+            return Err(EngineError::WrongVectorDimension {
+                point: name(),
+                expected: self.dim,
+                received: vector.len(),
+            });
+        }
+        if let Some(position) = vector.iter().position(|v| !v.is_finite()) {
+            return Err(EngineError::NonFiniteValue {
+                point: name(),
+                position,
+            });
+        }
+        Ok(())
+    }
+
+    /// Validates and normalizes one point (Cosine vectors are stored unit-length).
+    pub(crate) fn prepare(&self, point: Point) -> Result<Point> {
+        self.check_vector(&point.vector, || EngineError::point(&point.id))?;
+        if let Some(payload) = &point.payload {
+            check_payload(&point.id.to_string(), payload)?;
+        }
+        let mut point = point;
+        if self.distance == Distance::Cosine {
+            normalize(&mut point.vector);
+        }
+        Ok(point)
+    }
+
     /// The collection manifest: configuration and payload schema (docs/format.md).
     fn encode(&self, schema: &PayloadSchema) -> Vec<u8> {
         let mut out = vec![CONFIG_VERSION, self.distance.code()];
@@ -280,7 +312,6 @@ impl Collection {
                 path: directory.display().to_string(),
             });
         }
-        let probe = Collection::assemble(config, PayloadSchema::new(), Vec::new(), directory);
         let mut last_of: HashMap<PointId, usize> = HashMap::with_capacity(points.len());
         for (position, point) in points.iter().enumerate() {
             last_of.insert(point.id, position);
@@ -288,7 +319,7 @@ impl Collection {
         let mut per_shard: Vec<Vec<Point>> = vec![Vec::new(); config.shard_count];
         for (position, point) in points.into_iter().enumerate() {
             if last_of[&point.id] == position {
-                let point = probe.prepare(point)?;
+                let point = config.prepare(point)?;
                 per_shard[shard_index(&point.id, config.shard_count)].push(point);
             }
         }
@@ -524,45 +555,13 @@ impl Collection {
         shard_index(id, self.config.shard_count)
     }
 
-    /// A vector must have the collection's dimension and finite values; errors name
-    /// `name()` (a point id, or "query").
-    fn check_vector(&self, vector: &[f32], name: impl Fn() -> String) -> Result<()> {
-        if vector.len() != self.config.dim {
-            return Err(EngineError::WrongVectorDimension {
-                point: name(),
-                expected: self.config.dim,
-                received: vector.len(),
-            });
-        }
-        if let Some(position) = vector.iter().position(|v| !v.is_finite()) {
-            return Err(EngineError::NonFiniteValue {
-                point: name(),
-                position,
-            });
-        }
-        Ok(())
-    }
-
-    /// Validates and normalizes one point (Cosine vectors are stored unit-length).
-    fn prepare(&self, point: Point) -> Result<Point> {
-        self.check_vector(&point.vector, || EngineError::point(&point.id))?;
-        if let Some(payload) = &point.payload {
-            check_payload(&point.id.to_string(), payload)?;
-        }
-        let mut point = point;
-        if self.config.distance == Distance::Cosine {
-            normalize(&mut point.vector);
-        }
-        Ok(point)
-    }
-
     /// Inserts or replaces points. Every point is validated before anything is written;
     /// with `wait`, returns after the shard logs are fsynced (durable and visible), else
     /// after the append (visible). Each shard's part is one log record: all or nothing.
     pub fn upsert(&self, points: Vec<Point>, wait: bool) -> Result<()> {
         let mut per_shard: Vec<Vec<Point>> = vec![Vec::new(); self.shards.len()];
         for point in points {
-            let point = self.prepare(point)?;
+            let point = self.config.prepare(point)?;
             per_shard[self.shard_of(&point.id)].push(point);
         }
         self.write_shards(
@@ -761,7 +760,7 @@ impl Collection {
         if let Strategy::Beam(ef) = request.strategy {
             check_range("hnsw_ef", ef, 1, sagitta_index::limits::MAX_EF)?;
         }
-        self.check_vector(query, || "query".to_string())?;
+        self.config.check_vector(query, || "query".to_string())?;
         let mut query = query.to_vec();
         if self.config.distance == Distance::Cosine {
             normalize(&mut query);
