@@ -15,6 +15,12 @@ use crate::threads::{effective_threads, for_each_chunk};
 use crate::top_k::{Neighbor, TopK};
 use crate::visited::with_visited;
 
+/// Rows a layer search prefetches ahead of the one it scores. Prefetching every fresh row
+/// at once (up to 2·m rows of 13 lines at 768-d SQ8) overflows the core's ~24 miss buffers
+/// and stalls on the prefetches themselves; a window of 4 keeps enough misses in flight
+/// (synthetic 768-d, 200k rows, 2 threads: build 19.3 s -> 16.8 s).
+const PREFETCH_AHEAD: usize = 4;
+
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Layer(pub usize);
 
@@ -340,12 +346,13 @@ impl HnswIndex {
                         fresh.push(*id);
                     }
                 }
-                // Prefetch every fresh row before scoring any: up to 2·m misses in flight
-                // at once instead of one after another.
-                for id in &fresh {
+                for id in fresh.iter().take(PREFETCH_AHEAD) {
                     scorer.prefetch(*id);
                 }
-                for id in &fresh {
+                for (index, id) in fresh.iter().enumerate() {
+                    if let Some(ahead) = fresh.get(index + PREFETCH_AHEAD) {
+                        scorer.prefetch(*ahead);
+                    }
                     let Some(distance) = scorer.distance(*id) else {
                         continue;
                     };
