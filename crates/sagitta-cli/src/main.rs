@@ -1,8 +1,9 @@
 //! `sagitta`, the SagittaDB command-line tool.
 //!
+//! `sagitta serve` runs the HTTP server (Qdrant's REST API) on a data directory;
 //! `sagitta import` bulk-loads a `.npy`, `.fvecs` / `.bvecs` or Parquet file into a new
-//! collection. Exit status: 0 on success, 2 when the command line is wrong, 1 when the data
-//! or the disk is.
+//! collection. Exit status: 0 on success, 2 when the command line (or configuration) is
+//! wrong, 1 when the data or the disk is.
 #![deny(unsafe_code)]
 
 use std::path::PathBuf;
@@ -14,6 +15,7 @@ use sagitta_cli::readers::{read_points, Format, ImportError, ReadOptions, ReadPo
 use sagitta_engine::collection::{CollectionConfig, MAX_SHARDS};
 use sagitta_engine::database::{check_collection_name, Database};
 use sagitta_engine::point::Distance;
+use sagitta_server::{AppState, ServerConfig};
 use sagitta_storage::fs::OsFileSystem;
 
 #[derive(Parser)]
@@ -25,6 +27,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Serve the Qdrant-compatible REST API. Settings: defaults, then --config FILE (TOML),
+    /// then SAGITTA_* environment variables, then these flags.
+    Serve(ServeArgs),
     /// Bulk-load a .npy, .fvecs/.bvecs or Parquet file into a new collection, all or nothing.
     Import(ImportArgs),
 }
@@ -63,6 +68,43 @@ struct ImportArgs {
     vector_column: Option<String>,
     /// The file to import.
     source: PathBuf,
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    /// TOML file with any of the settings below (keys as the flag names, `_` for `-`).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Database directory, created if missing [default: ./sagitta-data].
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1].
+    #[arg(long)]
+    host: Option<String>,
+    /// Port [default: 6333].
+    #[arg(long)]
+    port: Option<u16>,
+    /// Read-write API key (`api-key` header) [default: none, everything allowed].
+    #[arg(long, value_name = "KEY")]
+    api_key: Option<String>,
+    /// Read-only API key [default: none].
+    #[arg(long, value_name = "KEY")]
+    read_only_api_key: Option<String>,
+    /// Largest request body in bytes [default: 33554432].
+    #[arg(long, value_name = "BYTES")]
+    max_request_bytes: Option<usize>,
+    /// Most points, ids or searches in one request [default: 10000].
+    #[arg(long, value_name = "N")]
+    max_batch_points: Option<usize>,
+    /// Deepest JSON nesting accepted [default: 64].
+    #[arg(long, value_name = "N")]
+    max_json_depth: Option<usize>,
+    /// Writes in flight before new ones get 429 [default: 256].
+    #[arg(long, value_name = "N")]
+    max_pending_writes: Option<usize>,
+    /// HTTP worker threads, 0 = one per core [default: 0].
+    #[arg(long, value_name = "N")]
+    http_threads: Option<usize>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -128,17 +170,106 @@ fn usage_failure(message: String) -> Failure {
 
 fn main() -> ExitCode {
     // clap prints its own usage errors and exits with status 2.
-    let Command::Import(args) = Cli::parse().command;
-    match import(&args) {
-        Ok(summary) => {
-            println!("{summary}");
-            ExitCode::SUCCESS
-        }
+    let outcome = match Cli::parse().command {
+        Command::Import(args) => import(&args).map(|summary| println!("{summary}")),
+        Command::Serve(args) => serve(&args),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
             eprintln!("error: {}", failure.message);
             ExitCode::from(if failure.usage { 2 } else { 1 })
         }
     }
+}
+
+/// The server's settings: defaults, the config file, the environment, then the flags.
+fn server_config(args: &ServeArgs) -> Result<ServerConfig, Failure> {
+    let mut config = match &args.config {
+        Some(path) => ServerConfig::from_file(path),
+        None => Ok(ServerConfig::default()),
+    }
+    .map_err(|error| usage_failure(error.to_string()))?;
+    config
+        .apply_environment(|name| std::env::var(name).ok())
+        .map_err(|error| usage_failure(error.to_string()))?;
+    let ServeArgs {
+        config: _,
+        data_dir,
+        host,
+        port,
+        api_key,
+        read_only_api_key,
+        max_request_bytes,
+        max_batch_points,
+        max_json_depth,
+        max_pending_writes,
+        http_threads,
+    } = args;
+    if let Some(value) = data_dir {
+        config.data_dir.clone_from(value);
+    }
+    if let Some(value) = host {
+        config.host.clone_from(value);
+    }
+    if api_key.is_some() {
+        config.api_key.clone_from(api_key);
+    }
+    if read_only_api_key.is_some() {
+        config.read_only_api_key.clone_from(read_only_api_key);
+    }
+    config.port = port.unwrap_or(config.port);
+    config.max_request_bytes = max_request_bytes.unwrap_or(config.max_request_bytes);
+    config.max_batch_points = max_batch_points.unwrap_or(config.max_batch_points);
+    config.max_json_depth = max_json_depth.unwrap_or(config.max_json_depth);
+    config.max_pending_writes = max_pending_writes.unwrap_or(config.max_pending_writes);
+    config.http_threads = http_threads.unwrap_or(config.http_threads);
+    config
+        .validate()
+        .map_err(|error| usage_failure(error.to_string()))?;
+    Ok(config)
+}
+
+/// Opens the database and serves until SIGINT or SIGTERM, then flushes.
+fn serve(args: &ServeArgs) -> Result<(), Failure> {
+    let config = server_config(args)?;
+    let data_failure = |message: String| Failure {
+        usage: false,
+        message,
+    };
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if config.http_threads > 0 {
+        runtime.worker_threads(config.http_threads);
+    }
+    let runtime = runtime
+        .enable_all()
+        .build()
+        .map_err(|error| data_failure(format!("cannot start the runtime: {error}")))?;
+    let address = format!("{}:{}", config.host, config.port);
+    let data_dir = config.data_dir.clone();
+    let state = AppState::open(config).map_err(|error| {
+        data_failure(format!(
+            "cannot open the database in {}: {error}",
+            data_dir.display()
+        ))
+    })?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(&address)
+            .await
+            .map_err(|error| data_failure(format!("cannot listen on {address}: {error}")))?;
+        let local = listener
+            .local_addr()
+            .map_or_else(|_| address.clone(), |a| a.to_string());
+        eprintln!(
+            "sagitta serve: listening on http://{local}, data in {}",
+            data_dir.display()
+        );
+        sagitta_server::serve(listener, Arc::new(state), sagitta_server::shutdown_signal())
+            .await
+            .map_err(|error| data_failure(format!("server stopped with an error: {error}")))?;
+        eprintln!("sagitta serve: stopped; every acknowledged write is flushed");
+        Ok(())
+    })
 }
 
 /// Checks the command line, reads the source and imports it; returns the summary line.

@@ -398,6 +398,12 @@ impl Collection {
         self.shards.iter().map(|shard| shard.seal(fs)).sum()
     }
 
+    /// Makes every write acknowledged so far durable (writes made with `wait = false`
+    /// included): syncs every shard's log.
+    pub fn flush(&self) -> Result<()> {
+        self.shards.iter().try_for_each(Shard::flush)
+    }
+
     /// Waits for running optimizer work, then makes every shard refuse writes and new
     /// work: the collection is being dropped and its files are about to go.
     pub fn close(&self) {

@@ -215,6 +215,15 @@ impl Database {
         Ok((collection, report))
     }
 
+    /// Makes every write acknowledged so far in every collection durable (see
+    /// [`Collection::flush`]); a server calls it on shutdown.
+    pub fn flush(&self) -> Result<()> {
+        let collections: Vec<Arc<Collection>> = self.collections.read().values().cloned().collect();
+        collections
+            .iter()
+            .try_for_each(|collection| collection.flush())
+    }
+
     /// Drops a collection: unlisted first (durably), then its files are removed.
     pub fn drop_collection(&self, name: &str) -> Result<()> {
         let mut collections = self.collections.write();

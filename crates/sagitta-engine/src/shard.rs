@@ -454,6 +454,15 @@ impl Shard {
         buffer.apply(operation, self.dim);
     }
 
+    /// Makes every acknowledged write durable: syncs the log (a no-op for an untouched
+    /// log beyond the fsync itself).
+    pub fn flush(&self) -> Result<()> {
+        let mut writer = self.writer.lock();
+        writer.check_poisoned(&self.directory)?;
+        writer.wal.sync()?;
+        Ok(())
+    }
+
     /// Logs `operation` (synced when `wait`), then applies it. The log lock is held across
     /// both, so memory always equals a replay of the log.
     pub fn write(&self, operation: Operation, wait: bool) -> Result<()> {

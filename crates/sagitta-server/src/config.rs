@@ -1,0 +1,220 @@
+//! Server settings: documented defaults, overridden by a TOML file, then by environment
+//! variables, then by command-line flags (the CLI applies the flags last).
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Default data directory, relative to the working directory.
+pub const DEFAULT_DATA_DIR: &str = "sagitta-data";
+pub const DEFAULT_HOST: &str = "127.0.0.1";
+pub const DEFAULT_PORT: u16 = 6333;
+/// Largest request body: 32 MiB (about 10,000 768-d vectors as JSON text).
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 32 << 20;
+/// Most points (or ids, or queries) in one request.
+pub const DEFAULT_MAX_BATCH_POINTS: usize = 10_000;
+/// Deepest nesting of JSON arrays and objects accepted in a request body.
+pub const DEFAULT_MAX_JSON_DEPTH: usize = 64;
+/// Writes that may be in flight at once; beyond it a write is answered 429 + Retry-After.
+pub const DEFAULT_MAX_PENDING_WRITES: usize = 256;
+
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Address to listen on.
+    pub host: String,
+    pub port: u16,
+    /// Database directory (created if missing).
+    pub data_dir: PathBuf,
+    /// Key that may read and write (`api-key` header or `Authorization: Bearer`). With no
+    /// key configured at all, every request is allowed.
+    pub api_key: Option<String>,
+    /// Key that may only read (searches, scrolls, counts, collection info).
+    pub read_only_api_key: Option<String>,
+    pub max_request_bytes: usize,
+    pub max_batch_points: usize,
+    pub max_json_depth: usize,
+    pub max_pending_writes: usize,
+    /// Worker threads of the HTTP runtime (0 = one per core).
+    pub http_threads: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> ServerConfig {
+        ServerConfig {
+            host: DEFAULT_HOST.to_string(),
+            port: DEFAULT_PORT,
+            data_dir: PathBuf::from(DEFAULT_DATA_DIR),
+            api_key: None,
+            read_only_api_key: None,
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            max_batch_points: DEFAULT_MAX_BATCH_POINTS,
+            max_json_depth: DEFAULT_MAX_JSON_DEPTH,
+            max_pending_writes: DEFAULT_MAX_PENDING_WRITES,
+            http_threads: 0,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("config file `{path}`: {reason}")]
+    File { path: String, reason: String },
+    #[error("environment variable {name}={value:?}: {reason}")]
+    Environment {
+        name: &'static str,
+        value: String,
+        reason: String,
+    },
+    #[error("setting `{field}` = {value}: {reason}")]
+    Invalid {
+        field: &'static str,
+        value: String,
+        reason: &'static str,
+    },
+}
+
+/// Environment variables read by [`ServerConfig::apply_environment`], with the field each
+/// sets.
+pub const ENVIRONMENT_VARIABLES: [(&str, &str); 9] = [
+    ("SAGITTA_HOST", "host"),
+    ("SAGITTA_PORT", "port"),
+    ("SAGITTA_DATA_DIR", "data_dir"),
+    ("SAGITTA_API_KEY", "api_key"),
+    ("SAGITTA_READ_ONLY_API_KEY", "read_only_api_key"),
+    ("SAGITTA_MAX_REQUEST_BYTES", "max_request_bytes"),
+    ("SAGITTA_MAX_BATCH_POINTS", "max_batch_points"),
+    ("SAGITTA_MAX_JSON_DEPTH", "max_json_depth"),
+    ("SAGITTA_MAX_PENDING_WRITES", "max_pending_writes"),
+];
+
+impl ServerConfig {
+    /// Defaults overridden by the TOML file at `path` (keys as the field names above).
+    pub fn from_file(path: &Path) -> Result<ServerConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::File {
+            path: path.display().to_string(),
+            reason: error.to_string(),
+        })?;
+        toml::from_str(&text).map_err(|error| ConfigError::File {
+            path: path.display().to_string(),
+            reason: error.to_string(),
+        })
+    }
+
+    /// Applies the `SAGITTA_*` variables of [`ENVIRONMENT_VARIABLES`] found by `lookup`.
+    pub fn apply_environment(
+        &mut self,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<(), ConfigError> {
+        fn number<T: std::str::FromStr>(name: &'static str, value: &str) -> Result<T, ConfigError> {
+            value.parse().map_err(|_| ConfigError::Environment {
+                name,
+                value: value.to_string(),
+                reason: "not a non-negative integer in range".to_string(),
+            })
+        }
+        for (name, _) in ENVIRONMENT_VARIABLES {
+            let Some(value) = lookup(name) else { continue };
+            match name {
+                "SAGITTA_HOST" => self.host = value,
+                "SAGITTA_PORT" => self.port = number(name, &value)?,
+                "SAGITTA_DATA_DIR" => self.data_dir = PathBuf::from(value),
+                "SAGITTA_API_KEY" => self.api_key = Some(value),
+                "SAGITTA_READ_ONLY_API_KEY" => self.read_only_api_key = Some(value),
+                "SAGITTA_MAX_REQUEST_BYTES" => self.max_request_bytes = number(name, &value)?,
+                "SAGITTA_MAX_BATCH_POINTS" => self.max_batch_points = number(name, &value)?,
+                "SAGITTA_MAX_JSON_DEPTH" => self.max_json_depth = number(name, &value)?,
+                "SAGITTA_MAX_PENDING_WRITES" => self.max_pending_writes = number(name, &value)?,
+                _ => unreachable!("every listed variable is handled"),
+            }
+        }
+        Ok(())
+    }
+
+    /// Rejects settings the server cannot run with.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let positive = [
+            ("max_request_bytes", self.max_request_bytes),
+            ("max_batch_points", self.max_batch_points),
+            ("max_json_depth", self.max_json_depth),
+            ("max_pending_writes", self.max_pending_writes),
+        ];
+        for (field, value) in positive {
+            if value == 0 {
+                return Err(ConfigError::Invalid {
+                    field,
+                    value: value.to_string(),
+                    reason: "must be at least 1",
+                });
+            }
+        }
+        for (field, key) in [
+            ("api_key", &self.api_key),
+            ("read_only_api_key", &self.read_only_api_key),
+        ] {
+            if key.as_deref().is_some_and(str::is_empty) {
+                return Err(ConfigError::Invalid {
+                    field,
+                    value: "\"\"".to_string(),
+                    reason: "an empty key would let anyone in; leave it unset instead",
+                });
+            }
+        }
+        if self.api_key.is_some() && self.api_key == self.read_only_api_key {
+            return Err(ConfigError::Invalid {
+                field: "read_only_api_key",
+                value: "(same as api_key)".to_string(),
+                reason: "must differ from api_key",
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_then_environment_override_defaults() {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("sagitta.toml");
+        std::fs::write(&path, "port = 7000\napi_key = \"secret\"\n").unwrap();
+        let mut config = ServerConfig::from_file(&path).unwrap();
+        assert_eq!(config.port, 7000);
+        assert_eq!(config.host, DEFAULT_HOST);
+        config
+            .apply_environment(|name| (name == "SAGITTA_PORT").then(|| "7100".to_string()))
+            .unwrap();
+        assert_eq!(config.port, 7100);
+        assert_eq!(config.api_key.as_deref(), Some("secret"));
+        config.validate().unwrap();
+    }
+
+    #[test]
+    fn bad_settings_name_the_field() {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("sagitta.toml");
+        std::fs::write(&path, "prot = 7000\n").unwrap();
+        let error = ServerConfig::from_file(&path).unwrap_err().to_string();
+        assert!(error.contains("prot"), "{error}");
+        let mut config = ServerConfig::default();
+        let error = config
+            .apply_environment(|name| (name == "SAGITTA_PORT").then(|| "70000".to_string()))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("SAGITTA_PORT"), "{error}");
+        config.max_json_depth = 0;
+        let error = config.validate().unwrap_err().to_string();
+        assert!(error.contains("max_json_depth"), "{error}");
+        let config = ServerConfig {
+            api_key: Some(String::new()),
+            ..ServerConfig::default()
+        };
+        assert!(config
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("api_key"));
+    }
+}

@@ -1,0 +1,110 @@
+//! API errors and the one table that maps engine errors to HTTP statuses.
+//!
+//! Every error is answered in Qdrant's envelope, `{"status": {"error": "<message>"},
+//! "time": <seconds>}`, and the message names the field at fault.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use sagitta_engine::EngineError;
+use sagitta_storage::StorageError;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+    /// Seconds a client should wait before retrying (429 only).
+    pub retry_after_seconds: Option<u64>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            message: message.into(),
+            retry_after_seconds: None,
+        }
+    }
+
+    /// 400: the request is well-formed JSON but a field is wrong.
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    /// 422: a field is missing or has the wrong type (the body does not fit the schema).
+    pub fn unprocessable(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, message)
+    }
+
+    pub fn collection_not_found(name: &str) -> ApiError {
+        ApiError::not_found(format!("Not found: Collection `{name}` doesn't exist!"))
+    }
+
+    pub fn too_many_requests(message: impl Into<String>, retry_after_seconds: u64) -> ApiError {
+        ApiError {
+            retry_after_seconds: Some(retry_after_seconds),
+            ..ApiError::new(StatusCode::TOO_MANY_REQUESTS, message)
+        }
+    }
+
+    /// Maps an engine error for an operation on collection `collection` (the name is used
+    /// in messages instead of the engine's directory path).
+    #[allow(clippy::needless_pass_by_value)] // callers hand over the error they own
+    pub fn from_engine(error: EngineError, collection: &str) -> ApiError {
+        match &error {
+            EngineError::CollectionNotFound { .. } => ApiError::collection_not_found(collection),
+            EngineError::CollectionExists { .. } => ApiError::new(
+                StatusCode::CONFLICT,
+                format!("Wrong input: Collection `{collection}` already exists!"),
+            ),
+            EngineError::WrongVectorDimension { .. }
+            | EngineError::NonFiniteValue { .. }
+            | EngineError::PayloadTooLarge { .. }
+            | EngineError::InvalidPayload { .. }
+            | EngineError::InvalidFilter { .. }
+            | EngineError::ParameterOutOfRange { .. }
+            | EngineError::BatchTooLarge { .. }
+            | EngineError::InvalidCollectionName { .. }
+            | EngineError::InvalidPayloadIndex { .. } => {
+                ApiError::bad_request(format!("Wrong input: {error}"))
+            }
+            EngineError::Storage(StorageError::Locked { .. }) => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, error.to_string())
+            }
+            EngineError::Corrupt { .. } | EngineError::Storage(_) | EngineError::Index(_) => {
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("Service internal error: {error}"),
+                )
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.status, self.message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::json!({
+            "status": {"error": self.message},
+            "time": 0.0,
+        });
+        let mut response = (self.status, axum::Json(body)).into_response();
+        if let Some(seconds) = self.retry_after_seconds {
+            response.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from_str(&seconds.to_string()).expect("digits are a valid header"),
+            );
+        }
+        response
+    }
+}
+
+pub type ApiResult<T> = std::result::Result<T, ApiError>;

@@ -1,0 +1,267 @@
+//! Request counters and latency histograms, `/metrics` in Prometheus' text format and
+//! `/telemetry` as JSON.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use parking_lot::Mutex;
+use sagitta_engine::Health;
+use serde_json::json;
+
+use crate::body::ok;
+use crate::SharedState;
+
+/// Upper bounds of the latency histogram buckets, in seconds (+Inf is implied).
+const LATENCY_BUCKETS_SECONDS: [f64; 14] = [
+    0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0,
+];
+
+#[derive(Default)]
+struct Latency {
+    bucket_counts: [u64; LATENCY_BUCKETS_SECONDS.len()],
+    count: u64,
+    sum_seconds: f64,
+}
+
+#[derive(Default)]
+pub struct Metrics {
+    /// (method, route template, status) -> requests answered.
+    responses: Mutex<BTreeMap<(String, String, u16), u64>>,
+    /// (method, route template) -> latency histogram.
+    latencies: Mutex<BTreeMap<(String, String), Latency>>,
+    points_upserted_total: AtomicU64,
+    writes_rejected_total: AtomicU64,
+}
+
+impl Metrics {
+    pub fn observe(&self, method: &str, route: &str, status: u16, seconds: f64) {
+        *self
+            .responses
+            .lock()
+            .entry((method.to_string(), route.to_string(), status))
+            .or_default() += 1;
+        let mut latencies = self.latencies.lock();
+        let latency = latencies
+            .entry((method.to_string(), route.to_string()))
+            .or_default();
+        latency.count += 1;
+        latency.sum_seconds += seconds;
+        if let Some(bucket) = LATENCY_BUCKETS_SECONDS
+            .iter()
+            .position(|bound| seconds <= *bound)
+        {
+            latency.bucket_counts[bucket] += 1;
+        }
+    }
+
+    pub fn count_points_upserted(&self, count: u64) {
+        self.points_upserted_total
+            .fetch_add(count, Ordering::Relaxed);
+    }
+
+    pub fn count_rejected_write(&self) {
+        self.writes_rejected_total.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Requests answered so far, all routes and statuses.
+    pub fn requests_total(&self) -> u64 {
+        self.responses.lock().values().sum()
+    }
+}
+
+/// Counts and times every routed request under its route template (not its raw path, so
+/// collection names do not multiply the series).
+pub async fn record(State(state): State<SharedState>, request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = request.method().to_string();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_string(), |path| path.as_str().to_string());
+    let response = next.run(request).await;
+    state.metrics.observe(
+        &method,
+        &route,
+        response.status().as_u16(),
+        started.elapsed().as_secs_f64(),
+    );
+    response
+}
+
+/// Bytes this process read from and wrote to storage (`/proc/self/io`), where the kernel
+/// reports them.
+fn process_io_bytes() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/self/io").ok()?;
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|value| value.trim().parse::<u64>().ok())
+    };
+    Some((field("read_bytes:")?, field("write_bytes:")?))
+}
+
+fn escape_label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+pub async fn prometheus(State(state): State<SharedState>) -> Response {
+    let mut out = String::new();
+    let metrics = &state.metrics;
+    out.push_str("# HELP sagitta_http_requests_total HTTP requests answered.\n");
+    out.push_str("# TYPE sagitta_http_requests_total counter\n");
+    for ((method, route, status), count) in metrics.responses.lock().iter() {
+        let _ = writeln!(
+            out,
+            "sagitta_http_requests_total{{method=\"{method}\",route=\"{}\",status=\"{status}\"}} {count}",
+            escape_label(route)
+        );
+    }
+    out.push_str("# HELP sagitta_http_request_duration_seconds Time to answer a request.\n");
+    out.push_str("# TYPE sagitta_http_request_duration_seconds histogram\n");
+    for ((method, route), latency) in metrics.latencies.lock().iter() {
+        let labels = format!("method=\"{method}\",route=\"{}\"", escape_label(route));
+        let mut cumulative = 0;
+        for (bound, count) in LATENCY_BUCKETS_SECONDS.iter().zip(latency.bucket_counts) {
+            cumulative += count;
+            let _ = writeln!(
+                out,
+                "sagitta_http_request_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {cumulative}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "sagitta_http_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}",
+            latency.count
+        );
+        let _ = writeln!(
+            out,
+            "sagitta_http_request_duration_seconds_sum{{{labels}}} {}",
+            latency.sum_seconds
+        );
+        let _ = writeln!(
+            out,
+            "sagitta_http_request_duration_seconds_count{{{labels}}} {}",
+            latency.count
+        );
+    }
+    let counters = [
+        (
+            "sagitta_points_upserted_total",
+            "Points written by upserts.",
+            metrics.points_upserted_total.load(Ordering::Relaxed),
+        ),
+        (
+            "sagitta_writes_rejected_total",
+            "Writes answered 429 because the write queue was full.",
+            metrics.writes_rejected_total.load(Ordering::Relaxed),
+        ),
+    ];
+    for (name, help, value) in counters {
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
+        );
+    }
+    if let Some((read, written)) = process_io_bytes() {
+        let _ = writeln!(
+            out,
+            "# HELP sagitta_storage_read_bytes_total Bytes the process read from storage.\n\
+             # TYPE sagitta_storage_read_bytes_total counter\n\
+             sagitta_storage_read_bytes_total {read}\n\
+             # HELP sagitta_storage_written_bytes_total Bytes the process wrote to storage.\n\
+             # TYPE sagitta_storage_written_bytes_total counter\n\
+             sagitta_storage_written_bytes_total {written}"
+        );
+    }
+    let gauges = [
+        ("sagitta_collection_points", "Live points."),
+        (
+            "sagitta_collection_indexed_vectors",
+            "Live points in sealed HNSW segments.",
+        ),
+        ("sagitta_collection_segments", "Sealed segments."),
+        (
+            "sagitta_collection_optimizer_state",
+            "1 for the collection's current status (green, yellow or red).",
+        ),
+    ];
+    let mut rows: Vec<[String; 4]> = Vec::new();
+    for name in state.database.list() {
+        let Ok(collection) = state.database.collection(&name) else {
+            continue;
+        };
+        let status = collection.status();
+        let label = escape_label(&name);
+        let health = match status.health {
+            Health::Green => "green",
+            Health::Yellow => "yellow",
+            Health::Red => "red",
+        };
+        rows.push([
+            format!("{{collection=\"{label}\"}} {}", status.points),
+            format!("{{collection=\"{label}\"}} {}", status.indexed),
+            format!("{{collection=\"{label}\"}} {}", status.segments),
+            format!("{{collection=\"{label}\",state=\"{health}\"}} 1"),
+        ]);
+    }
+    for (column, (name, help)) in gauges.iter().enumerate() {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+        for row in &rows {
+            let _ = writeln!(out, "{name}{}", row[column]);
+        }
+    }
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
+}
+
+pub async fn telemetry(State(state): State<SharedState>) -> Response {
+    let started = Instant::now();
+    let collections: Vec<serde_json::Value> = state
+        .database
+        .list()
+        .into_iter()
+        .filter_map(|name| {
+            let collection = state.database.collection(&name).ok()?;
+            let status = collection.status();
+            Some(json!({
+                "id": name,
+                "points": status.points,
+                "indexed_vectors": status.indexed,
+                "segments": status.segments,
+                "optimizer_error": status.optimizer_error,
+            }))
+        })
+        .collect();
+    let simd = sagitta_kernels::detected_simd_level();
+    let available: Vec<&str> = sagitta_kernels::available_simd_levels()
+        .into_iter()
+        .map(sagitta_kernels::SimdLevel::name)
+        .collect();
+    ok(
+        json!({
+            "app": {
+                "name": "sagittadb",
+                "version": env!("CARGO_PKG_VERSION"),
+                "qdrant_compatible_version": crate::QDRANT_COMPATIBLE_VERSION,
+                "simd": simd.name(),
+                "simd_available": available,
+                "cores": std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+                "uptime_seconds": state.started.elapsed().as_secs_f64(),
+            },
+            "collections": {
+                "number_of_collections": collections.len(),
+                "collections": collections,
+            },
+            "requests": {"total": state.metrics.requests_total()},
+        }),
+        started,
+    )
+}

@@ -1,0 +1,540 @@
+//! Point endpoints: upsert, query (and the pre-1.16 search), scroll, count, retrieve,
+//! delete and payload updates.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{Path, State};
+use axum::http::Uri;
+use axum::response::Response;
+use sagitta_engine::point::parse_uuid;
+use sagitta_engine::{Collection, Filter, PointId, SearchRequest, Strategy};
+use serde_json::{json, Value};
+use tokio::sync::OwnedSemaphorePermit;
+
+use crate::body::{ok, wait_flag, JsonBody};
+use crate::collections::{blocking, collection, update_result};
+use crate::error::{ApiError, ApiResult};
+use crate::wire::{
+    check_count, parse_filter, record_output, scored_output, unknown_vector_name, IdInput,
+    IdOutput, PointSelector, QueryBatchRequest, QueryInput, QueryRequest, RecordOutput,
+    RetrieveRequest, ScoredPointOutput, ScrollRequest, SearchBatchRequest, SearchParamsInput,
+    SearchRequestInput, SearchVectorInput, SetPayloadRequest, UpsertRequest, VectorInput,
+    WithPayload, WithVector, DEFAULT_VECTOR_NAME,
+};
+use crate::SharedState;
+
+/// Results returned when a request gives no `limit`.
+const DEFAULT_LIMIT: usize = 10;
+
+/// A write slot, or 429 with `Retry-After` when every slot is taken.
+fn write_slot(state: &SharedState) -> ApiResult<OwnedSemaphorePermit> {
+    Arc::clone(&state.write_slots)
+        .try_acquire_owned()
+        .map_err(|_| {
+            state.metrics.count_rejected_write();
+            ApiError::too_many_requests(
+                format!(
+                    "write queue is full ({} writes in flight); retry later",
+                    state.config.max_pending_writes
+                ),
+                1,
+            )
+        })
+}
+
+pub async fn upsert(
+    State(state): State<SharedState>,
+    Path(name): Path<String>,
+    uri: Uri,
+    JsonBody(request): JsonBody<UpsertRequest>,
+) -> ApiResult<Response> {
+    let started = Instant::now();
+    let wait = wait_flag(uri.query())?;
+    let target = collection(&state, &name)?;
+    let points = request.into_points(state.config.max_batch_points)?;
+    let slot = write_slot(&state)?;
+    let count = points.len() as u64;
+    blocking(move || {
+        let _slot = slot;
+        target
+            .upsert(points, wait)
+            .map_err(|error| ApiError::from_engine(error, &name))
+    })
+    .await?;
+    state.metrics.count_points_upserted(count);
+    Ok(ok(update_result(&state, wait), started))
+}
+
+/// A search with everything owned, ready for the blocking pool.
+struct PreparedSearch {
+    vector: Vec<f32>,
+    /// The point a query-by-id starts from: left out of its results.
+    exclude: Option<PointId>,
+    limit: usize,
+    offset: usize,
+    filter: Option<Filter>,
+    score_threshold: Option<f32>,
+    strategy: Strategy,
+    with_payload: WithPayload,
+    with_vector: bool,
+}
+
+fn strategy(params: Option<&SearchParamsInput>) -> Strategy {
+    match params {
+        Some(SearchParamsInput {
+            exact: Some(true), ..
+        }) => Strategy::Exact,
+        Some(SearchParamsInput {
+            hnsw_ef: Some(ef), ..
+        }) => Strategy::Beam(*ef),
+        _ => Strategy::Auto,
+    }
+}
+
+fn prepare_query(
+    collection: &Collection,
+    request: QueryRequest,
+    field: &str,
+) -> ApiResult<PreparedSearch> {
+    if request.prefetch.is_some() {
+        return Err(ApiError::bad_request(format!(
+            "Wrong input: `{field}prefetch` is not supported (one dense vector per collection)"
+        )));
+    }
+    if let Some(using) = request.using.as_deref() {
+        if using != DEFAULT_VECTOR_NAME {
+            return Err(unknown_vector_name(&format!("{field}using"), using));
+        }
+    }
+    let (vector, exclude) = match request.query {
+        None => {
+            return Err(ApiError::bad_request(format!(
+                "Wrong input: `{field}query` is required (a vector, a point id or \
+                 {{\"nearest\": ..}})"
+            )))
+        }
+        Some(QueryInput::Vector(vector)) => (vector, None),
+        Some(QueryInput::Named(named)) => (
+            VectorInput::Named(named).into_default(&format!("{field}query.nearest"))?,
+            None,
+        ),
+        Some(QueryInput::Point(id)) => {
+            let point = collection.get(&id).ok_or_else(|| {
+                ApiError::not_found(format!(
+                    "Not found: `{field}query`: no point with id {id} found"
+                ))
+            })?;
+            (point.vector, Some(id))
+        }
+        Some(QueryInput::Unsupported(kind)) => {
+            return Err(ApiError::bad_request(format!(
+                "Wrong input: `{field}query`: {kind:?} queries are not supported; use \
+                 {{\"nearest\": ..}}"
+            )))
+        }
+    };
+    Ok(PreparedSearch {
+        vector,
+        exclude,
+        limit: request.limit.unwrap_or(DEFAULT_LIMIT),
+        offset: request.offset.unwrap_or(0),
+        filter: parse_filter(request.filter.as_ref(), &format!("{field}filter"))?,
+        score_threshold: request.score_threshold,
+        strategy: strategy(request.params.as_ref()),
+        with_payload: request.with_payload.unwrap_or(WithPayload::Flag(false)),
+        with_vector: WithVector::wanted(request.with_vector.as_ref()),
+    })
+}
+
+fn prepare_search(request: SearchRequestInput, field: &str) -> ApiResult<PreparedSearch> {
+    let vector = match request.vector {
+        SearchVectorInput::Dense(vector) => vector,
+        SearchVectorInput::Named { name, vector } => {
+            if name != DEFAULT_VECTOR_NAME {
+                return Err(unknown_vector_name(&format!("{field}vector.name"), &name));
+            }
+            vector
+        }
+    };
+    Ok(PreparedSearch {
+        vector,
+        exclude: None,
+        limit: request.limit,
+        offset: request.offset.unwrap_or(0),
+        filter: parse_filter(request.filter.as_ref(), &format!("{field}filter"))?,
+        score_threshold: request.score_threshold,
+        strategy: strategy(request.params.as_ref()),
+        with_payload: request.with_payload.unwrap_or(WithPayload::Flag(false)),
+        with_vector: WithVector::wanted(request.with_vector.as_ref()),
+    })
+}
+
+/// Runs prepared searches (in parallel when several) and shapes their hits.
+fn run_searches(
+    collection: &Collection,
+    searches: &[PreparedSearch],
+    name: &str,
+) -> ApiResult<Vec<Vec<ScoredPointOutput>>> {
+    let requests: Vec<SearchRequest<'_>> = searches
+        .iter()
+        .map(|search| SearchRequest {
+            vector: &search.vector,
+            // One extra result stands in for the excluded query point.
+            limit: search.limit + usize::from(search.exclude.is_some()),
+            offset: search.offset,
+            filter: search.filter.as_ref(),
+            score_threshold: search.score_threshold,
+            strategy: search.strategy,
+        })
+        .collect();
+    let results = if requests.len() == 1 {
+        vec![collection.query(&requests[0])]
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()
+    } else {
+        collection.query_batch(&requests)
+    }
+    .map_err(|error| ApiError::from_engine(error, name))?;
+    Ok(results
+        .into_iter()
+        .zip(searches)
+        .map(|(hits, search)| {
+            hits.into_iter()
+                .filter(|hit| Some(hit.id) != search.exclude)
+                .take(search.limit)
+                .map(|hit| scored_output(hit, &search.with_payload, search.with_vector))
+                .collect()
+        })
+        .collect())
+}
+
+pub async fn query(
+    State(state): State<SharedState>,
+    Path(name): Path<String>,
+    JsonBody(request): JsonBody<QueryRequest>,
+) -> ApiResult<Response> {
+    let started = Instant::now();
+    let target = collection(&state, &name)?;
+    let mut results = blocking(move || {
+        let search = prepare_query(&target, request, "")?;
+        run_searches(&target, &[search], &name)
+    })
+    .await?;
+    let points = results.pop().unwrap_or_default();
+    Ok(ok(json!({ "points": points }), started))
+}
+
+pub async fn query_batch(
+    State(state): State<SharedState>,
+    Path(name): Path<String>,
+    JsonBody(request): JsonBody<QueryBatchRequest>,
+) -> ApiResult<Response> {
+    let started = Instant::now();
+    let target = collection(&state, &name)?;
+    check_count(
+        "searches",
+        request.searches.len(),
+        state.config.max_batch_points,
+    )?;
+    let results = blocking(move || {
+        let searches = request
+            .searches
+            .into_iter()
+            .enumerate()
+            .map(|(index, search)| prepare_query(&target, search, &format!("searches[{index}].")))
+            .collect::<ApiResult<Vec<_>>>()?;
+        run_searches(&target, &searches, &name)
+    })
+    .await?;
+    let results: Vec<Value> = results
+        .into_iter()
+        .map(|points| json!({ "points": points }))
+        .collect();
+    Ok(ok(results, started))
+}
+
+pub async fn search(
+    State(state): State<SharedState>,
+    Path(name): Path<String>,
+    JsonBody(request): JsonBody<SearchRequestInput>,
+) -> ApiResult<Response> {
+    let started = Instant::now();
+    let target = collection(&state, &name)?;
+    let search = prepare_search(request, "")?;
+    let mut results = blocking(move || run_searches(&target, &[search], &name)).await?;
+    Ok(ok(results.pop().unwrap_or_default(), started))
+}
+
+pub async fn search_batch(
+    State(state): State<SharedState>,
+    Path(name): Path<String>,
+    JsonBody(request): JsonBody<SearchBatchRequest>,
+) -> ApiResult<Response> {
+    let started = Instant::now();
+    let target = collection(&state, &name)?;
+    check_count(
+        "searches",
+        request.searches.len(),
+        state.config.max_batch_points,
+    )?;
+    let searches = request
+        .searches
+        .into_iter()
+        .enumerate()
+        .map(|(index, search)| prepare_search(search, &format!("searches[{index}].")))
+        .collect::<ApiResult<Vec<_>>>()?;
+    let results = blocking(move || run_searches(&target, &searches, &name)).await?;
+    Ok(ok(results, started))
+}
+
+pub async fn scroll(
+    State(state): State<SharedState>,
+    Path(name): Path<String>,
+    JsonBody(request): JsonBody<ScrollRequest>,
+) -> ApiResult<Response> {
+    let started = Instant::now();
+    let target = collection(&state, &name)?;
+    if request.order_by.is_some() {
+        return Err(ApiError::bad_request(
+            "Wrong input: `order_by` is not supported; scroll pages go in id order",
+        ));
+    }
+    let filter = parse_filter(request.filter.as_ref(), "filter")?;
+    let limit = request.limit.unwrap_or(DEFAULT_LIMIT);
+    let with_payload = request.with_payload.unwrap_or(WithPayload::Flag(true));
+    let with_vector = WithVector::wanted(request.with_vector.as_ref());
+    let offset = request.offset.map(|id| id.0);
+    let (points, next) = blocking(move || {
+        let (page, next) = target
+            .scroll(offset, limit, filter.as_ref())
+            .map_err(|error| ApiError::from_engine(error, &name))?;
+        let page: Vec<RecordOutput> = page
+            .into_iter()
+            .map(|point| record_output(point, &with_payload, with_vector))
+            .collect();
+        Ok((page, next))
+    })
+    .await?;
+    Ok(ok(
+        json!({ "points": points, "next_page_offset": next.map(IdOutput) }),
+        started,
+    ))
+}
+
+pub async fn count(
+    State(state): State<SharedState>,
+    Path(name): Path<String>,
+    JsonBody(request): JsonBody<crate::wire::CountRequest>,
+) -> ApiResult<Response> {
+    let started = Instant::now();
+    let target = collection(&state, &name)?;
+    let filter = parse_filter(request.filter.as_ref(), "filter")?;
+    let count = blocking(move || Ok(target.count(filter.as_ref()))).await?;
+    Ok(ok(json!({ "count": count }), started))
+}
+
+pub async fn retrieve(
+    State(state): State<SharedState>,
+    Path(name): Path<String>,
+    JsonBody(request): JsonBody<RetrieveRequest>,
+) -> ApiResult<Response> {
+    let started = Instant::now();
+    let target = collection(&state, &name)?;
+    check_count("ids", request.ids.len(), state.config.max_batch_points)?;
+    let with_payload = request.with_payload.unwrap_or(WithPayload::Flag(true));
+    let with_vector = WithVector::wanted(request.with_vector.as_ref());
+    let records = blocking(move || {
+        Ok(request
+            .ids
+            .iter()
+            .filter_map(|id| target.get(&id.0))
+            .map(|point| record_output(point, &with_payload, with_vector))
+            .collect::<Vec<_>>())
+    })
+    .await?;
+    Ok(ok(records, started))
+}
+
+fn parse_path_id(text: &str) -> ApiResult<PointId> {
+    text.parse::<u64>()
+        .ok()
+        .map(PointId::Number)
+        .or_else(|| parse_uuid(text).map(PointId::Uuid))
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "Wrong input: point id {text:?} is neither an unsigned integer nor a UUID"
+            ))
+        })
+}
+
+pub async fn retrieve_one(
+    State(state): State<SharedState>,
+    Path((name, id)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let started = Instant::now();
+    let target = collection(&state, &name)?;
+    let id = parse_path_id(&id)?;
+    let point = blocking(move || Ok(target.get(&id)))
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("Not found: No point with id {id} found")))?;
+    Ok(ok(
+        record_output(point, &WithPayload::Flag(true), true),
+        started,
+    ))
+}
+
+/// The ids a selector names: the listed ones, or those its filter matches now.
+fn selected_ids(
+    collection: &Collection,
+    points: Option<Vec<IdInput>>,
+    filter: Option<&Value>,
+    max_points: usize,
+) -> ApiResult<Vec<PointId>> {
+    match (points, filter) {
+        (Some(_), Some(_)) => Err(ApiError::bad_request(
+            "Wrong input: give either `points` or `filter`, not both",
+        )),
+        (None, None) => Err(ApiError::bad_request(
+            "Wrong input: the body needs `points` (a list of ids) or `filter`",
+        )),
+        (Some(points), None) => {
+            check_count("points", points.len(), max_points)?;
+            Ok(points.into_iter().map(|id| id.0).collect())
+        }
+        (None, Some(filter)) => {
+            let filter = parse_filter(Some(filter), "filter")?;
+            Ok(filter.map_or_else(Vec::new, |filter| collection.matching_ids(&filter)))
+        }
+    }
+}
+
+pub async fn delete(
+    State(state): State<SharedState>,
+    Path(name): Path<String>,
+    uri: Uri,
+    JsonBody(request): JsonBody<PointSelector>,
+) -> ApiResult<Response> {
+    let started = Instant::now();
+    let wait = wait_flag(uri.query())?;
+    let target = collection(&state, &name)?;
+    let slot = write_slot(&state)?;
+    let max_points = state.config.max_batch_points;
+    blocking(move || {
+        let _slot = slot;
+        let ids = selected_ids(&target, request.points, request.filter.as_ref(), max_points)?;
+        target
+            .delete(&ids, wait)
+            .map_err(|error| ApiError::from_engine(error, &name))
+    })
+    .await?;
+    Ok(ok(update_result(&state, wait), started))
+}
+
+/// How a payload update changes the selected points.
+enum PayloadChange {
+    Set(String),
+    Overwrite(String),
+    DeleteKeys(Vec<String>),
+}
+
+async fn change_payload(
+    state: SharedState,
+    name: String,
+    uri: &Uri,
+    selector: (Option<Vec<IdInput>>, Option<Value>),
+    change: PayloadChange,
+) -> ApiResult<Response> {
+    let started = Instant::now();
+    let wait = wait_flag(uri.query())?;
+    let target = collection(&state, &name)?;
+    let slot = write_slot(&state)?;
+    let max_points = state.config.max_batch_points;
+    blocking(move || {
+        let _slot = slot;
+        let ids = selected_ids(&target, selector.0, selector.1.as_ref(), max_points)?;
+        match &change {
+            PayloadChange::Set(payload) => target.set_payload(&ids, payload, wait),
+            PayloadChange::Overwrite(payload) => target.overwrite_payload(&ids, payload, wait),
+            PayloadChange::DeleteKeys(keys) => target.delete_payload_keys(&ids, keys, wait),
+        }
+        .map_err(|error| ApiError::from_engine(error, &name))
+    })
+    .await?;
+    Ok(ok(update_result(&state, wait), started))
+}
+
+fn refuse_nested_key(request: &SetPayloadRequest) -> ApiResult<()> {
+    match &request.key {
+        Some(key) => Err(ApiError::bad_request(format!(
+            "Wrong input: `key` = {key:?}: setting a payload under a nested key is not \
+             supported; send the whole top-level value"
+        ))),
+        None => Ok(()),
+    }
+}
+
+pub async fn set_payload(
+    State(state): State<SharedState>,
+    Path(name): Path<String>,
+    uri: Uri,
+    JsonBody(request): JsonBody<SetPayloadRequest>,
+) -> ApiResult<Response> {
+    refuse_nested_key(&request)?;
+    let payload = request.payload_text()?;
+    let selector = (request.points, request.filter);
+    change_payload(state, name, &uri, selector, PayloadChange::Set(payload)).await
+}
+
+pub async fn overwrite_payload(
+    State(state): State<SharedState>,
+    Path(name): Path<String>,
+    uri: Uri,
+    JsonBody(request): JsonBody<SetPayloadRequest>,
+) -> ApiResult<Response> {
+    refuse_nested_key(&request)?;
+    let payload = request.payload_text()?;
+    let selector = (request.points, request.filter);
+    change_payload(
+        state,
+        name,
+        &uri,
+        selector,
+        PayloadChange::Overwrite(payload),
+    )
+    .await
+}
+
+pub async fn delete_payload(
+    State(state): State<SharedState>,
+    Path(name): Path<String>,
+    uri: Uri,
+    JsonBody(request): JsonBody<crate::wire::DeletePayloadRequest>,
+) -> ApiResult<Response> {
+    let selector = (request.points, request.filter);
+    change_payload(
+        state,
+        name,
+        &uri,
+        selector,
+        PayloadChange::DeleteKeys(request.keys),
+    )
+    .await
+}
+
+pub async fn clear_payload(
+    State(state): State<SharedState>,
+    Path(name): Path<String>,
+    uri: Uri,
+    JsonBody(request): JsonBody<PointSelector>,
+) -> ApiResult<Response> {
+    let selector = (request.points, request.filter);
+    change_payload(
+        state,
+        name,
+        &uri,
+        selector,
+        PayloadChange::Overwrite("{}".to_string()),
+    )
+    .await
+}
