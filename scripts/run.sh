@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The main job until the server exists: build everything and run the side-by-side ANN
-# benchmark on a small synthetic dataset (SagittaDB vs hnswlib, FAISS, usearch).
+# The main job: build the `sagitta` binary (release) and run the server — Qdrant's REST API
+# on http://127.0.0.1:6333 — on the default data directory ./sagitta-data. Extra arguments
+# go to `sagitta serve` (e.g. --host 0.0.0.0 --port 6333 --data-dir DIR --api-key KEY;
+# `sagitta serve --help` lists them). Ctrl-C (or SIGTERM) stops it after flushing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup-python.sh
-mkdir -p bench/results
-.venv/bin/python -m bench ann --quick --out bench/results/quick.json "$@"
+cargo build --release -p sagitta-cli
+exec target/release/sagitta serve "$@"
