@@ -17,7 +17,7 @@ use parking_lot::RwLock;
 
 use sagitta_index::hnsw::{Codes, HnswIndex, HnswParams, HnswSearchParams, Quantization};
 use sagitta_index::Metric;
-use sagitta_storage::fs::FileSystem;
+use sagitta_storage::fs::{FileSystem, StreamedFile};
 use serde_json::Value;
 
 use crate::codec::{self, Operation};
@@ -162,17 +162,22 @@ impl Segment {
         listing: Vec<Point>,
         shape: &SegmentShape<'_>,
     ) -> Result<Segment> {
-        let mut bytes = Vec::new();
+        // Streamed to the file: a copy of the vectors in memory would double the peak.
+        let mut file = StreamedFile::create(fs, &index_path(directory, id))?;
         // SQ8 codes are recomputed from the vectors on load: 0.25× fewer bytes written.
-        index.save_with(&mut bytes, Codes::Recomputed)?;
-        fs.write_synced(&index_path(directory, id), &bytes)?;
+        let saved = index.save_with(&mut file, Codes::Recomputed);
+        if let Some(failure) = file.take_failure() {
+            return Err(failure.into());
+        }
+        saved?;
+        let index_bytes = file.finish()?;
         let listing = Operation::Upsert(listing);
         let encoded = framed(POINTS_MAGIC, &codec::encode(&listing));
         fs.write_synced(&points_path(directory, id), &encoded)?;
         let Operation::Upsert(listing) = listing else {
             unreachable!("built as an upsert above")
         };
-        let file_bytes = (bytes.len() + encoded.len()) as u64;
+        let file_bytes = index_bytes + encoded.len() as u64;
         let segment = Segment::assemble(id, index, listing, file_bytes, shape.schema);
         let deleted = (0..u32::try_from(segment.ids.len()).expect("segment size"))
             .filter(|node| segment.index.is_deleted(*node))

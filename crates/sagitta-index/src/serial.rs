@@ -31,12 +31,46 @@ pub(crate) fn read_exact(reader: &mut impl Read, bytes: &mut [u8]) -> Result<()>
 }
 
 pub(crate) fn write_section(writer: &mut impl Write, tag: u32, payload: &[u8]) -> Result<()> {
+    write_section_header(writer, tag, payload.len() as u64, crc32c::crc32c(payload))?;
+    write_all(writer, payload)
+}
+
+fn write_section_header(writer: &mut impl Write, tag: u32, length: u64, crc: u32) -> Result<()> {
     let mut header = [0u8; 24];
     header[0..4].copy_from_slice(&tag.to_le_bytes());
-    header[8..16].copy_from_slice(&(payload.len() as u64).to_le_bytes());
-    header[16..20].copy_from_slice(&crc32c::crc32c(payload).to_le_bytes());
-    write_all(writer, &header)?;
-    write_all(writer, payload)
+    header[8..16].copy_from_slice(&length.to_le_bytes());
+    header[16..20].copy_from_slice(&crc.to_le_bytes());
+    write_all(writer, &header)
+}
+
+/// Writes a section whose payload is `row_count` rows that `encode_row(row, buffer)` puts
+/// into `buffer` (cleared first): one pass for the CRC, one to write, so a large payload
+/// (the vectors: 600 MB at 200k × 768) is never held in memory a second time.
+pub(crate) fn write_section_rows(
+    writer: &mut impl Write,
+    tag: u32,
+    row_count: usize,
+    mut encode_row: impl FnMut(usize, &mut Vec<u8>) -> Result<()>,
+) -> Result<()> {
+    let mut buffer = Vec::new();
+    let mut crc = 0u32;
+    let mut length = 0u64;
+    for row in 0..row_count {
+        buffer.clear();
+        encode_row(row, &mut buffer)?;
+        crc = crc32c::crc32c_append(crc, &buffer);
+        length += buffer.len() as u64;
+    }
+    write_section_header(writer, tag, length, crc)?;
+    let mut written = 0u64;
+    for row in 0..row_count {
+        buffer.clear();
+        encode_row(row, &mut buffer)?;
+        written += buffer.len() as u64;
+        write_all(writer, &buffer)?;
+    }
+    assert_eq!(written, length, "rows encode the same bytes twice");
+    Ok(())
 }
 
 /// Reads the next section, which must carry `tag` and exactly `expected_length` bytes.

@@ -65,6 +65,82 @@ pub fn remove_if_exists(fs: &dyn FileSystem, path: &Path) -> Result<bool> {
     }
 }
 
+/// Bytes a [`StreamedFile`] gathers before appending them.
+const STREAM_BUFFER_BYTES: usize = 1 << 20;
+
+/// A new file written as a stream (`std::io::Write`) through the [`FileSystem`] seam and
+/// synced by [`StreamedFile::finish`]: what [`FileSystem::write_synced`] does for bytes
+/// already in memory, for payloads too large to gather first (a segment's vectors).
+pub struct StreamedFile {
+    file: Box<dyn AppendFile>,
+    buffer: Vec<u8>,
+    /// The storage error behind the last failed write (`io::Write` can only carry text).
+    failure: Option<StorageError>,
+}
+
+impl StreamedFile {
+    /// Starts `path` afresh: a file left there (by an attempt that failed) is removed first.
+    pub fn create(fs: &dyn FileSystem, path: &Path) -> Result<StreamedFile> {
+        remove_if_exists(fs, path)?;
+        Ok(StreamedFile {
+            file: fs.open_append(path)?,
+            buffer: Vec::with_capacity(STREAM_BUFFER_BYTES),
+            failure: None,
+        })
+    }
+
+    fn drain(&mut self) -> Result<()> {
+        if !self.buffer.is_empty() {
+            self.file.append(&self.buffer)?;
+            self.buffer.clear();
+        }
+        Ok(())
+    }
+
+    fn io_failure(&mut self, error: StorageError) -> std::io::Error {
+        let message = error.to_string();
+        self.failure = Some(error);
+        std::io::Error::other(message)
+    }
+
+    /// The storage error behind a failed `write`, typed.
+    pub fn take_failure(&mut self) -> Option<StorageError> {
+        self.failure.take()
+    }
+
+    /// Appends what is buffered and syncs; returns the file's length.
+    pub fn finish(mut self) -> Result<u64> {
+        if let Some(failure) = self.failure.take() {
+            return Err(failure);
+        }
+        self.drain()?;
+        self.file.sync()?;
+        Ok(self.file.len())
+    }
+}
+
+impl Write for StreamedFile {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if self.buffer.len() + bytes.len() > STREAM_BUFFER_BYTES {
+            if let Err(error) = self.drain() {
+                return Err(self.io_failure(error));
+            }
+        }
+        if bytes.len() >= STREAM_BUFFER_BYTES {
+            if let Err(error) = self.file.append(bytes) {
+                return Err(self.io_failure(error));
+            }
+        } else {
+            self.buffer.extend_from_slice(bytes);
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.drain().map_err(|error| self.io_failure(error))
+    }
+}
+
 /// Real files through `std::fs`, with `fsync` where the trait promises durability.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct OsFileSystem;
@@ -194,5 +270,51 @@ impl FileSystem for OsFileSystem {
                 Err(StorageError::io("locking", path, &error))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::path::Path;
+
+    use rand::SeedableRng;
+
+    use super::{FileSystem, StreamedFile};
+    use crate::sim::SimFileSystem;
+    use crate::StorageError;
+
+    #[test]
+    fn a_streamed_file_replaces_leftovers_and_is_durable_once_finished() {
+        let fs = SimFileSystem::new();
+        let path = Path::new("/d/segment");
+        fs.create_dir_all(Path::new("/d")).unwrap();
+        fs.write_synced(path, b"left by a failed attempt").unwrap();
+        let mut file = StreamedFile::create(&fs, path).unwrap();
+        let big = vec![7u8; 3 << 20];
+        file.write_all(b"head").unwrap();
+        file.write_all(&big).unwrap();
+        file.write_all(b"tail").unwrap();
+        assert_eq!(file.finish().unwrap(), (4 + big.len() + 4) as u64);
+        fs.sync_dir(Path::new("/d")).unwrap();
+        fs.crash(&mut rand_chacha::ChaCha8Rng::seed_from_u64(1));
+        let bytes = fs.read(path).unwrap().unwrap();
+        assert_eq!(bytes.len(), 4 + big.len() + 4);
+        assert!(bytes.starts_with(b"head") && bytes.ends_with(b"tail"));
+    }
+
+    #[test]
+    fn a_failed_append_surfaces_as_the_typed_storage_error() {
+        let fs = SimFileSystem::new();
+        fs.create_dir_all(Path::new("/d")).unwrap();
+        let mut file = StreamedFile::create(&fs, Path::new("/d/segment")).unwrap();
+        fs.fail_write_after(1);
+        let result = file.write_all(&vec![1u8; 2 << 20]);
+        assert!(result.is_err());
+        assert!(matches!(file.take_failure(), Some(StorageError::Io { .. })));
+        let mut file = StreamedFile::create(&fs, Path::new("/d/other")).unwrap();
+        file.write_all(b"small").unwrap();
+        fs.set_fail_syncs(true);
+        assert!(file.finish().is_err());
     }
 }

@@ -16,7 +16,7 @@ use crate::metric::Metric;
 use crate::quantizer::Sq8Quantizer;
 use crate::serial::{
     bytes_to_f32s, bytes_to_u32s, bytes_to_u64s, check_finite, read_exact, read_section,
-    u32s_to_bytes, u64s_to_bytes, write_all, write_section, HeaderCursor,
+    u32s_to_bytes, u64s_to_bytes, write_all, write_section, write_section_rows, HeaderCursor,
 };
 
 pub(crate) const MAGIC: &[u8; 8] = b"SAGHNSW\0";
@@ -117,23 +117,21 @@ impl HnswIndex {
                     .flat_map(move |layer| self.graph.block_words(n, layer))
             })),
         )?;
-        let mut vector_bytes = Vec::with_capacity(count * params.dim * 4);
-        for node in nodes.clone() {
+        write_section_rows(writer, TAG_VECTORS, count, |node, buffer| {
+            let node = u32::try_from(node).expect("< MAX_POINTS");
             for value in self.vector(node).expect("checked above") {
-                vector_bytes.extend_from_slice(&value.to_le_bytes());
+                buffer.extend_from_slice(&value.to_le_bytes());
             }
-        }
-        write_section(writer, TAG_VECTORS, &vector_bytes)?;
-        drop(vector_bytes);
+            Ok(())
+        })?;
         if let Some(store) = stored_codes {
-            let mut code_bytes = Vec::with_capacity(count * store.quantizer.stride());
-            for node in 0..count {
+            write_section_rows(writer, TAG_CODES, count, |node, buffer| {
                 let row = store.codes.row(node).ok_or_else(|| {
                     IndexError::format(format!("code row {node} is not published"))
                 })?;
-                code_bytes.extend(row.iter().map(|code| code.to_le_bytes()[0]));
-            }
-            write_section(writer, TAG_CODES, &code_bytes)?;
+                buffer.extend(row.iter().map(|code| code.to_le_bytes()[0]));
+                Ok(())
+            })?;
         }
         let deleted_words: Vec<u64> = self.deleted.words().take(count.div_ceil(64)).collect();
         write_section(writer, TAG_DELETED, &u64s_to_bytes(deleted_words))
