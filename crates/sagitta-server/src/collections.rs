@@ -282,9 +282,10 @@ fn collection_info(collection: &Collection, echoed: &crate::EchoedSettings) -> V
         .payload_schema()
         .into_iter()
         .map(|(field, kind)| {
+            let points = indexed_points(collection, &field);
             (
                 field,
-                json!({ "data_type": kind.name(), "params": null, "points": status.points }),
+                json!({ "data_type": kind.name(), "params": null, "points": points }),
             )
         })
         .collect();
@@ -325,6 +326,13 @@ fn collection_info(collection: &Collection, echoed: &crate::EchoedSettings) -> V
         },
         "payload_schema": payload_schema,
     })
+}
+
+/// Points that have a value for `field` (what Qdrant reports as indexed by its index).
+fn indexed_points(collection: &Collection, field: &str) -> usize {
+    let has_value = json!({"must_not": [{"is_empty": {"key": field}}]});
+    sagitta_engine::Filter::parse(&has_value, "payload_schema")
+        .map_or(0, |filter| collection.count(Some(&filter)))
 }
 
 #[derive(Deserialize)]

@@ -193,8 +193,17 @@ async fn service_endpoints_and_collection_lifecycle() {
         )
         .await;
     assert_eq!(index["status"], "completed");
+    server
+        .ok(
+            "PUT",
+            "/collections/docs/points?wait=true",
+            json!({"points": [{"id": 1000, "vector": vector(1000, 8)}]}),
+        )
+        .await;
     let info = server.ok("GET", "/collections/docs", json!(null)).await;
+    assert_eq!(info["points_count"], 41);
     assert_eq!(info["payload_schema"]["group"]["data_type"], "keyword");
+    assert_eq!(info["payload_schema"]["group"]["points"], 40);
     server
         .ok(
             "PUT",
