@@ -5,15 +5,18 @@
 //! {"must": [...], "should": [...], "must_not": [...]}
 //! ```
 //! Conditions: `{"key": "a.b", "match": {"value": v} | {"any": [..]} | {"except": [..]} |
-//! {"text": "..."}}`, `{"key": k, "range": {"gt"|"gte"|"lt"|"lte": number}}`,
-//! `{"has_id": [ids]}`, `{"is_empty": {"key": k}}`, `{"is_null": {"key": k}}`, or a nested
-//! filter. Keys are dotted paths; arrays met on the way are flattened, and a condition on an
+//! {"text": "..."}}`, `{"key": k, "range": {"gt"|"gte"|"lt"|"lte": number or RFC 3339
+//! datetime}}`, `{"key": k, "geo_radius": {"center": {"lat", "lon"}, "radius": meters}}`,
+//! `{"has_id": [ids]}`, `{"is_empty": {"key": k}}`, `{"is_null": {"key": k}}`,
+//! `{"has_vector": ""}` (the unnamed vector every point has), or a nested filter; and
+//! `"min_should": {"conditions": [..], "min_count": n}` beside must / should / must_not. Keys are dotted paths; arrays met on the way are flattened, and a condition on an
 //! array field holds when it holds for any element (Qdrant's semantics).
 //!
 //! Every parse error names the path inside the filter (`filter.must[1].range.gt`) and why.
 
 use serde_json::Value;
 
+use crate::datetime::parse_timestamp;
 use crate::error::{EngineError, Result};
 use crate::point::PointId;
 
@@ -27,7 +30,18 @@ pub struct Filter {
     pub must: Vec<Condition>,
     pub should: Vec<Condition>,
     pub must_not: Vec<Condition>,
+    /// At least `min_count` of `conditions` must hold.
+    pub min_should: Option<MinShould>,
 }
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct MinShould {
+    pub conditions: Vec<Condition>,
+    pub min_count: usize,
+}
+
+/// Mean Earth radius in meters (IUGG), for `geo_radius`.
+pub const EARTH_RADIUS_METERS: f64 = 6_371_008.8;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Scalar {
@@ -58,7 +72,21 @@ pub enum Condition {
         key: Vec<String>,
         bounds: Range,
     },
+    /// A range whose bounds were RFC 3339 datetimes (as epoch seconds); matches payload
+    /// strings that parse as datetimes.
+    DatetimeRange {
+        key: Vec<String>,
+        bounds: Range,
+    },
+    GeoRadius {
+        key: Vec<String>,
+        latitude: f64,
+        longitude: f64,
+        radius_meters: f64,
+    },
     HasId(Vec<PointId>),
+    /// `has_vector` of the unnamed vector: every point has it.
+    HasVector,
     IsEmpty {
         key: Vec<String>,
     },
@@ -107,6 +135,14 @@ impl Filter {
         self.must.iter().all(|c| c.matches(id, payload))
             && (self.should.is_empty() || self.should.iter().any(|c| c.matches(id, payload)))
             && !self.must_not.iter().any(|c| c.matches(id, payload))
+            && self.min_should.as_ref().is_none_or(|min| {
+                min.conditions
+                    .iter()
+                    .filter(|c| c.matches(id, payload))
+                    .take(min.min_count)
+                    .count()
+                    >= min.min_count
+            })
     }
 }
 
@@ -126,6 +162,11 @@ impl Parser {
         };
         let mut filter = Filter::default();
         for (name, clauses) in object {
+            if name == "min_should" {
+                filter.min_should =
+                    self.min_should(clauses, &format!("{path}.min_should"), depth)?;
+                continue;
+            }
             let target = match name.as_str() {
                 "must" => &mut filter.must,
                 "should" => &mut filter.should,
@@ -149,6 +190,37 @@ impl Parser {
             }
         }
         Ok(filter)
+    }
+
+    fn min_should(&mut self, value: &Value, path: &str, depth: usize) -> Result<Option<MinShould>> {
+        if value.is_null() {
+            return Ok(None);
+        }
+        let Value::Object(object) = value else {
+            return Err(invalid(
+                path,
+                "must be an object with conditions and min_count",
+            ));
+        };
+        let count_path = format!("{path}.min_count");
+        let min_count = object
+            .get("min_count")
+            .ok_or_else(|| invalid(&count_path, "is required"))?
+            .as_u64()
+            .ok_or_else(|| invalid(&count_path, "must be an unsigned integer"))?;
+        let list_path = format!("{path}.conditions");
+        let Some(Value::Array(items)) = object.get("conditions") else {
+            return Err(invalid(&list_path, "must be a list of conditions"));
+        };
+        let conditions = items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| self.condition(item, &format!("{list_path}[{index}]"), depth))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some(MinShould {
+            conditions,
+            min_count: usize::try_from(min_count).unwrap_or(usize::MAX),
+        }))
     }
 
     fn condition(&mut self, value: &Value, path: &str, depth: usize) -> Result<Condition> {
@@ -182,6 +254,17 @@ impl Parser {
                 .map(|(index, id)| parse_id(id, &format!("{path}.has_id[{index}]")))
                 .collect::<Result<Vec<_>>>()?;
             return Ok(Condition::HasId(ids));
+        }
+        if let Some(name) = object.get("has_vector") {
+            let vector_path = format!("{path}.has_vector");
+            return match name {
+                Value::String(name) if name.is_empty() => Ok(Condition::HasVector),
+                Value::String(name) => Err(invalid(
+                    &vector_path,
+                    format!("no vector named {name:?}: points have one unnamed vector (\"\")"),
+                )),
+                _ => Err(invalid(&vector_path, "must be a vector name (a string)")),
+            };
         }
         for (name, make) in [
             (
@@ -251,12 +334,34 @@ impl Parser {
                 return Err(invalid(&range_path, "must be an object"));
             };
             let mut bounds = Range::default();
+            let mut datetimes = None;
             for (name, bound) in bounds_object {
-                let number = match bound {
-                    Value::Null => None,
-                    Value::Number(number) => number.as_f64(),
-                    _ => return Err(invalid(&format!("{range_path}.{name}"), "must be a number")),
+                let bound_path = format!("{range_path}.{name}");
+                let (number, is_datetime) = match bound {
+                    Value::Null => continue,
+                    Value::Number(number) => (number.as_f64(), false),
+                    Value::String(text) => (
+                        Some(parse_timestamp(text).ok_or_else(|| {
+                            invalid(
+                                &bound_path,
+                                format!("{text:?} is neither a number nor an RFC 3339 datetime"),
+                            )
+                        })?),
+                        true,
+                    ),
+                    _ => {
+                        return Err(invalid(
+                            &bound_path,
+                            "must be a number or an RFC 3339 datetime",
+                        ))
+                    }
                 };
+                if *datetimes.get_or_insert(is_datetime) != is_datetime {
+                    return Err(invalid(
+                        &bound_path,
+                        "mixes a number and a datetime in one range",
+                    ));
+                }
                 match name.as_str() {
                     "gt" => bounds.gt = number,
                     "gte" => bounds.gte = number,
@@ -265,13 +370,69 @@ impl Parser {
                     _ => return Err(invalid(&format!("{range_path}.{name}"), "unknown bound")),
                 }
             }
-            return Ok(Condition::Range { key, bounds });
+            return Ok(if datetimes == Some(true) {
+                Condition::DatetimeRange { key, bounds }
+            } else {
+                Condition::Range { key, bounds }
+            });
+        }
+        if let Some(geo) = object.get("geo_radius") {
+            return parse_geo_radius(geo, key, &format!("{path}.geo_radius"));
         }
         Err(invalid(
             path,
-            "expected match, range, has_id, is_empty, is_null or a nested filter",
+            "expected match, range, geo_radius, has_id, has_vector, is_empty, is_null or a \
+             nested filter",
         ))
     }
+}
+
+fn parse_geo_radius(value: &Value, key: Vec<String>, path: &str) -> Result<Condition> {
+    let number = |value: Option<&Value>, field: &str| -> Result<f64> {
+        let field_path = format!("{path}.{field}");
+        value
+            .ok_or_else(|| invalid(&field_path, "is required"))?
+            .as_f64()
+            .ok_or_else(|| invalid(&field_path, "must be a number"))
+    };
+    let center = value.get("center");
+    let latitude = number(center.and_then(|c| c.get("lat")), "center.lat")?;
+    let longitude = number(center.and_then(|c| c.get("lon")), "center.lon")?;
+    let radius_meters = number(value.get("radius"), "radius")?;
+    if !(-90.0..=90.0).contains(&latitude) {
+        return Err(invalid(
+            &format!("{path}.center.lat"),
+            "must be within -90..=90",
+        ));
+    }
+    if !(-180.0..=180.0).contains(&longitude) {
+        return Err(invalid(
+            &format!("{path}.center.lon"),
+            "must be within -180..=180",
+        ));
+    }
+    if !(radius_meters >= 0.0 && radius_meters.is_finite()) {
+        return Err(invalid(
+            &format!("{path}.radius"),
+            "must be a non-negative number",
+        ));
+    }
+    Ok(Condition::GeoRadius {
+        key,
+        latitude,
+        longitude,
+        radius_meters,
+    })
+}
+
+/// Great-circle distance in meters between two (latitude, longitude) points in degrees.
+pub fn haversine_meters(from: (f64, f64), to: (f64, f64)) -> f64 {
+    let (latitude_from, latitude_to) = (from.0.to_radians(), to.0.to_radians());
+    let latitude_delta = latitude_to - latitude_from;
+    let longitude_delta = (to.1 - from.1).to_radians();
+    let a = (latitude_delta / 2.0).sin().powi(2)
+        + latitude_from.cos() * latitude_to.cos() * (longitude_delta / 2.0).sin().powi(2);
+    2.0 * EARTH_RADIUS_METERS * a.sqrt().min(1.0).asin()
 }
 
 fn parse_key(value: &Value, path: &str) -> Result<Vec<String>> {
@@ -378,7 +539,29 @@ impl Condition {
             Condition::Range { key, bounds } => field(key)
                 .iter()
                 .any(|v| v.as_f64().is_some_and(|number| bounds.contains(number))),
+            Condition::DatetimeRange { key, bounds } => field(key).iter().any(|v| {
+                v.as_str()
+                    .and_then(parse_timestamp)
+                    .is_some_and(|seconds| bounds.contains(seconds))
+            }),
+            Condition::GeoRadius {
+                key,
+                latitude,
+                longitude,
+                radius_meters,
+            } => field(key).iter().any(|v| {
+                match (
+                    v.get("lat").and_then(Value::as_f64),
+                    v.get("lon").and_then(Value::as_f64),
+                ) {
+                    (Some(lat), Some(lon)) => {
+                        haversine_meters((*latitude, *longitude), (lat, lon)) <= *radius_meters
+                    }
+                    _ => false,
+                }
+            }),
             Condition::HasId(ids) => ids.contains(id),
+            Condition::HasVector => true,
             Condition::IsEmpty { key } => field(key).iter().all(|v| v.is_null()),
             Condition::IsNull { key } => field(key).iter().any(|v| v.is_null()),
             Condition::Nested(filter) => filter.matches(id, payload),

@@ -18,6 +18,7 @@ mod buffer;
 pub mod codec;
 pub mod collection;
 pub mod database;
+pub mod datetime;
 pub mod error;
 pub mod filter;
 pub mod optimizer;

@@ -135,6 +135,75 @@ fn conditions_follow_qdrant_semantics() {
     assert!(!parse(json!({"must": [{"key": "x", "range": {"gt": 0}}]})).matches(&id, None));
 }
 
+#[test]
+fn datetimes_geo_has_vector_and_min_should() {
+    let id = PointId::Number(1);
+    let payload = json!({
+        "when": "2024-01-03T10:00:00+02:00",
+        "dates": ["2023-12-31", "2024-06-01T00:00:00Z"],
+        "loc": {"lat": 52.5200, "lon": 13.4050},
+        "stops": [{"lat": 48.8566, "lon": 2.3522}, {"lat": 40.4168, "lon": -3.7038}],
+        "color": "red", "size": 3
+    });
+    let check = |filter: Value| parse(filter).matches(&id, Some(&payload));
+    let range = |key: &str, bounds: Value| json!({"must": [{"key": key, "range": bounds}]});
+    assert!(check(range(
+        "when",
+        json!({"gte": "2024-01-03T08:00:00Z", "lt": "2024-01-03T08:00:01Z"})
+    )));
+    assert!(!check(range("when", json!({"gt": "2024-01-03T08:00:00Z"}))));
+    assert!(check(range(
+        "dates",
+        json!({"gte": "2024-05-01", "lte": "2024-06-30"})
+    )));
+    assert!(!check(range("dates", json!({"gt": "2025-01-01"}))));
+    assert!(
+        !check(range("color", json!({"gt": "2000-01-01"}))),
+        "text is no datetime"
+    );
+    let near = |key: &str, radius: f64| {
+        json!({"must": [{"key": key, "geo_radius":
+            {"center": {"lat": 52.5163, "lon": 13.3777}, "radius": radius}}]})
+    };
+    // Brandenburg Gate to the payload's point: about 1.9 km.
+    assert!(check(near("loc", 2_000.0)));
+    assert!(!check(near("loc", 1_500.0)));
+    // Berlin to Paris is about 878 km; to Madrid about 1,870 km.
+    assert!(check(near("stops", 900_000.0)));
+    assert!(!check(near("stops", 850_000.0)));
+    assert!(check(json!({"must": [{"has_vector": ""}]})));
+    let at_least = |count: usize| {
+        json!({"min_should": {"min_count": count, "conditions": [
+            {"key": "color", "match": {"value": "red"}},
+            {"key": "size", "range": {"gte": 3}},
+            {"key": "color", "match": {"value": "blue"}}]}})
+    };
+    assert!(check(at_least(2)));
+    assert!(!check(at_least(3)));
+    assert_eq!(
+        error_path(json!({"must": [{"has_vector": "text"}]})),
+        "filter.must[0].has_vector"
+    );
+    assert_eq!(
+        error_path(range("when", json!({"gt": "yesterday"}))),
+        "filter.must[0].range.gt"
+    );
+    assert_eq!(
+        error_path(range("when", json!({"gt": 1, "lt": "2024-01-01"}))),
+        "filter.must[0].range.lt"
+    );
+    assert_eq!(
+        error_path(
+            json!({"must": [{"key": "loc", "geo_radius": {"center": {"lat": 91, "lon": 0}, "radius": 1}}]})
+        ),
+        "filter.must[0].geo_radius.center.lat"
+    );
+    assert_eq!(
+        error_path(json!({"min_should": {"conditions": []}})),
+        "filter.min_should.min_count"
+    );
+}
+
 fn payload_for(id: u64) -> Value {
     let group = ["red", "green", "blue"][(id % 3) as usize];
     json!({"group": group, "rank": id % 10, "even": id.is_multiple_of(2)})

@@ -46,8 +46,11 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
         let path = error.path().to_string();
         let inner = error.into_inner();
-        if inner.is_syntax() || inner.is_eof() {
+        if (inner.is_syntax() || inner.is_eof()) && path == "." {
             ApiError::bad_request(format!("malformed JSON body: {inner}"))
+        } else if inner.is_syntax() || inner.is_eof() {
+            // Also a number out of range (1e39 for an f32), where the field is known.
+            ApiError::bad_request(format!("malformed JSON body at `{path}`: {inner}"))
         } else if path == "." {
             ApiError::bad_request(format!("Format error in JSON body: {inner}"))
         } else {

@@ -542,7 +542,7 @@ async fn bad_requests_are_named_and_store_nothing() {
             )
             .await,
         StatusCode::BAD_REQUEST,
-        &["non-finite", "position 2"],
+        &["points[0].vector[2]", "out of range"],
     );
     expect(
         server
