@@ -237,6 +237,12 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         usage: false,
         message,
     };
+    // Each client connection is a file descriptor; a soft limit of 1,024 (a common
+    // default) would make the 1,025th client wait unanswered.
+    let open_files = rlimit::increase_nofile_limit(u64::MAX).map_or_else(
+        |error| format!("unknown ({error})"),
+        |limit| limit.to_string(),
+    );
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if config.http_threads > 0 {
         runtime.worker_threads(config.http_threads);
@@ -261,7 +267,7 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
             .local_addr()
             .map_or_else(|_| address.clone(), |a| a.to_string());
         eprintln!(
-            "sagitta serve: listening on http://{local}, data in {}",
+            "sagitta serve: listening on http://{local}, data in {}, open-file limit {open_files}",
             data_dir.display()
         );
         sagitta_server::serve(listener, Arc::new(state), sagitta_server::shutdown_signal())

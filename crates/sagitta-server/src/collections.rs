@@ -29,6 +29,22 @@ pub(crate) async fn blocking<T: Send + 'static>(
     })?
 }
 
+/// Runs a read on the blocking pool once a read slot is free (see `AppState::read_slots`).
+pub(crate) async fn read<T: Send + 'static>(
+    state: &SharedState,
+    work: impl FnOnce() -> ApiResult<T> + Send + 'static,
+) -> ApiResult<T> {
+    let slot = Arc::clone(&state.read_slots)
+        .acquire_owned()
+        .await
+        .map_err(|_| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "server is shutting down"))?;
+    blocking(move || {
+        let _slot = slot;
+        work()
+    })
+    .await
+}
+
 pub(crate) fn collection(state: &SharedState, name: &str) -> ApiResult<Arc<Collection>> {
     state
         .database
@@ -261,7 +277,7 @@ pub async fn info(
     let started = Instant::now();
     let target = collection(&state, &name)?;
     let echoed = state.echoed.lock().get(&name).cloned().unwrap_or_default();
-    let result = blocking(move || Ok(collection_info(&target, &echoed))).await?;
+    let result = read(&state, move || Ok(collection_info(&target, &echoed))).await?;
     Ok(ok(result, started))
 }
 

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::body::{ok, wait_flag, JsonBody};
-use crate::collections::{blocking, collection, update_result};
+use crate::collections::{blocking, collection, read, update_result};
 use crate::error::{ApiError, ApiResult};
 use crate::wire::{
     check_count, parse_filter, record_output, scored_output, unknown_vector_name, IdInput,
@@ -216,7 +216,7 @@ pub async fn query(
 ) -> ApiResult<Response> {
     let started = Instant::now();
     let target = collection(&state, &name)?;
-    let mut results = blocking(move || {
+    let mut results = read(&state, move || {
         let search = prepare_query(&target, request, "")?;
         run_searches(&target, &[search], &name)
     })
@@ -237,7 +237,7 @@ pub async fn query_batch(
         request.searches.len(),
         state.config.max_batch_points,
     )?;
-    let results = blocking(move || {
+    let results = read(&state, move || {
         let searches = request
             .searches
             .into_iter()
@@ -262,7 +262,7 @@ pub async fn search(
     let started = Instant::now();
     let target = collection(&state, &name)?;
     let search = prepare_search(request, "")?;
-    let mut results = blocking(move || run_searches(&target, &[search], &name)).await?;
+    let mut results = read(&state, move || run_searches(&target, &[search], &name)).await?;
     Ok(ok(results.pop().unwrap_or_default(), started))
 }
 
@@ -284,7 +284,7 @@ pub async fn search_batch(
         .enumerate()
         .map(|(index, search)| prepare_search(search, &format!("searches[{index}].")))
         .collect::<ApiResult<Vec<_>>>()?;
-    let results = blocking(move || run_searches(&target, &searches, &name)).await?;
+    let results = read(&state, move || run_searches(&target, &searches, &name)).await?;
     Ok(ok(results, started))
 }
 
@@ -305,7 +305,7 @@ pub async fn scroll(
     let with_payload = request.with_payload.unwrap_or(WithPayload::Flag(true));
     let with_vector = WithVector::wanted(request.with_vector.as_ref());
     let offset = request.offset.map(|id| id.0);
-    let (points, next) = blocking(move || {
+    let (points, next) = read(&state, move || {
         let (page, next) = target
             .scroll(offset, limit, filter.as_ref())
             .map_err(|error| ApiError::from_engine(error, &name))?;
@@ -330,7 +330,7 @@ pub async fn count(
     let started = Instant::now();
     let target = collection(&state, &name)?;
     let filter = parse_filter(request.filter.as_ref(), "filter")?;
-    let count = blocking(move || Ok(target.count(filter.as_ref()))).await?;
+    let count = read(&state, move || Ok(target.count(filter.as_ref()))).await?;
     Ok(ok(json!({ "count": count }), started))
 }
 
@@ -344,7 +344,7 @@ pub async fn retrieve(
     check_count("ids", request.ids.len(), state.config.max_batch_points)?;
     let with_payload = request.with_payload.unwrap_or(WithPayload::Flag(true));
     let with_vector = WithVector::wanted(request.with_vector.as_ref());
-    let records = blocking(move || {
+    let records = read(&state, move || {
         Ok(request
             .ids
             .iter()
@@ -375,7 +375,7 @@ pub async fn retrieve_one(
     let started = Instant::now();
     let target = collection(&state, &name)?;
     let id = parse_path_id(&id)?;
-    let point = blocking(move || Ok(target.get(&id)))
+    let point = read(&state, move || Ok(target.get(&id)))
         .await?
         .ok_or_else(|| ApiError::not_found(format!("Not found: No point with id {id} found")))?;
     Ok(ok(
