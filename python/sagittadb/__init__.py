@@ -1,5 +1,6 @@
-"""SagittaDB embedded in Python: a durable database of collections (``sagittadb.open``) and
-exact (flat) and HNSW vector indexes over numpy arrays.
+"""SagittaDB in Python: a durable database of collections, embedded (``sagittadb.open``)
+or on a server (``sagittadb.connect``, same API), and exact (flat) and HNSW vector indexes
+over numpy arrays.
 
 >>> import numpy as np, sagittadb
 >>> index = sagittadb.HnswIndex(4, metric="cosine", m=8, ef_construction=32)
@@ -27,12 +28,14 @@ from ._native import (
     open,
     simd_level,
 )
+from .remote import AuthenticationError, RemoteCollection, RemoteDatabase, connect
 
 MISSING_ID = 2**64 - 1
 """The id in a result slot that no point filled (fewer than k points matched)."""
 
 __all__ = [
     "MISSING_ID",
+    "AuthenticationError",
     "CapacityError",
     "Collection",
     "CollectionExistsError",
@@ -44,9 +47,12 @@ __all__ = [
     "FormatError",
     "HnswIndex",
     "InvalidParameterError",
+    "RemoteCollection",
+    "RemoteDatabase",
     "SagittaError",
     "StorageError",
     "__version__",
+    "connect",
     "open",
     "simd_level",
 ]

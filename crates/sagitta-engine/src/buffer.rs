@@ -187,11 +187,14 @@ impl Buffer {
     }
 }
 
-/// A scored candidate; ordered so the heap's root is the worst kept.
+/// A scored candidate; ordered so the heap's root is the worst kept. Ties in distance
+/// break by point id, as the collection orders its results, so which of several equally
+/// close points fills the last place does not depend on where they are stored.
 #[derive(Clone, Copy, PartialEq)]
 pub(crate) struct Candidate {
     /// Lower is closer.
     pub distance: f32,
+    pub id: PointId,
     pub slot: usize,
 }
 
@@ -205,6 +208,7 @@ impl Ord for Candidate {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         self.distance
             .total_cmp(&other.distance)
+            .then(self.id.cmp(&other.id))
             .then(self.slot.cmp(&other.slot))
     }
 }
@@ -269,12 +273,16 @@ impl Buffer {
             };
             let params = HnswSearchParams::new(k, ef.max(k));
             match graph.index.search_filtered(query, params, live) {
-                Ok(hits) => heap.extend(hits.into_iter().map(|hit| Candidate {
-                    distance: match distance {
-                        Distance::Euclid => hit.score,
-                        Distance::Cosine | Distance::Dot => -hit.score,
-                    },
-                    slot: hit.node as usize,
+                Ok(hits) => heap.extend(hits.into_iter().filter_map(|hit| {
+                    let slot = hit.node as usize;
+                    Some(Candidate {
+                        distance: match distance {
+                            Distance::Euclid => hit.score,
+                            Distance::Cosine | Distance::Dot => -hit.score,
+                        },
+                        id: self.ids[slot]?,
+                        slot,
+                    })
                 })),
                 // cannot happen with validated parameters; scan everything rather than fail
                 Err(_) => from = 0,
@@ -290,21 +298,19 @@ impl Buffer {
                 continue;
             }
             let row = &self.vectors[slot * dim..(slot + 1) * dim];
-            let candidate = match distance {
-                Distance::Euclid => (kernels.l2_squared_f32)(query, row),
-                Distance::Cosine | Distance::Dot => -(kernels.dot_f32)(query, row),
+            let candidate = Candidate {
+                distance: match distance {
+                    Distance::Euclid => (kernels.l2_squared_f32)(query, row),
+                    Distance::Cosine | Distance::Dot => -(kernels.dot_f32)(query, row),
+                },
+                id: *id,
+                slot,
             };
             if heap.len() < k {
-                heap.push(Candidate {
-                    distance: candidate,
-                    slot,
-                });
+                heap.push(candidate);
             } else if let Some(mut worst) = heap.peek_mut() {
-                if candidate < worst.distance {
-                    *worst = Candidate {
-                        distance: candidate,
-                        slot,
-                    };
+                if candidate < *worst {
+                    *worst = candidate;
                 }
             }
         }

@@ -498,7 +498,11 @@ impl Segment {
                 Some((value, node))
             })
             .collect();
-        scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        // Ties break by point id, as the collection orders its results.
+        scored.sort_by(|a, b| {
+            a.0.total_cmp(&b.0)
+                .then(self.ids[a.1 as usize].cmp(&self.ids[b.1 as usize]))
+        });
         scored.truncate(k);
         scored
             .into_iter()

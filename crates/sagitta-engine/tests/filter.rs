@@ -279,3 +279,43 @@ fn filtered_search_count_scroll_and_delete_match_brute_force() {
     assert_eq!(reopened.count(None), 500 - expected.len());
     assert_eq!(reopened.count(Some(&filter)), 0);
 }
+
+/// Equally close points are ranked by id wherever they are stored (write buffer or
+/// segment) and in whatever order they were written, so exact search is deterministic.
+#[test]
+fn exact_search_breaks_ties_by_id_in_buffers_and_segments() {
+    let fs = SimFileSystem::new();
+    let config = CollectionConfig {
+        dim: 2,
+        distance: Distance::Dot,
+        shard_count: 1,
+    };
+    let collection = Collection::create(&fs, Path::new("/ties"), config).unwrap();
+    let point = |id: u64| Point {
+        id: PointId::Number(id),
+        vector: vec![1.0, 0.0],
+        payload: None,
+    };
+    let exact_ids = |collection: &Collection| -> Vec<PointId> {
+        let request = sagitta_engine::SearchRequest {
+            strategy: sagitta_engine::Strategy::Exact,
+            ..sagitta_engine::SearchRequest::new(&[1.0, 0.0], 3)
+        };
+        collection
+            .query(&request)
+            .unwrap()
+            .into_iter()
+            .map(|hit| hit.id)
+            .collect()
+    };
+    let first_three: Vec<PointId> = (0..3).map(PointId::Number).collect();
+    collection
+        .upsert((0..6).rev().map(point).collect(), true)
+        .unwrap();
+    assert_eq!(exact_ids(&collection), first_three, "write buffer");
+    collection.optimize(&fs).unwrap();
+    assert_eq!(exact_ids(&collection), first_three, "segment");
+    collection.delete(&[PointId::Number(1)], true).unwrap();
+    collection.upsert(vec![point(1)], true).unwrap();
+    assert_eq!(exact_ids(&collection), first_three, "segment and buffer");
+}

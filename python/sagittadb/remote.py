@@ -1,0 +1,533 @@
+"""The remote backend: the same ``Database`` / ``Collection`` API as the embedded engine,
+spoken over a SagittaDB server's REST API (Qdrant's contract), e.g. one started with
+``sagitta serve``.
+
+>>> db = sagittadb.connect("http://127.0.0.1:6333", api_key=None)  # doctest: +SKIP
+>>> docs = db.create_collection("docs", dim=4)  # doctest: +SKIP
+
+Results have the embedded backend's shapes: hits are dicts with ``id``, ``score``,
+``payload`` (``None`` for a point without one) and, when asked, ``vector``. HTTP errors
+become the embedded backend's exceptions: 404 for a collection → ``CollectionNotFoundError``,
+409 → ``CollectionExistsError``, a dimension error → ``DimensionError``, other 400/413/422
+→ ``InvalidParameterError``, 401/403 → ``AuthenticationError``, 5xx → ``StorageError``. A
+429 (the server's write queue is full) is retried after its ``Retry-After``.
+
+What differs: ``import_collection`` uploads in batches (the server has no bulk endpoint
+yet), so unlike the embedded import it is not all or nothing — on failure it drops the
+half-made collection; ``delete`` returns the number of points its filter matched just
+before the delete (the embedded backend counts them atomically); ``optimize`` and
+``configure_optimizer`` are embedded-only (the server's optimizer runs on its own).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any, Union
+
+import httpx
+import numpy as np
+
+from ._native import (
+    CollectionExistsError,
+    CollectionNotFoundError,
+    DimensionError,
+    InvalidParameterError,
+    SagittaError,
+    StorageError,
+)
+
+PointId = Union[int, str, uuid.UUID]  # noqa: UP007 - evaluated at run time on Python 3.9
+
+#: Points per upsert request of ``import_collection`` and of large ``upsert`` calls.
+UPLOAD_BATCH_POINTS = 1_000
+#: Times a request answered 429 is retried before the error is raised.
+RETRIES_AFTER_429 = 20
+
+
+class AuthenticationError(SagittaError):
+    """The server refused the API key (missing, wrong, or read-only for a write)."""
+
+
+def _error_for(response: httpx.Response) -> SagittaError:
+    """The exception for an error answer (the one table from HTTP to Python errors)."""
+    try:
+        message = response.json()["status"]["error"]
+    except (ValueError, KeyError, TypeError):
+        message = response.text or response.reason_phrase
+    status = response.status_code
+    text = f"{message} (HTTP {status})"
+    if status == 404 and "Collection" in message:
+        return CollectionNotFoundError(text)
+    if status == 409:
+        return CollectionExistsError(text)
+    if status in (401, 403):
+        return AuthenticationError(text)
+    if status in (400, 413, 422):
+        if "dimension" in message:
+            return DimensionError(text)
+        return InvalidParameterError(text)
+    if status >= 500:
+        return StorageError(text)
+    return SagittaError(text)
+
+
+def _id_out(value: PointId) -> int | str:
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, (bool, np.bool_)):
+        raise InvalidParameterError(f"point id {value!r} is a bool, not an int or UUID")
+    if isinstance(value, (int, np.integer)):
+        if value < 0:
+            raise InvalidParameterError(f"point id {int(value)} is negative")
+        return int(value)
+    if isinstance(value, str):
+        return value
+    raise InvalidParameterError(f"point id {value!r} is neither an int nor a UUID")
+
+
+def _vectors(vectors: Any, dim: int, name: str) -> np.ndarray:
+    array = np.asarray(vectors, dtype=np.float32)
+    if array.ndim == 1:
+        array = array.reshape(1, -1)
+    if array.ndim != 2:
+        raise DimensionError(
+            f"`{name}` must be a 2-D array (n × dim), got {array.ndim}-D"
+        )
+    if array.shape[1] != dim:
+        raise DimensionError(
+            f"vector dimension error: `{name}`: expected dim {dim}, got {array.shape[1]}"
+        )
+    if not np.isfinite(array).all():
+        row, column = np.argwhere(~np.isfinite(array))[0]
+        raise InvalidParameterError(
+            f"`{name}` row {row} has a non-finite value (NaN or Inf) at position {column}"
+        )
+    return array
+
+
+def _hit(point: dict, with_payload: bool, with_vector: bool) -> dict:
+    out = {"id": point["id"]}
+    if "score" in point:
+        out["score"] = point["score"]
+    payload = point.get("payload") if with_payload else None
+    out["payload"] = payload or None
+    if with_vector:
+        out["vector"] = point.get("vector")
+    return out
+
+
+class _Client:
+    def __init__(self, url: str, api_key: str | None, timeout: float) -> None:
+        headers = {"api-key": api_key} if api_key else {}
+        self.http = httpx.Client(
+            base_url=url.rstrip("/"), headers=headers, timeout=timeout
+        )
+
+    def call(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
+        params = {key: value for key, value in params.items() if value is not None}
+        for attempt in range(RETRIES_AFTER_429 + 1):
+            try:
+                response = self.http.request(method, path, json=body, params=params)
+            except httpx.TransportError as error:
+                raise StorageError(
+                    f"cannot reach the server at {self.http.base_url}: {error}"
+                )
+            if response.status_code == 429 and attempt < RETRIES_AFTER_429:
+                time.sleep(float(response.headers.get("retry-after", "1")))
+                continue
+            if response.status_code != 200:
+                raise _error_for(response)
+            return response.json()["result"]
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+class RemoteDatabase:
+    """A SagittaDB server, seen through the embedded ``Database`` API."""
+
+    def __init__(
+        self, url: str, api_key: str | None = None, timeout: float = 60.0
+    ) -> None:
+        self.url = url
+        self._client = _Client(url, api_key, timeout)
+        self._client.call("GET", "/collections")
+
+    def create_collection(
+        self, name: str, dim: int, distance: str = "Cosine", shard_number: int = 1
+    ) -> RemoteCollection:
+        """Creates an empty collection; ``CollectionExistsError`` if the name is taken."""
+        distance = _distance_name(distance)
+        body = {
+            "vectors": {"size": dim, "distance": distance},
+            "shard_number": shard_number,
+        }
+        self._client.call("PUT", f"/collections/{name}", body)
+        return RemoteCollection(self._client, name)
+
+    def import_collection(
+        self,
+        name: str,
+        ids: Iterable[PointId],
+        vectors: Any,
+        payloads: Sequence[dict | None] | None = None,
+        distance: str = "Cosine",
+        shard_number: int = 1,
+    ) -> RemoteCollection:
+        """Creates ``name`` and uploads every point (in batches, ``wait=True``); on any
+        error the collection is dropped again and the error raised."""
+        array = np.asarray(vectors, dtype=np.float32)
+        if array.ndim != 2:
+            raise DimensionError("`vectors` must be a 2-D array (n × dim)")
+        collection = self.create_collection(
+            name, array.shape[1], distance, shard_number
+        )
+        try:
+            collection.upsert(list(ids), array, payloads, wait=True)
+        except BaseException:
+            self._client.call("DELETE", f"/collections/{name}")
+            raise
+        return collection
+
+    def collection(self, name: str) -> RemoteCollection:
+        """The collection ``name``; ``CollectionNotFoundError`` if there is none."""
+        return RemoteCollection(self._client, name)
+
+    def list_collections(self) -> list:
+        result = self._client.call("GET", "/collections")
+        return sorted(entry["name"] for entry in result["collections"])
+
+    def drop_collection(self, name: str) -> None:
+        """Drops ``name``; ``CollectionNotFoundError`` if there is none."""
+        if not self._client.call("DELETE", f"/collections/{name}"):
+            raise CollectionNotFoundError(f"no collection `{name}`")
+
+    def close(self) -> None:
+        self._client.http.close()
+
+    def __enter__(self) -> RemoteDatabase:  # noqa: PYI034 - typing.Self needs Python 3.11
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"RemoteDatabase(url={self.url!r})"
+
+
+def _distance_name(distance: str) -> str:
+    names = {"cosine": "Cosine", "dot": "Dot", "euclid": "Euclid", "l2": "Euclid"}
+    try:
+        return names[distance.lower()]
+    except KeyError:
+        raise InvalidParameterError(
+            f"`distance` {distance!r} is not one of Cosine, Dot, Euclid"
+        ) from None
+
+
+class RemoteCollection:
+    """A collection on a server, with the embedded ``Collection`` API."""
+
+    def __init__(self, client: _Client, name: str) -> None:
+        self._client = client
+        self.name = name
+        info = self._info()
+        vectors = info["config"]["params"]["vectors"]
+        self.dim: int = vectors["size"]
+        self.distance: str = vectors["distance"]
+
+    def _info(self) -> dict:
+        return self._client.call("GET", f"/collections/{self.name}")
+
+    def _path(self, suffix: str) -> str:
+        return f"/collections/{self.name}/{suffix}"
+
+    def upsert(
+        self,
+        ids: Iterable[PointId],
+        vectors: Any,
+        payloads: Sequence[dict | None] | None = None,
+        wait: bool = True,
+    ) -> None:
+        """Inserts or replaces points (batch form, ``UPLOAD_BATCH_POINTS`` per request)."""
+        ids = [_id_out(value) for value in ids]
+        array = _vectors(vectors, self.dim, "vectors")
+        if len(ids) != len(array):
+            raise InvalidParameterError(f"{len(ids)} ids for {len(array)} vectors")
+        if payloads is not None and len(payloads) != len(ids):
+            raise InvalidParameterError(f"{len(payloads)} payloads for {len(ids)} ids")
+        for start in range(0, len(ids), UPLOAD_BATCH_POINTS):
+            end = start + UPLOAD_BATCH_POINTS
+            batch: dict = {"ids": ids[start:end], "vectors": array[start:end].tolist()}
+            if payloads is not None:
+                batch["payloads"] = list(payloads[start:end])
+            self._client.call(
+                "PUT", self._path("points"), {"batch": batch}, wait=_flag(wait)
+            )
+
+    def _query(
+        self,
+        query: Any,
+        limit: int,
+        filter: dict | None,
+        with_payload: bool,
+        with_vector: bool,
+        score_threshold: float | None,
+        offset: int,
+        hnsw_ef: int | None,
+        exact: bool,
+    ) -> dict:
+        body: dict = {
+            "query": [float(value) for value in query],
+            "limit": limit,
+            "offset": offset,
+            "with_payload": with_payload,
+            "with_vector": with_vector,
+        }
+        if filter is not None:
+            body["filter"] = filter
+        if score_threshold is not None:
+            body["score_threshold"] = score_threshold
+        params = {}
+        if exact:
+            params["exact"] = True
+        elif hnsw_ef is not None:
+            params["hnsw_ef"] = hnsw_ef
+        if params:
+            body["params"] = params
+        return body
+
+    def search(
+        self,
+        query: Any,
+        limit: int = 10,
+        filter: dict | None = None,
+        with_payload: bool = True,
+        with_vector: bool = False,
+        score_threshold: float | None = None,
+        offset: int = 0,
+        hnsw_ef: int | None = None,
+        exact: bool = False,
+    ) -> list:
+        """Top-``limit`` points passing ``filter``: dicts with id, score, payload (and
+        vector)."""
+        row = _vectors(query, self.dim, "query")[0]
+        body = self._query(
+            row,
+            limit,
+            filter,
+            with_payload,
+            with_vector,
+            score_threshold,
+            offset,
+            hnsw_ef,
+            exact,
+        )
+        result = self._client.call("POST", self._path("points/query"), body)
+        return [_hit(point, with_payload, with_vector) for point in result["points"]]
+
+    def search_batch(
+        self,
+        queries: Any,
+        limit: int = 10,
+        filter: dict | None = None,
+        with_payload: bool = True,
+        with_vector: bool = False,
+        score_threshold: float | None = None,
+        hnsw_ef: int | None = None,
+        exact: bool = False,
+    ) -> list:
+        """Several searches in one request; one list of hits per query."""
+        rows = _vectors(queries, self.dim, "queries")
+        searches = [
+            self._query(
+                row,
+                limit,
+                filter,
+                with_payload,
+                with_vector,
+                score_threshold,
+                0,
+                hnsw_ef,
+                exact,
+            )
+            for row in rows
+        ]
+        result = self._client.call(
+            "POST", self._path("points/query/batch"), {"searches": searches}
+        )
+        return [
+            [_hit(point, with_payload, with_vector) for point in entry["points"]]
+            for entry in result
+        ]
+
+    def _selector(self, ids: Iterable[PointId] | None, filter: dict | None) -> dict:
+        if ids is None and filter is None:
+            raise InvalidParameterError("give `ids` and/or `filter`")
+        conditions = []
+        if ids is not None:
+            conditions.append({"has_id": [_id_out(value) for value in ids]})
+        if filter is not None:
+            conditions.append(filter)
+        if len(conditions) == 1 and ids is not None:
+            return {"points": conditions[0]["has_id"]}
+        if len(conditions) == 1:
+            return {"filter": filter}
+        # Points named by ids or matched by the filter (the embedded backend's union).
+        return {"filter": {"should": conditions}}
+
+    def set_payload(
+        self,
+        payload: dict,
+        ids: Iterable[PointId] | None = None,
+        filter: dict | None = None,
+        wait: bool = True,
+    ) -> None:
+        """Merges ``payload`` into the payload of the points named or matched."""
+        body = {"payload": payload, **self._selector(ids, filter)}
+        self._client.call("POST", self._path("points/payload"), body, wait=_flag(wait))
+
+    def overwrite_payload(
+        self,
+        payload: dict,
+        ids: Iterable[PointId] | None = None,
+        filter: dict | None = None,
+        wait: bool = True,
+    ) -> None:
+        """Replaces the payload of the points named or matched."""
+        body = {"payload": payload, **self._selector(ids, filter)}
+        self._client.call("PUT", self._path("points/payload"), body, wait=_flag(wait))
+
+    def delete_payload(
+        self,
+        keys: Sequence[str],
+        ids: Iterable[PointId] | None = None,
+        filter: dict | None = None,
+        wait: bool = True,
+    ) -> None:
+        """Removes top-level ``keys`` from the payload of the points named or matched."""
+        body = {"keys": list(keys), **self._selector(ids, filter)}
+        self._client.call(
+            "POST", self._path("points/payload/delete"), body, wait=_flag(wait)
+        )
+
+    def get(self, ids: Iterable[PointId]) -> list:
+        """Points by id (missing ids are skipped): dicts with id, payload and vector."""
+        body = {"ids": [_id_out(value) for value in ids], "with_vector": True}
+        records = self._client.call("POST", self._path("points"), body)
+        return [_hit(record, True, True) for record in records]
+
+    def delete(
+        self,
+        ids: Iterable[PointId] | None = None,
+        filter: dict | None = None,
+        wait: bool = True,
+    ) -> int:
+        """Deletes points by id and/or every point passing ``filter``; returns how many the
+        filter matched (counted just before the delete)."""
+        matched = 0
+        if ids is not None:
+            body = {"points": [_id_out(value) for value in ids]}
+            self._client.call(
+                "POST", self._path("points/delete"), body, wait=_flag(wait)
+            )
+        if filter is not None:
+            matched = self.count(filter)
+            self._client.call(
+                "POST",
+                self._path("points/delete"),
+                {"filter": filter},
+                wait=_flag(wait),
+            )
+        return matched
+
+    def scroll(
+        self,
+        limit: int = 10,
+        offset: PointId | None = None,
+        filter: dict | None = None,
+        with_vector: bool = False,
+    ) -> tuple:
+        """One page of points in id order: ``(points, next_offset)``."""
+        body: dict = {"limit": limit, "with_payload": True, "with_vector": with_vector}
+        if offset is not None:
+            body["offset"] = _id_out(offset)
+        if filter is not None:
+            body["filter"] = filter
+        result = self._client.call("POST", self._path("points/scroll"), body)
+        points = [_hit(point, True, with_vector) for point in result["points"]]
+        return points, result.get("next_page_offset")
+
+    def count(self, filter: dict | None = None) -> int:
+        """Exact number of points (passing ``filter`` when given)."""
+        body = {"exact": True} if filter is None else {"filter": filter, "exact": True}
+        return int(self._client.call("POST", self._path("points/count"), body)["count"])
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def status(self) -> dict:
+        """``{"status", "points_count", "indexed_vectors_count", "segments_count",
+        "optimizer_error"}`` as the embedded backend reports it."""
+        info = self._info()
+        optimizer = info.get("optimizer_status")
+        return {
+            "status": info["status"],
+            "points_count": info.get("points_count"),
+            "indexed_vectors_count": info.get("indexed_vectors_count"),
+            "segments_count": info["segments_count"],
+            "optimizer_error": optimizer.get("error")
+            if isinstance(optimizer, dict)
+            else None,
+        }
+
+    def wait_until_indexed(self, timeout: float | None = None) -> None:
+        """Polls until the status is green; ``TimeoutError`` after ``timeout`` seconds,
+        ``SagittaError`` if it turns red."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            status = self.status()
+            if status["status"] == "green":
+                return
+            if status["status"] == "red":
+                raise SagittaError(
+                    f"collection {self.name} is red: {status['optimizer_error'] or ''}"
+                )
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"collection {self.name} not indexed after {timeout} s: "
+                    f"{status['indexed_vectors_count']} of {status['points_count']} points "
+                    "indexed"
+                )
+            time.sleep(0.05)
+
+    def create_payload_index(self, field: str, field_schema: str) -> None:
+        """Indexes payload field ``field`` as keyword, integer, float or bool."""
+        body = {"field_name": field, "field_schema": field_schema}
+        self._client.call("PUT", self._path("index"), body, wait="true")
+
+    def delete_payload_index(self, field: str) -> None:
+        self._client.call("DELETE", self._path(f"index/{field}"), wait="true")
+
+    def payload_schema(self) -> dict:
+        """The indexed payload fields: ``{field: "keyword" | "integer" | ...}``."""
+        schema = self._info()["payload_schema"]
+        return {field: entry["data_type"] for field, entry in schema.items()}
+
+    def __repr__(self) -> str:
+        return (
+            f"RemoteCollection(name={self.name!r}, dim={self.dim}, "
+            f"distance={self.distance!r}, count={self.count()})"
+        )
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def connect(
+    url: str, api_key: str | None = None, timeout: float = 60.0
+) -> RemoteDatabase:
+    """A SagittaDB server at ``url`` (e.g. ``http://127.0.0.1:6333``), with the embedded
+    backend's API. Checks the server answers before returning."""
+    return RemoteDatabase(url, api_key=api_key, timeout=timeout)
