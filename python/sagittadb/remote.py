@@ -363,7 +363,7 @@ class RemoteCollection:
 
     def _selector(self, ids: Iterable[PointId] | None, filter: dict | None) -> dict:
         if ids is None and filter is None:
-            raise InvalidParameterError("give `ids` and/or `filter`")
+            return {"points": []}  # names no point, as in the embedded backend
         conditions = []
         if ids is not None:
             conditions.append({"has_id": [_id_out(value) for value in ids]})

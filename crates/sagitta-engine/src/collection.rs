@@ -399,9 +399,16 @@ impl Collection {
     }
 
     /// Makes every write acknowledged so far durable (writes made with `wait = false`
-    /// included): syncs every shard's log.
+    /// included): syncs every shard's log, all of them even if one fails (the first
+    /// error is returned).
     pub fn flush(&self) -> Result<()> {
-        self.shards.iter().try_for_each(Shard::flush)
+        let mut first_error = None;
+        for shard in &self.shards {
+            if let Err(error) = shard.flush() {
+                first_error.get_or_insert(error);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Waits for running optimizer work, then makes every shard refuse writes and new

@@ -216,12 +216,17 @@ impl Database {
     }
 
     /// Makes every write acknowledged so far in every collection durable (see
-    /// [`Collection::flush`]); a server calls it on shutdown.
+    /// [`Collection::flush`]); a server calls it on shutdown. A collection that fails
+    /// (a poisoned shard) does not stop the others; the first error is returned.
     pub fn flush(&self) -> Result<()> {
         let collections: Vec<Arc<Collection>> = self.collections.read().values().cloned().collect();
-        collections
-            .iter()
-            .try_for_each(|collection| collection.flush())
+        let mut first_error = None;
+        for collection in &collections {
+            if let Err(error) = collection.flush() {
+                first_error.get_or_insert(error);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Drops a collection: unlisted first (durably), then its files are removed.

@@ -639,27 +639,18 @@ pub struct SearchParamsInput {
     pub indexed_only: Option<bool>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 pub struct QueryRequest {
-    #[serde(default)]
     pub query: Option<QueryInput>,
-    #[serde(default)]
     pub using: Option<String>,
-    #[serde(default)]
     pub filter: Option<Value>,
-    #[serde(default)]
     pub params: Option<SearchParamsInput>,
-    #[serde(default)]
     pub limit: Option<usize>,
-    #[serde(default)]
     pub offset: Option<usize>,
-    #[serde(default)]
     pub score_threshold: Option<f32>,
-    #[serde(default)]
     pub with_payload: Option<WithPayload>,
-    #[serde(default)]
     pub with_vector: Option<WithVector>,
-    #[serde(default)]
     pub prefetch: Option<IgnoredAny>,
 }
 
