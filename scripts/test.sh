@@ -20,7 +20,7 @@ cargo test --workspace --exclude sagittadb-python --release
 echo "== python setup"
 scripts/setup-python.sh
 echo "== ruff"
-.venv/bin/ruff check python bench
-.venv/bin/ruff format --check python bench
+.venv/bin/ruff check python bench rag
+.venv/bin/ruff format --check python bench rag
 echo "== pytest"
 .venv/bin/python -m pytest -q python/tests bench/tests
