@@ -30,11 +30,6 @@ impl ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, message)
     }
 
-    /// 422: a field is missing or has the wrong type (the body does not fit the schema).
-    pub fn unprocessable(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message)
-    }
-
     pub fn not_found(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::NOT_FOUND, message)
     }
