@@ -1,6 +1,6 @@
 """Type stubs for the compiled part of ``sagittadb`` (PyO3, ``python/src``)."""
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from os import PathLike
 from typing import Any, TypeAlias
 from uuid import UUID
@@ -181,7 +181,11 @@ class Collection:
     def __len__(self) -> int: ...
     def optimize(self) -> int: ...
     def status(self) -> dict[str, Any]: ...
-    def wait_until_indexed(self, timeout: float | None = None) -> None: ...
+    def wait_until_indexed(
+        self,
+        timeout: float | None = None,
+        progress: bool | Callable[[int, int], None] | None = None,
+    ) -> None: ...
     def configure_optimizer(
         self,
         seal_points: int | None = None,

@@ -37,6 +37,8 @@ from ._native import (
     SagittaError,
     StorageError,
 )
+from .progress import finish as finish_progress
+from .progress import resolve as resolve_progress
 
 PointId = Union[int, str, uuid.UUID]  # noqa: UP007 - evaluated at run time on Python 3.9
 
@@ -173,9 +175,10 @@ class RemoteDatabase:
         payloads: Sequence[dict | None] | None = None,
         distance: str = "Cosine",
         shard_number: int = 1,
+        progress: Any = None,
     ) -> RemoteCollection:
-        """Creates ``name`` and uploads every point (in batches, ``wait=True``); on any
-        error the collection is dropped again and the error raised."""
+        """Creates ``name`` and uploads every point (in batches, ``wait=True``, followed by
+        ``progress``); on any error the collection is dropped again and the error raised."""
         array = np.asarray(vectors, dtype=np.float32)
         if array.ndim != 2:
             raise DimensionError("`vectors` must be a 2-D array (n × dim)")
@@ -183,7 +186,7 @@ class RemoteDatabase:
             name, array.shape[1], distance, shard_number
         )
         try:
-            collection.upsert(list(ids), array, payloads, wait=True)
+            collection.upsert(list(ids), array, payloads, wait=True, progress=progress)
         except BaseException:
             self._client.call("DELETE", f"/collections/{name}")
             raise
@@ -248,22 +251,37 @@ class RemoteCollection:
         vectors: Any,
         payloads: Sequence[dict | None] | None = None,
         wait: bool = True,
+        progress: Any = None,
     ) -> None:
-        """Inserts or replaces points (batch form, ``UPLOAD_BATCH_POINTS`` per request)."""
+        """Inserts or replaces points (batch form, ``UPLOAD_BATCH_POINTS`` per request);
+        ``progress`` (see ``sagittadb.progress``) follows the upload when it takes more than
+        one request."""
         ids = [_id_out(value) for value in ids]
         array = _vectors(vectors, self.dim, "vectors")
         if len(ids) != len(array):
             raise InvalidParameterError(f"{len(ids)} ids for {len(array)} vectors")
         if payloads is not None and len(payloads) != len(ids):
             raise InvalidParameterError(f"{len(payloads)} payloads for {len(ids)} ids")
-        for start in range(0, len(ids), UPLOAD_BATCH_POINTS):
-            end = start + UPLOAD_BATCH_POINTS
-            batch: dict = {"ids": ids[start:end], "vectors": array[start:end].tolist()}
-            if payloads is not None:
-                batch["payloads"] = list(payloads[start:end])
-            self._client.call(
-                "PUT", self._path("points"), {"batch": batch}, wait=_flag(wait)
-            )
+        several = len(ids) > UPLOAD_BATCH_POINTS
+        callback = resolve_progress(
+            progress if several else False, f"uploading {self.name}"
+        )
+        try:
+            for start in range(0, len(ids), UPLOAD_BATCH_POINTS):
+                end = start + UPLOAD_BATCH_POINTS
+                batch: dict = {
+                    "ids": ids[start:end],
+                    "vectors": array[start:end].tolist(),
+                }
+                if payloads is not None:
+                    batch["payloads"] = list(payloads[start:end])
+                self._client.call(
+                    "PUT", self._path("points"), {"batch": batch}, wait=_flag(wait)
+                )
+                if callback is not None:
+                    callback(min(end, len(ids)), len(ids))
+        finally:
+            finish_progress(callback)
 
     def _query(
         self,
@@ -481,12 +499,27 @@ class RemoteCollection:
             else None,
         }
 
-    def wait_until_indexed(self, timeout: float | None = None) -> None:
+    def wait_until_indexed(
+        self, timeout: float | None = None, progress: Any = None
+    ) -> None:
         """Polls until the status is green; ``TimeoutError`` after ``timeout`` seconds,
-        ``SagittaError`` if it turns red."""
+        ``SagittaError`` if it turns red. ``progress`` (see ``sagittadb.progress``) is
+        called with ``(indexed, points)`` as they change."""
+        callback = resolve_progress(progress, f"indexing {self.name}")
+        try:
+            self._wait(timeout, callback)
+        finally:
+            finish_progress(callback)
+
+    def _wait(self, timeout: float | None, callback: Any) -> None:
         deadline = None if timeout is None else time.monotonic() + timeout
+        reported = None
         while True:
             status = self.status()
+            counts = (status["indexed_vectors_count"], status["points_count"])
+            if callback is not None and counts != reported:
+                callback(*counts)
+                reported = counts
             if status["status"] == "green":
                 return
             if status["status"] == "red":
@@ -496,8 +529,7 @@ class RemoteCollection:
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(
                     f"collection {self.name} not indexed after {timeout} s: "
-                    f"{status['indexed_vectors_count']} of {status['points_count']} points "
-                    "indexed"
+                    f"{counts[0]} of {counts[1]} points indexed"
                 )
             time.sleep(0.05)
 

@@ -318,6 +318,48 @@ pub struct Collection {
 }
 
 impl Collection {
+    /// The polling loop of `wait_until_indexed`; `callback` is None or `(indexed, points)`.
+    fn wait_reporting(
+        &self,
+        py: Python<'_>,
+        timeout: Option<f64>,
+        callback: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let deadline = timeout.map(|seconds| Instant::now() + Duration::from_secs_f64(seconds));
+        let mut reported = None;
+        loop {
+            let status = py.allow_threads(|| {
+                std::thread::sleep(Duration::from_millis(5));
+                self.inner.status()
+            });
+            if !callback.is_none() && reported != Some((status.indexed, status.points)) {
+                callback.call1((status.indexed, status.points))?;
+                reported = Some((status.indexed, status.points));
+            }
+            match status.health {
+                Health::Green => return Ok(()),
+                Health::Red => {
+                    return Err(SagittaError::new_err(format!(
+                        "collection {} is red: {}",
+                        self.name,
+                        status.optimizer_error.unwrap_or_default()
+                    )))
+                }
+                Health::Yellow => {}
+            }
+            py.check_signals()?;
+            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                return Err(pyo3::exceptions::PyTimeoutError::new_err(format!(
+                    "collection {} not indexed after {} s: {} of {} points indexed",
+                    self.name,
+                    timeout.unwrap_or_default(),
+                    status.indexed,
+                    status.points
+                )));
+            }
+        }
+    }
+
     /// `set_payload` (merge) and `overwrite_payload` (replace) share everything else.
     fn change_payload(
         &self,
@@ -680,42 +722,27 @@ impl Collection {
 
     /// Blocks until the status is green (everything indexed, nothing planned); raises
     /// `TimeoutError` after `timeout` seconds, or `SagittaError` if it turns red. Needs
-    /// the background optimizer (the default of `sagittadb.open`).
-    #[pyo3(signature = (timeout = None))]
-    fn wait_until_indexed(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
+    /// the background optimizer (the default of `sagittadb.open`). `progress` (see
+    /// `sagittadb.progress`) is called with `(indexed, points)` as they change: by default
+    /// a tqdm bar when run interactively.
+    #[pyo3(signature = (timeout = None, progress = None))]
+    fn wait_until_indexed(
+        &self,
+        py: Python<'_>,
+        timeout: Option<f64>,
+        progress: Option<PyObject>,
+    ) -> PyResult<()> {
         if !self._database.has_background_optimizer() {
             return Err(SagittaError::new_err(
                 "wait_until_indexed: the database was opened with background_optimizer=False",
             ));
         }
-        let deadline = timeout.map(|seconds| Instant::now() + Duration::from_secs_f64(seconds));
-        loop {
-            let status = py.allow_threads(|| {
-                std::thread::sleep(Duration::from_millis(5));
-                self.inner.status()
-            });
-            match status.health {
-                Health::Green => return Ok(()),
-                Health::Red => {
-                    return Err(SagittaError::new_err(format!(
-                        "collection {} is red: {}",
-                        self.name,
-                        status.optimizer_error.unwrap_or_default()
-                    )))
-                }
-                Health::Yellow => {}
-            }
-            py.check_signals()?;
-            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
-                return Err(pyo3::exceptions::PyTimeoutError::new_err(format!(
-                    "collection {} not indexed after {} s: {} of {} points indexed",
-                    self.name,
-                    timeout.unwrap_or_default(),
-                    status.indexed,
-                    status.points
-                )));
-            }
-        }
+        let reporting = py.import("sagittadb.progress")?;
+        let callback =
+            reporting.call_method1("resolve", (progress, format!("indexing {}", self.name)))?;
+        let result = self.wait_reporting(py, timeout, &callback);
+        reporting.call_method1("finish", (callback,))?;
+        result
     }
 
     /// Tunes the optimizer of this collection (not persisted): seal a write buffer at

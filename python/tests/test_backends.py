@@ -103,7 +103,12 @@ def test_the_same_operations_give_the_same_answers(database):
     assert len(docs) == 19
     docs.create_payload_index("g", "integer")
     assert docs.payload_schema() == {"g": "integer"}
-    docs.wait_until_indexed(timeout=60)
+    reports = []
+    docs.wait_until_indexed(
+        timeout=60, progress=lambda done, total: reports.append((done, total))
+    )
+    assert reports and reports[-1] == (19, 19), reports
+    assert [done for done, _ in reports] == sorted(done for done, _ in reports)
     status = docs.status()
     assert status["status"] == "green" and status["points_count"] == 19
     database.drop_collection(name)
@@ -288,3 +293,28 @@ def test_state_machine_against_brute_force(backend, tmp_path, server):
             suppress_health_check=[HealthCheck.too_slow],
         ),
     )
+
+
+def test_progress_arguments(database, monkeypatch):
+    from sagittadb import progress
+
+    assert progress.resolve(False, "x") is None
+    callback = print
+    assert progress.resolve(callback, "x") is callback
+    with pytest.raises(TypeError, match="progress"):
+        progress.resolve("yes", "x")
+    # Not a terminal (pytest captures standard error): the default draws nothing.
+    assert progress.resolve(None, "x") is None
+    name = fresh_name()
+    docs = database.create_collection(name, dim=2)
+    with pytest.raises(TypeError, match="progress"):
+        docs.wait_until_indexed(timeout=5, progress="yes")
+    if isinstance(docs, sagittadb.RemoteCollection):
+        monkeypatch.setattr(sagittadb.remote, "UPLOAD_BATCH_POINTS", 10)
+        uploads = []
+        docs.upsert(
+            range(35),
+            np.ones((35, 2), dtype=np.float32),
+            progress=lambda done, total: uploads.append((done, total)),
+        )
+        assert uploads == [(10, 35), (20, 35), (30, 35), (35, 35)]
