@@ -24,23 +24,9 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
-from server_process import running_server
 
 DIM = 6
 K = 5
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with running_server(tmp_path_factory.mktemp("server-data")) as running:
-        yield running
-
-
-@pytest.fixture(params=["embedded", "remote"])
-def database(request, tmp_path, server):
-    if request.param == "embedded":
-        return sagittadb.open(tmp_path / "db")
-    return sagittadb.connect(server.url)
 
 
 def fresh_name() -> str:

@@ -15,22 +15,8 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQuery,
 )
 from sagittadb.llamaindex import SagittaVectorStore, to_sagitta_filter
-from server_process import running_server
 
 DIM = 16
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with running_server(tmp_path_factory.mktemp("server-data")) as running:
-        yield running
-
-
-@pytest.fixture(params=["embedded", "remote"])
-def database(request, tmp_path, server):
-    if request.param == "embedded":
-        return sagittadb.open(tmp_path / "db")
-    return sagittadb.connect(server.url)
 
 
 def make_nodes():

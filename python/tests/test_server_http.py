@@ -23,12 +23,6 @@ GREEN_TIMEOUT_S = 60.0
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with running_server(tmp_path_factory.mktemp("http-data")) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def http(server):
     with httpx.Client(base_url=server.url, timeout=30) as client:
         yield client

@@ -16,19 +16,12 @@ from llama_index.core.vector_stores.types import (
 )
 from llama_index.vector_stores.qdrant import QdrantVectorStore
 from qdrant_client import QdrantClient
-from server_process import running_server
 
 DIM = 16
 N_NODES = 36
 DOCS = ["doc-0", "doc-1", "doc-2"]
 CATEGORIES = ["science", "history", "art"]
 COLLECTION = "llama_nodes"
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with running_server(tmp_path_factory.mktemp("llamaindex-data")) as server:
-        yield server
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,6 @@ from qdrant_client import QdrantClient, models
 from qdrant_client.common.version_check import get_server_version
 from qdrant_client.http.exceptions import UnexpectedResponse
 from qdrant_client.qdrant_remote import QdrantRemote
-from server_process import running_server
 
 DIM = 8
 N_INT = 150
@@ -30,12 +29,6 @@ BERLIN = (52.52, 13.405)
 PARIS = (48.857, 2.352)
 # `opt` is missing, null, empty, a value or a list, by i % 5 (for is_empty / is_null).
 OPTIONAL_VALUES = [None, "null", "empty", "v", "list"]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with running_server(tmp_path_factory.mktemp("qdrant-client-data")) as server:
-        yield server
 
 
 @pytest.fixture(scope="module")

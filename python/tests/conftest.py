@@ -1,0 +1,21 @@
+"""Fixtures shared by the test files: a real `sagitta serve` per test module, and a
+database on each backend (embedded and remote) for the tests that run on both."""
+
+import pytest
+import sagittadb
+from server_process import running_server
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A `sagitta serve` on a fresh data directory, for every test of one module."""
+    with running_server(tmp_path_factory.mktemp("server-data")) as running:
+        yield running
+
+
+@pytest.fixture(params=["embedded", "remote"])
+def database(request, tmp_path, server):
+    """An embedded database in a fresh directory, then the module's server."""
+    if request.param == "embedded":
+        return sagittadb.open(tmp_path / "db")
+    return sagittadb.connect(server.url)
