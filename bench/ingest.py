@@ -59,9 +59,12 @@ Every engine gets the same float32 unit vectors in batches of ``--batch`` (1,000
 
 Engines are functions in ``ENGINES`` (name -> function(IngestContext) -> result dict; the
 peers' live in ``bench/ingest_peers.py``);
-``sagitta-wal-<N>shard`` works for any N. A peer whose package does not import is skipped
-(``skipped_engines``) unless ``--strict``. Peers are pinned in requirements-bench.txt
-(``scripts/setup-bench.sh`` installs them).
+``sagitta-wal-<N>shard`` works for any N, and ``sagitta-wal-<N>shard-optimize`` calls
+``Collection.optimize()`` (seal the write buffers now instead of after 0.5 s idle) after the
+last upsert, inside the index phase, before ``wait_until_indexed()``. ``bench.pysweep`` runs
+the same engines with an ef sweep instead of the one ``--ef`` (``IngestContext.efs``). A
+peer whose package does not import is skipped (``skipped_engines``) unless ``--strict``.
+Peers are pinned in requirements-bench.txt (``scripts/setup-bench.sh`` installs them).
 """
 
 from __future__ import annotations
@@ -90,6 +93,8 @@ K = 10
 DEFAULT_DATASET_PATH = "/work/shared/datasets/debian-minilm"
 WARMUP_QUERIES = 10
 THREAD_ENV = ("OMP_NUM_THREADS", "RAYON_NUM_THREADS", "LANCE_CPU_THREADS")
+# ef -> the engine's search at that ef: search(query) -> hit ids (row numbers), best first.
+SearchAt = Callable[[int], Callable[[np.ndarray], list]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -274,6 +279,12 @@ class IngestContext:
     ef_construction: int = 100
     lance_partitions: int = 1
     options: dict = field(default_factory=dict)
+    # The indexed data is searched at each ef of ``efs`` in order (None: ``ef`` alone), with
+    # ``warmup`` unrecorded queries before each; ``search_unindexed`` off skips the searches
+    # between the two phases (bench.pysweep sets all three).
+    efs: tuple[int, ...] | None = None
+    warmup: int = WARMUP_QUERIES
+    search_unindexed: bool = True
 
     @property
     def n(self) -> int:
@@ -291,6 +302,42 @@ class IngestContext:
     def engine_dir(self, prefix: str) -> Path:
         self.workdir.mkdir(parents=True, exist_ok=True)
         return Path(tempfile.mkdtemp(prefix=f"ingest-{prefix}-", dir=self.workdir))
+
+    def indexed_runs(
+        self, search_at: SearchAt, *, stage: str, search_params: dict
+    ) -> list[dict]:
+        """``latency_run`` on the indexed data at every ef of ``efs`` (``ef`` alone when
+        None), in order. ``search_at(ef)`` returns the engine's search at that ef and is
+        called once per ef, before that ef's warm-up; ``search_params`` names the knob
+        (``ef`` is added)."""
+        return [
+            latency_run(
+                search_at(ef),
+                self.queries,
+                self.gt,
+                stage=stage,
+                search_params={"ef": ef, **search_params},
+                warmup=self.warmup,
+            )
+            for ef in self.efs or (self.ef,)
+        ]
+
+    def unindexed_runs(
+        self, search: Callable[[np.ndarray], list], *, stage: str, search_params: dict
+    ) -> list[dict]:
+        """``latency_run`` on the merely searchable data; none if ``search_unindexed`` is off."""
+        if not self.search_unindexed:
+            return []
+        return [
+            latency_run(
+                search,
+                self.queries,
+                self.gt,
+                stage=stage,
+                search_params=search_params,
+                warmup=self.warmup,
+            )
+        ]
 
 
 def make_result(
@@ -348,26 +395,26 @@ def make_result(
 # SagittaDB
 
 
-def _sagitta_latency_run(ctx: IngestContext, collection, stage: str) -> dict:
-    """The single-query loop over a SagittaDB collection at ``ctx.ef``."""
+def _sagitta_runs(ctx: IngestContext, collection, stage: str) -> list[dict]:
+    """The single-query loops over a SagittaDB collection (``ctx.indexed_runs``)."""
 
-    def search(query):
-        hits = collection.search(query, limit=K, with_payload=False, hnsw_ef=ctx.ef)
-        return [hit["id"] for hit in hits]
+    def search_at(ef: int):
+        def search(query):
+            hits = collection.search(query, limit=K, with_payload=False, hnsw_ef=ef)
+            return [hit["id"] for hit in hits]
 
-    return latency_run(
-        search,
-        ctx.queries,
-        ctx.gt,
-        stage=stage,
-        search_params={"ef": ctx.ef, "ef_knob": "Collection.search(hnsw_ef=)"},
+        return search
+
+    return ctx.indexed_runs(
+        search_at, stage=stage, search_params={"ef_knob": "Collection.search(hnsw_ef=)"}
     )
 
 
-def run_sagitta_wal(ctx: IngestContext, shards: int) -> dict:
+def run_sagitta_wal(ctx: IngestContext, shards: int, optimize: bool = False) -> dict:
     """Upserts through the write-ahead log (wait=True) while the background optimizer seals
     and merges; fully indexed when the collection turns green (every point in an HNSW
-    segment, nothing planned)."""
+    segment, nothing planned). ``optimize``: ``Collection.optimize()`` (seals the write
+    buffers at once) after the last upsert, before waiting."""
     import sagittadb
 
     root = ctx.engine_dir(f"sagitta-{shards}")
@@ -383,15 +430,21 @@ def run_sagitta_wal(ctx: IngestContext, shards: int) -> dict:
             )
         searchable = time.perf_counter() - start
         assert collection.count() == ctx.n
+        extra = {}
+        if optimize:
+            extra["optimize_sealed_points"] = collection.optimize()
+            extra["optimize_seconds"] = round(
+                time.perf_counter() - start - searchable, 3
+            )
         collection.wait_until_indexed(timeout=3600)
         indexed = time.perf_counter() - start
         io = meter.delta()
         status = collection.status()
         assert status["indexed_vectors_count"] == ctx.n
-        sealed_run = _sagitta_latency_run(ctx, collection, "indexed (green)")
+        runs = _sagitta_runs(ctx, collection, "indexed (green)")
         return make_result(
             ctx,
-            engine=f"sagitta-wal-{shards}shard",
+            engine=f"sagitta-wal-{shards}shard" + ("-optimize" if optimize else ""),
             version=sagittadb.__version__,
             index_params={
                 "shards": shards,
@@ -405,11 +458,13 @@ def run_sagitta_wal(ctx: IngestContext, shards: int) -> dict:
             indexed_seconds=indexed,
             io=io,
             root=root,
-            runs=[sealed_run],
-            index_method="background optimizer; wait_until_indexed() (status green, "
+            runs=runs,
+            index_method=("Collection.optimize(), then " if optimize else "")
+            + "background optimizer; wait_until_indexed() (status green, "
             "indexed_vectors_count == n)",
             threads_setting=f"no knob: seals use all cores ({os.cpu_count()})",
             segments=status["segments_count"],
+            **extra,
         )
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -435,7 +490,7 @@ def run_sagitta_import(ctx: IngestContext, shards: int = 1) -> dict:
         indexed = time.perf_counter() - start
         io = meter.delta()
         assert collection.status()["indexed_vectors_count"] == ctx.n
-        run = _sagitta_latency_run(ctx, collection, "indexed (import)")
+        runs = _sagitta_runs(ctx, collection, "indexed (import)")
         return make_result(
             ctx,
             engine=f"sagitta-import-{shards}shard",
@@ -448,7 +503,7 @@ def run_sagitta_import(ctx: IngestContext, shards: int = 1) -> dict:
             indexed_seconds=indexed,
             io=io,
             root=root,
-            runs=[run],
+            runs=runs,
             index_method="Database.import_collection(): one segment per shard, "
             "published with one manifest swap",
             threads_setting=f"no knob: the build uses all cores ({os.cpu_count()})",
@@ -496,7 +551,7 @@ VERSIONED_PACKAGES = (
     "pyarrow",
     "chromadb",
 )
-_SHARDS = re.compile(r"sagitta-wal-(\d+)shard")
+_SHARDS = re.compile(r"sagitta-wal-(\d+)shard(-optimize)?")
 
 
 def resolve_engine(name: str) -> Callable[[IngestContext], dict]:
@@ -504,6 +559,8 @@ def resolve_engine(name: str) -> Callable[[IngestContext], dict]:
         return ENGINES[name]
     match = _SHARDS.fullmatch(name)
     if match and int(match.group(1)) >= 1:
+        if match.group(2):
+            return partial(run_sagitta_wal, shards=int(match.group(1)), optimize=True)
         return partial(run_sagitta_wal, shards=int(match.group(1)))
     raise KeyError(name)
 
@@ -623,18 +680,31 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m bench.ingest", description=__doc__.split("\n")[0]
     )
     add_dataset_arguments(parser)
-    parser.add_argument("--seed", type=int, default=datasets.DEFAULT_SEED, help="synth")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--engines", help=f"comma list (default: {','.join(ENGINES)})")
     parser.add_argument(
         "--shards",
         help="add sagitta-wal-<N>shard for each N (e.g. 1,2); alone: only those",
     )
-    parser.add_argument("--batch", type=int, default=1000)
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument(
         "--ef", type=int, default=64, help="search ef for engines with a knob"
     )
+    add_engine_arguments(parser)
+    parser.add_argument(
+        "--no-bare-reference",
+        action="store_true",
+        help="skip the bare HnswIndex recall",
+    )
+    parser.add_argument("--out", help="result JSON")
+    return parser
+
+
+def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
+    """--seed, --batch, --threads, the peers' index settings, --strict and --workdir
+    (shared with bench.pysweep; ``context_from_args`` reads them)."""
+    parser.add_argument("--seed", type=int, default=datasets.DEFAULT_SEED, help="synth")
+    parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--m", type=int, default=16, help="peers' HNSW M")
     parser.add_argument("--ef-construction", type=int, default=100, help="peers' HNSW")
     parser.add_argument(
@@ -644,17 +714,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--lance-refine-factor", type=int, help="LanceDB re-ranking (none)"
     )
     parser.add_argument("--qdrant-quantization", choices=["sq8", "none"], default="sq8")
-    parser.add_argument(
-        "--no-bare-reference",
-        action="store_true",
-        help="skip the bare HnswIndex recall",
-    )
     parser.add_argument("--strict", action="store_true", help="fail on a missing peer")
     parser.add_argument(
         "--workdir", default=".", help="where the databases are written"
     )
-    parser.add_argument("--out", help="result JSON")
-    return parser
 
 
 def engine_names(args: argparse.Namespace) -> list[str]:
@@ -688,29 +751,33 @@ def summary_line(result: dict) -> str:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
-    started_at = report.utc_now()
-    thread_env = set_thread_env(args.threads)
-    names = engine_names(args)
+def select_runners(
+    names: list[str], strict: bool
+) -> tuple[dict[str, Callable[[IngestContext], dict]], dict[str, str]]:
+    """(name -> runner, name -> why skipped): an unknown name exits; an engine whose package
+    does not import is skipped, or exits with ``strict``."""
     runners = {}
     for name in names:
         try:
             runners[name] = resolve_engine(name)
         except KeyError:
             raise SystemExit(
-                f"unknown engine {name!r}; known: {', '.join(ENGINES)}, sagitta-wal-<N>shard"
+                f"unknown engine {name!r}; known: {', '.join(ENGINES)}, "
+                "sagitta-wal-<N>shard[-optimize]"
             ) from None
     skipped = {}
     for name in names:
         missing = missing_package(name)
         if missing:
-            if args.strict:
+            if strict:
                 raise SystemExit(f"{name}: package {missing} does not import")
             skipped[name] = f"{missing} not installed (scripts/setup-bench.sh)"
             print(f"skipping {name}: {skipped[name]}")
             del runners[name]
+    return runners, skipped
+
+
+def load_dataset_from_args(args: argparse.Namespace) -> datasets.Dataset:
     dataset = load_dataset(
         args.dataset, args.dataset_path, args.n, args.dim, args.queries, args.seed
     )
@@ -718,25 +785,42 @@ def main(argv: list[str] | None = None) -> int:
         f"dataset {dataset.name}: n={dataset.n} dim={dataset.dim} queries={dataset.nq}, "
         f"raw {dataset.base.nbytes / 2**20:.1f} MiB"
     )
+    return dataset
+
+
+def context_from_args(
+    args: argparse.Namespace, dataset: datasets.Dataset, **fields
+) -> IngestContext:
+    """An IngestContext from ``add_engine_arguments``' options; ``fields`` override."""
     options = {
         "lance_refine_factor": args.lance_refine_factor,
         "qdrant_quantization": args.qdrant_quantization,
     }
-    ctx = IngestContext(
-        base=dataset.base,
-        queries=dataset.queries,
-        gt=dataset.gt,
-        workdir=Path(args.workdir),
-        batch=args.batch,
-        threads=args.threads,
-        ef=args.ef,
-        m=args.m,
-        ef_construction=args.ef_construction,
-        lance_partitions=args.lance_partitions,
-        options=options,
-    )
+    settings = {
+        "base": dataset.base,
+        "queries": dataset.queries,
+        "gt": dataset.gt,
+        "workdir": Path(args.workdir),
+        "batch": args.batch,
+        "threads": args.threads,
+        "m": args.m,
+        "ef_construction": args.ef_construction,
+        "lance_partitions": args.lance_partitions,
+        "options": options,
+    }
+    return IngestContext(**{**settings, **fields})
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    started_at = report.utc_now()
+    thread_env = set_thread_env(args.threads)
+    runners, skipped = select_runners(engine_names(args), args.strict)
+    dataset = load_dataset_from_args(args)
+    ctx = context_from_args(args, dataset, ef=args.ef)
     results = []
-    for name, runner in runners.items():
+    for runner in runners.values():
         result = runner(ctx)
         results.append(result)
         print(summary_line(result), flush=True)

@@ -2,6 +2,8 @@
 Chroma, embedded in this process. Each imports its package when it runs (they are pinned in
 requirements-bench.txt; CI does not install them). What each measures and how "fully indexed"
 is detected is described in ``bench.ingest``'s docstring and each result's ``index_method``.
+Each searches its indexed data through ``IngestContext.indexed_runs`` with a function of ef,
+so ``bench.pysweep`` can sweep ef on the same adapters.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from bench.ingest import (
     DiskMeter,
     IngestContext,
     K,
-    latency_run,
     make_result,
     package_version,
     wait_until,
@@ -63,40 +64,41 @@ def run_qdrant_edge(ctx: IngestContext) -> dict:
         searchable = time.perf_counter() - start
         assert shard.count(qe.CountRequest(exact=True)) == ctx.n
 
-        params = qe.SearchParams(
-            hnsw_ef=ctx.ef,
-            quantization=qe.QuantizationSearchParams(rescore=True)
-            if quantization == "sq8"
-            else None,
-        )
-
-        def search(query):
-            hits = shard.search(
-                qe.SearchRequest(
-                    query=qe.Query.Nearest(query),
-                    limit=K,
-                    params=params,
-                    with_payload=False,
-                    with_vector=False,
-                )
+        def search_at(ef: int):
+            params = qe.SearchParams(
+                hnsw_ef=ef,
+                quantization=qe.QuantizationSearchParams(rescore=True)
+                if quantization == "sq8"
+                else None,
             )
-            return [hit.id for hit in hits]
 
-        ef_params = {"ef": ctx.ef, "ef_knob": "SearchParams.hnsw_ef"}
+            def search(query):
+                hits = shard.search(
+                    qe.SearchRequest(
+                        query=qe.Query.Nearest(query),
+                        limit=K,
+                        params=params,
+                        with_payload=False,
+                        with_vector=False,
+                    )
+                )
+                return [hit.id for hit in hits]
+
+            return search
+
+        knob = {"ef_knob": "SearchParams.hnsw_ef"}
         if quantization == "sq8":
-            ef_params["rescore"] = True
+            knob["rescore"] = True
         info = shard.info()
         before = {
             "segments": info.segments_count,
             "points": info.points_count,
             "indexed_vectors": info.indexed_vectors_count,
         }
-        plain_run = latency_run(
-            search,
-            ctx.queries,
-            ctx.gt,
+        plain_runs = ctx.unindexed_runs(
+            search_at(ctx.ef),
             stage="before optimize (unindexed segments)",
-            search_params=ef_params,
+            search_params={"ef": ctx.ef, **knob},
         )
 
         def fully_indexed() -> bool:
@@ -116,12 +118,8 @@ def run_qdrant_edge(ctx: IngestContext) -> dict:
             "points": info.points_count,
             "indexed_vectors": info.indexed_vectors_count,
         }
-        indexed_run = latency_run(
-            search,
-            ctx.queries,
-            ctx.gt,
-            stage="after optimize (HNSW)",
-            search_params=ef_params,
+        indexed_runs = ctx.indexed_runs(
+            search_at, stage="after optimize (HNSW)", search_params=knob
         )
         shard.close()
         shard = None
@@ -144,7 +142,7 @@ def run_qdrant_edge(ctx: IngestContext) -> dict:
             indexed_seconds=searchable + indexing,
             io=io,
             root=root,
-            runs=[plain_run, indexed_run],
+            runs=[*plain_runs, *indexed_runs],
             index_method="EdgeShard.optimize() (blocking, no background optimizer) + flush(); "
             "info().indexed_vectors_count >= points_count",
             threads_setting=f"HnswIndexConfig.max_indexing_threads={ctx.threads}, "
@@ -192,19 +190,19 @@ def run_lancedb(ctx: IngestContext) -> dict:
         assert table.count_rows() == ctx.n
         partitions = ctx.lance_partitions
 
-        def search(query, indexed=False):
+        refine = ctx.options.get("lance_refine_factor")
+
+        def search(query, ef=None):
+            """Flat scan while ``ef`` is None, else the index at ``ef``."""
             builder = table.search(query).distance_type("cosine").limit(K)
-            if indexed:
-                builder = builder.nprobes(partitions).ef(ctx.ef)
-            refine = ctx.options.get("lance_refine_factor")
-            if indexed and refine:
+            if ef is not None:
+                builder = builder.nprobes(partitions).ef(ef)
+            if ef is not None and refine:
                 builder = builder.refine_factor(refine)
             return builder.select(["id", "_distance"]).to_arrow()["id"].to_pylist()
 
-        flat_run = latency_run(
+        flat_runs = ctx.unindexed_runs(
             search,
-            ctx.queries,
-            ctx.gt,
             stage="before create_index (flat scan)",
             search_params={"ef": None},
         )
@@ -235,16 +233,13 @@ def run_lancedb(ctx: IngestContext) -> dict:
         io = meter.delta()
         index_name = next(iter(table.list_indices())).name
         stats = table.index_stats(index_name)
-        indexed_run = latency_run(
-            partial(search, indexed=True),
-            ctx.queries,
-            ctx.gt,
+        indexed_runs = ctx.indexed_runs(
+            lambda ef: partial(search, ef=ef),
             stage="after create_index (IVF_HNSW_SQ)",
             search_params={
-                "ef": ctx.ef,
                 "ef_knob": "query.ef()",
                 "nprobes": partitions,
-                "refine_factor": ctx.options.get("lance_refine_factor"),
+                "refine_factor": refine,
             },
         )
         return make_result(
@@ -263,7 +258,7 @@ def run_lancedb(ctx: IngestContext) -> dict:
             indexed_seconds=searchable + indexing,
             io=io,
             root=root,
-            runs=[flat_run, indexed_run],
+            runs=[*flat_runs, *indexed_runs],
             index_method="table.create_index('vector', config=HnswSq(...)) (synchronous); "
             "index_stats().num_unindexed_rows == 0",
             threads_setting=f"LANCE_CPU_THREADS={os.environ.get('LANCE_CPU_THREADS')}",
@@ -296,17 +291,58 @@ def chroma_hnsw_elements(root: Path) -> int | None:
     return total
 
 
+class ChromaClient:
+    """A persistent Chroma client on ``root`` whose collection "bench" is searched at a
+    given ef. Changing ef: ``collection.modify()`` persists ``hnsw.ef_search``, but an index
+    already loaded keeps searching with the old value (chromadb 1.5.9: recall and latency
+    unchanged until the client is reopened), so the client is reopened and the index loads
+    again, on the first (warm-up) query."""
+
+    def __init__(self, root: Path, ef: int) -> None:
+        self.root = root
+        self.ef = ef
+        self.collection = None
+        self.reopened = 0
+        self.client = self._open()
+
+    def _open(self):
+        import chromadb
+        from chromadb.config import Settings
+
+        return chromadb.PersistentClient(
+            path=str(self.root), settings=Settings(anonymized_telemetry=False)
+        )
+
+    def search_at(self, ef: int):
+        if ef != self.ef:
+            self.collection.modify(configuration={"hnsw": {"ef_search": ef}})
+            self.close()
+            self.client = self._open()
+            self.collection = self.client.get_collection("bench")
+            self.ef = ef
+            self.reopened += 1
+        collection = self.collection
+
+        def search(query):
+            result = collection.query(
+                query_embeddings=query[None, :], n_results=K, include=[]
+            )
+            return [int(i) for i in result["ids"][0]]
+
+        return search
+
+    def close(self) -> None:
+        # Best effort: release the cached system (before the directory goes).
+        with contextlib.suppress(Exception):
+            self.client.clear_system_cache()
+
+
 def run_chroma(ctx: IngestContext) -> dict:
     """``collection.add`` per batch; the HNSW (hnswlib) is built incrementally on insert."""
-    import chromadb
-    from chromadb.config import Settings
-
     root = ctx.engine_dir("chroma")
-    client = None
+    chroma = None
     try:
-        client = chromadb.PersistentClient(
-            path=str(root), settings=Settings(anonymized_telemetry=False)
-        )
+        chroma = ChromaClient(root, ctx.ef)
         hnsw = {
             "space": "cosine",
             "max_neighbors": ctx.m,
@@ -314,9 +350,10 @@ def run_chroma(ctx: IngestContext) -> dict:
             "ef_search": ctx.ef,
             "num_threads": ctx.threads,
         }
-        collection = client.create_collection(
+        collection = chroma.client.create_collection(
             "bench", embedding_function=None, configuration={"hnsw": hnsw}
         )
+        chroma.collection = collection
         meter = DiskMeter()
         start = time.perf_counter()
         for first, rows in ctx.batches():
@@ -327,21 +364,12 @@ def run_chroma(ctx: IngestContext) -> dict:
         io = meter.delta()
         assert collection.count() == ctx.n
         elements = chroma_hnsw_elements(root)
-
-        def search(query):
-            result = collection.query(
-                query_embeddings=query[None, :], n_results=K, include=[]
-            )
-            return [int(i) for i in result["ids"][0]]
-
-        run = latency_run(
-            search,
-            ctx.queries,
-            ctx.gt,
+        runs = ctx.indexed_runs(
+            chroma.search_at,
             stage="after add (HNSW built on insert)",
-            search_params={"ef": ctx.ef, "ef_knob": "configuration hnsw.ef_search"},
+            search_params={"ef_knob": "configuration hnsw.ef_search"},
         )
-        configuration = collection.configuration.get("hnsw") or {}
+        configuration = chroma.collection.configuration.get("hnsw") or {}
         return make_result(
             ctx,
             engine="chroma",
@@ -360,15 +388,17 @@ def run_chroma(ctx: IngestContext) -> dict:
             indexed_seconds=searchable,
             io=io,
             root=root,
-            runs=[run],
+            runs=runs,
             index_method="built during add(); persisted every sync_threshold points, so "
             "indexed == searchable",
             threads_setting=f"configuration hnsw.num_threads={ctx.threads}",
             hnsw_elements_persisted=elements,
+            ef_search_method="collection.modify(configuration={'hnsw': {'ef_search': ef}}), "
+            "then the client reopened (the loaded index keeps its ef otherwise)"
+            if chroma.reopened
+            else "configuration hnsw.ef_search at create_collection",
         )
     finally:
-        if client is not None:
-            # Best effort: release the cached system before the directory goes.
-            with contextlib.suppress(Exception):
-                client.clear_system_cache()
+        if chroma is not None:
+            chroma.close()
         shutil.rmtree(root, ignore_errors=True)

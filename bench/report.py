@@ -85,9 +85,16 @@ def utc_now() -> str:
 # Summary
 
 
+def best_run_at(runs: list[dict], recall: float) -> dict | None:
+    """The run with the highest QPS among those with ``recall_at_k >= recall`` (the first of
+    equals), or None when no run reaches ``recall``."""
+    candidates = [run for run in runs if run["recall_at_k"] >= recall]
+    return max(candidates, key=lambda run: run["qps"]) if candidates else None
+
+
 def best_qps_at(result: dict, recall: float) -> float | None:
-    candidates = [run["qps"] for run in result["runs"] if run["recall_at_k"] >= recall]
-    return max(candidates) if candidates else None
+    best = best_run_at(result["runs"], recall)
+    return None if best is None else best["qps"]
 
 
 def summarize(results: list[dict]) -> dict:

@@ -107,6 +107,10 @@ def test_engine_names_and_registry():
     both = parser.parse_args(["--engines", "chroma", "--shards", "4"])
     assert ingest.engine_names(both) == ["chroma", "sagitta-wal-4shard"]
     assert ingest.resolve_engine("sagitta-wal-5shard").keywords == {"shards": 5}
+    assert ingest.resolve_engine("sagitta-wal-2shard-optimize").keywords == {
+        "shards": 2,
+        "optimize": True,
+    }
     for bad in ("nope", "sagitta-wal-0shard"):
         with pytest.raises(KeyError):
             ingest.resolve_engine(bad)
