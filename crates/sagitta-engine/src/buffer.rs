@@ -36,20 +36,62 @@ pub(crate) struct Buffer {
     pub graph: Option<Arc<BufferGraph>>,
 }
 
-/// An HNSW graph over the first `indexed` slots of a buffer (node = slot), grown by the
-/// indexer while writes go on. Only the holder of `growing` adds to it.
+/// An HNSW graph over the first `indexed` slots of a buffer (slot `s` is node
+/// `offset + s`), grown by the indexer while writes go on. Only the holder of `growing` adds
+/// to it.
+///
+/// The graph is either the buffer's own (`offset` 0) or the graph of a sealed segment that
+/// had room to spare (its *host*, whose points are nodes `0..offset`): then the buffer's
+/// points join the host's graph, a search walks one graph for both, and the seal saves that
+/// graph as the segment that replaces the host.
 pub(crate) struct BufferGraph {
     pub index: Arc<HnswIndex>,
+    /// Node of slot 0: the host segment's size, 0 for a graph of the buffer's own.
+    pub offset: usize,
+    /// The host segment's id, if the graph is a host's.
+    pub host: Option<u64>,
     indexed: AtomicUsize,
     pub growing: Mutex<()>,
 }
 
 impl BufferGraph {
+    /// A graph of the buffer's own.
     pub fn new(index: HnswIndex) -> BufferGraph {
         BufferGraph {
             index: Arc::new(index),
+            offset: 0,
+            host: None,
             indexed: AtomicUsize::new(0),
             growing: Mutex::new(()),
+        }
+    }
+
+    /// The buffer's points join the graph of segment `host`, whose nodes are `0..offset`.
+    pub fn hosted(index: Arc<HnswIndex>, host: u64, offset: usize) -> BufferGraph {
+        BufferGraph {
+            index,
+            offset,
+            host: Some(host),
+            indexed: AtomicUsize::new(0),
+            growing: Mutex::new(()),
+        }
+    }
+
+    /// Slots the graph can still take.
+    pub fn slot_capacity(&self) -> usize {
+        self.index.capacity().saturating_sub(self.offset)
+    }
+
+    /// The slot of graph node `node`, if it is one of this buffer's.
+    pub fn slot_of(&self, node: u32) -> Option<usize> {
+        let node = node as usize;
+        (node >= self.offset && node < self.offset + self.indexed()).then(|| node - self.offset)
+    }
+
+    /// Marks slot `slot` deleted in the graph (if it is indexed).
+    pub fn mark_slot_deleted(&self, slot: usize) {
+        if slot < self.indexed() {
+            self.index.mark_deleted((self.offset + slot) as u64);
         }
     }
 
@@ -60,11 +102,17 @@ impl BufferGraph {
 
     /// Adds `vectors` as the slots from `indexed()` on; the caller holds `growing`.
     pub fn extend(&self, vectors: &[f32], dim: usize) -> Result<(), sagitta_index::IndexError> {
-        let first = self.indexed();
+        let first = self.offset + self.indexed();
+        debug_assert_eq!(
+            self.index.len(),
+            first,
+            "nodes are slots shifted by the offset"
+        );
         let count = vectors.len() / dim;
         let labels: Vec<u64> = (first as u64..(first + count) as u64).collect();
         self.index.add(vectors, &labels, 0)?;
-        self.indexed.store(first + count, Ordering::Release);
+        self.indexed
+            .store(first - self.offset + count, Ordering::Release);
         Ok(())
     }
 }
@@ -97,9 +145,7 @@ impl Buffer {
         }
         self.payloads[slot] = None;
         if let Some(graph) = &self.graph {
-            if slot < graph.indexed() {
-                graph.index.mark_deleted(slot as u64);
-            }
+            graph.mark_slot_deleted(slot);
         }
     }
 
@@ -118,7 +164,7 @@ impl Buffer {
     pub fn mark_retired(&self, graph: &BufferGraph, from: usize, to: usize) {
         for slot in from..to {
             if self.ids[slot].is_none() {
-                graph.index.mark_deleted(slot as u64);
+                graph.mark_slot_deleted(slot);
             }
         }
     }
@@ -187,6 +233,26 @@ impl Buffer {
     }
 }
 
+/// How [`Buffer::search`] treats the buffer's graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BufferPlan {
+    /// Scan every slot.
+    Exact,
+    /// Walk the graph with this beam, scan the slots it does not hold yet.
+    Graph(usize),
+    /// Scan only the slots the graph does not hold yet (the graph was walked already).
+    Tail,
+}
+
+/// A graph score as a shard distance: lower is closer (squared L2 as is, similarity
+/// negated).
+pub(crate) fn hit_distance(score: f32, distance: Distance) -> f32 {
+    match distance {
+        Distance::Euclid => score,
+        Distance::Cosine | Distance::Dot => -score,
+    }
+}
+
 /// A scored candidate; ordered so the heap's root is the worst kept. Ties in distance
 /// break by point id, as the collection orders its results, so which of several equally
 /// close points fills the last place does not depend on where they are stored.
@@ -247,10 +313,16 @@ impl Buffer {
             .collect()
     }
 
-    /// Top-`k` among live slots passing `filter`, skipping ids in `excluded`: without a
-    /// filter and unless `exact`, HNSW over the indexed slots (beam `ef`) plus an exact scan
-    /// of the rest; otherwise an exact scan of every slot (a filtered buffer search stays
-    /// exact: the buffer is small and filters can be selective).
+    /// Whether slot `slot` holds a live point not in `excluded`.
+    pub fn is_live(&self, slot: usize, excluded: Option<&HashSet<PointId>>) -> bool {
+        self.ids[slot].is_some_and(|id| !excluded.is_some_and(|excluded| excluded.contains(&id)))
+    }
+
+    /// Top-`k` among live slots passing `filter`, skipping ids in `excluded`. Without a
+    /// filter and with [`BufferPlan::Graph`], HNSW over the indexed slots plus an exact scan
+    /// of the rest; with [`BufferPlan::Tail`] only that scan (the caller walked the graph
+    /// with its host's); otherwise an exact scan of every slot (a filtered buffer search
+    /// stays exact: the buffer is small and filters can be selective).
     #[allow(clippy::too_many_arguments)]
     pub fn search(
         &self,
@@ -260,33 +332,35 @@ impl Buffer {
         excluded: Option<&HashSet<PointId>>,
         dim: usize,
         distance: Distance,
-        beam: Option<usize>,
+        plan: BufferPlan,
     ) -> Vec<ShardHit> {
         let kernels = sagitta_kernels::kernels();
         let mut heap: BinaryHeap<Candidate> = BinaryHeap::with_capacity(k + 1);
         let mut from = 0;
-        if let (Some(graph), Some(ef), None) = (&self.graph, beam, filter) {
-            from = graph.indexed();
-            let live = |node: u32| {
-                self.ids[node as usize]
-                    .is_some_and(|id| !excluded.is_some_and(|excluded| excluded.contains(&id)))
-            };
-            let params = HnswSearchParams::new(k, ef.max(k));
-            match graph.index.search_filtered(query, params, live) {
-                Ok(hits) => heap.extend(hits.into_iter().filter_map(|hit| {
-                    let slot = hit.node as usize;
-                    Some(Candidate {
-                        distance: match distance {
-                            Distance::Euclid => hit.score,
-                            Distance::Cosine | Distance::Dot => -hit.score,
-                        },
-                        id: self.ids[slot]?,
-                        slot,
-                    })
-                })),
-                // cannot happen with validated parameters; scan everything rather than fail
-                Err(_) => from = 0,
+        match (&self.graph, plan, filter) {
+            (Some(graph), BufferPlan::Tail, None) => from = graph.indexed(),
+            (Some(graph), BufferPlan::Graph(ef), None) => {
+                from = graph.indexed();
+                let live = |node: u32| {
+                    graph
+                        .slot_of(node)
+                        .is_some_and(|slot| self.is_live(slot, excluded))
+                };
+                let params = HnswSearchParams::new(k, ef.max(k));
+                match graph.index.search_filtered(query, params, live) {
+                    Ok(hits) => heap.extend(hits.into_iter().filter_map(|hit| {
+                        let slot = graph.slot_of(hit.node)?;
+                        Some(Candidate {
+                            distance: hit_distance(hit.score, distance),
+                            id: self.ids[slot]?,
+                            slot,
+                        })
+                    })),
+                    // cannot happen with validated parameters; scan everything rather than fail
+                    Err(_) => from = 0,
+                }
             }
+            _ => {}
         }
         for (slot, id) in self.ids.iter().enumerate().skip(from) {
             let Some(id) = id else {

@@ -26,6 +26,7 @@ pub mod payload_index;
 pub mod point;
 mod segment;
 mod shard;
+mod shard_manifest;
 
 pub use collection::{
     Collection, CollectionConfig, CollectionStatus, Health, ImportReport, ScoredPoint,

@@ -20,6 +20,7 @@ use sagitta_index::Metric;
 use sagitta_storage::fs::{FileSystem, StreamedFile};
 use serde_json::Value;
 
+use crate::buffer::hit_distance;
 use crate::codec::{self, Operation};
 use crate::collection::Strategy;
 use crate::error::{EngineError, Result};
@@ -39,6 +40,17 @@ pub(crate) const SEGMENT_EF_MIN: usize = 128;
 pub(crate) const EXACT_SCAN_FRACTION: f64 = 0.05;
 /// Nodes sampled to estimate a filter's selectivity.
 const SELECTIVITY_SAMPLE: usize = 512;
+
+/// Room a segment's graph keeps beyond its points, so a write buffer's points can join it
+/// (see [`crate::buffer::BufferGraph`]): as many nodes again as it holds, within these
+/// bounds. Link arrays (~150 bytes a node) are allocated up front, vector rows when written.
+const SPARE_NODES_MIN: usize = 1_024;
+const SPARE_NODES_MAX: usize = 1 << 20;
+
+/// Nodes a segment graph of `points` points is allocated for.
+pub(crate) fn graph_capacity(points: usize) -> usize {
+    points + points.clamp(SPARE_NODES_MIN, SPARE_NODES_MAX)
+}
 
 /// What every segment of a shard shares: vector shape and the indexed payload fields.
 pub(crate) struct SegmentShape<'a> {
@@ -137,7 +149,10 @@ impl Segment {
         shape: &SegmentShape<'_>,
     ) -> Result<Segment> {
         let dim = shape.dim;
-        let index = HnswIndex::new(segment_params(dim, shape.distance), points.len())?;
+        let index = HnswIndex::new(
+            segment_params(dim, shape.distance),
+            graph_capacity(points.len()),
+        )?;
         let mut vectors = Vec::with_capacity(points.len() * dim);
         for point in &mut points {
             // The index keeps the vector; the listing needs only the id and payload.
@@ -234,7 +249,7 @@ impl Segment {
             .read(&path)?
             .ok_or_else(|| corrupt(&path, "listed in the shard manifest but missing"))?;
         let mut file_bytes = bytes.len() as u64;
-        let index = HnswIndex::load(&mut bytes.as_slice())
+        let index = HnswIndex::load_with_capacity(&mut bytes.as_slice(), graph_capacity)
             .map_err(|error| corrupt(&path, &error.to_string()))?;
         let path = points_path(directory, id);
         let bytes = fs
@@ -295,6 +310,35 @@ impl Segment {
             .get(id)
             .copied()
             .filter(|node| !self.index.is_deleted(*node))
+    }
+
+    /// The segment's graph (shared with a write buffer whose points join it).
+    pub fn index(&self) -> &Arc<HnswIndex> {
+        &self.index
+    }
+
+    /// Whether the graph holds only this segment's points and has room for `slots` more:
+    /// then a write buffer can join it.
+    pub fn can_host(&self, slots: usize) -> bool {
+        self.index.len() == self.ids.len() && self.index.capacity() - self.ids.len() >= slots
+    }
+
+    /// Every node as listed in a segment file: id and payload (the graph holds the vector).
+    pub fn listing(&self) -> Vec<Point> {
+        self.ids
+            .iter()
+            .zip(&self.payloads)
+            .map(|(id, payload)| Point {
+                id: *id,
+                vector: Vec::new(),
+                payload: payload.as_deref().map(Value::to_string),
+            })
+            .collect()
+    }
+
+    /// The point of node `node` if it is one of this segment's and live.
+    pub fn live_point(&self, node: u32) -> Option<Point> {
+        ((node as usize) < self.ids.len() && !self.index.is_deleted(node)).then(|| self.point(node))
     }
 
     pub fn mark_node_deleted(&self, node: u32) {
@@ -360,8 +404,11 @@ impl Segment {
         self.live_node(id).map(|node| self.point(node))
     }
 
+    /// Whether `node` is a live point of this segment passing `filter` (a graph shared with
+    /// a write buffer has nodes beyond the segment's).
     fn passes(&self, node: u32, filter: Option<&Filter>) -> bool {
-        !self.index.is_deleted(node)
+        (node as usize) < self.ids.len()
+            && !self.index.is_deleted(node)
             && filter.is_none_or(|f| {
                 f.matches(
                     &self.ids[node as usize],
@@ -446,13 +493,7 @@ impl Segment {
             .search_filtered(query, params, |node| self.passes(node, filter))?;
         Ok(hits
             .into_iter()
-            .map(|hit| {
-                let distance = match distance {
-                    Distance::Euclid => hit.score,
-                    Distance::Cosine | Distance::Dot => -hit.score,
-                };
-                (distance, self.point(hit.node))
-            })
+            .map(|hit| (hit_distance(hit.score, distance), self.point(hit.node)))
             .collect())
     }
 

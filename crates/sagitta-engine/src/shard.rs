@@ -14,12 +14,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::{Mutex, RwLock};
-use sagitta_index::hnsw::HnswIndex;
+use sagitta_index::hnsw::{HnswIndex, HnswSearchParams};
 use sagitta_storage::fs::{remove_if_exists, FileSystem};
 use sagitta_storage::manifest;
 use sagitta_storage::wal::{Wal, RECORD_BYTES_MAX};
 
-use crate::buffer::{Buffer, BufferGraph};
+use crate::buffer::{hit_distance, Buffer, BufferGraph, BufferPlan};
 use crate::codec::{self, Operation};
 use crate::collection::Strategy;
 use crate::error::{EngineError, Result};
@@ -28,6 +28,7 @@ use crate::optimizer::{OptimizerPolicy, Work};
 use crate::payload_index::{FieldType, PayloadSchema};
 use crate::point::{Distance, Point, PointId};
 use crate::segment::{self, Segment, SegmentShape};
+use crate::shard_manifest::{remove_unreferenced, wal_path, ShardManifest};
 
 /// The default beam for a part of `size` points when the largest part of the shard has
 /// `largest`: at least twice `k` and [`segment::SEGMENT_EF_MIN`] for the largest, shrinking
@@ -50,146 +51,6 @@ fn auto_beam(k: usize, size: usize, largest: usize) -> usize {
 /// arrays per slot are allocated at creation; vector rows only when written), unless the
 /// buffer already holds more.
 const BUFFER_GRAPH_CAPACITY_MAX: usize = 1 << 18;
-
-/// What the shard manifest records.
-#[derive(Clone, Debug, Default, PartialEq)]
-struct ShardManifest {
-    /// The live log is `wal-<generation>.log`.
-    generation: u64,
-    next_segment_id: u64,
-    /// The last number given to a set of tombstone files; each publication that writes
-    /// tombstones takes the next one, so a referenced file is never overwritten.
-    tombstone_epoch: u64,
-    /// (segment id, epoch of its tombstone file if it has one).
-    segments: Vec<(u64, Option<u64>)>,
-    /// Logs of a frozen buffer whose seal has not finished: replayed, in order, before the
-    /// live log.
-    replay_logs: Vec<u64>,
-}
-
-const SHARD_MANIFEST_VERSION: u8 = 2;
-const NO_TOMBSTONES: u64 = u64::MAX;
-
-/// Reads little-endian fields front to back.
-struct Cursor<'a>(&'a [u8]);
-
-impl Cursor<'_> {
-    fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
-        let (head, rest) = self.0.split_at_checked(N)?;
-        self.0 = rest;
-        head.try_into().ok()
-    }
-    fn u64(&mut self) -> Option<u64> {
-        self.take().map(u64::from_le_bytes)
-    }
-    fn u32(&mut self) -> Option<usize> {
-        self.take().map(|bytes| u32::from_le_bytes(bytes) as usize)
-    }
-}
-
-impl ShardManifest {
-    fn encode(&self) -> Vec<u8> {
-        let mut out = vec![SHARD_MANIFEST_VERSION];
-        out.extend_from_slice(&self.generation.to_le_bytes());
-        out.extend_from_slice(&self.next_segment_id.to_le_bytes());
-        out.extend_from_slice(&self.tombstone_epoch.to_le_bytes());
-        out.extend_from_slice(
-            &u32::try_from(self.segments.len())
-                .expect("segments")
-                .to_le_bytes(),
-        );
-        for (id, tombstones) in &self.segments {
-            out.extend_from_slice(&id.to_le_bytes());
-            out.extend_from_slice(&tombstones.unwrap_or(NO_TOMBSTONES).to_le_bytes());
-        }
-        out.extend_from_slice(
-            &u32::try_from(self.replay_logs.len())
-                .expect("logs")
-                .to_le_bytes(),
-        );
-        for log in &self.replay_logs {
-            out.extend_from_slice(&log.to_le_bytes());
-        }
-        out
-    }
-
-    fn decode(bytes: &[u8]) -> Option<ShardManifest> {
-        let mut cursor = Cursor(bytes);
-        if cursor.take::<1>()? != [SHARD_MANIFEST_VERSION] {
-            return None;
-        }
-        let generation = cursor.u64()?;
-        let next_segment_id = cursor.u64()?;
-        let tombstone_epoch = cursor.u64()?;
-        let segments = (0..cursor.u32()?)
-            .map(|_| {
-                let id = cursor.u64()?;
-                let tombstones = cursor.u64()?;
-                Some((id, (tombstones != NO_TOMBSTONES).then_some(tombstones)))
-            })
-            .collect::<Option<Vec<_>>>()?;
-        let replay_logs = (0..cursor.u32()?)
-            .map(|_| cursor.u64())
-            .collect::<Option<Vec<_>>>()?;
-        cursor.0.is_empty().then_some(ShardManifest {
-            generation,
-            next_segment_id,
-            tombstone_epoch,
-            segments,
-            replay_logs,
-        })
-    }
-
-    /// File names (not paths) this manifest references.
-    fn referenced_files(&self) -> HashSet<String> {
-        let mut names: HashSet<String> = self
-            .replay_logs
-            .iter()
-            .chain([&self.generation])
-            .map(|generation| wal_name(*generation))
-            .collect();
-        for (id, tombstones) in &self.segments {
-            names.extend(segment::file_names(*id));
-            if let Some(epoch) = tombstones {
-                names.insert(segment::tombstones_name(*id, *epoch));
-            }
-        }
-        names
-    }
-}
-
-/// Removes the logs, segments and tombstone files `manifest` does not reference: leftovers
-/// of a seal or merge that crashed before publishing, or of a cleanup cut short.
-fn remove_unreferenced(
-    fs: &dyn FileSystem,
-    directory: &Path,
-    manifest: &ShardManifest,
-    existing: &[PathBuf],
-) -> Result<()> {
-    let referenced = manifest.referenced_files();
-    let mut removed = false;
-    for path in existing {
-        let Some(name) = path.file_name().and_then(|name| name.to_str()) else {
-            continue;
-        };
-        let ours = name.starts_with("wal-") || name.starts_with("segment-");
-        if ours && !referenced.contains(name) {
-            removed |= remove_if_exists(fs, path)?;
-        }
-    }
-    if removed {
-        fs.sync_dir(directory)?;
-    }
-    Ok(())
-}
-
-fn wal_name(generation: u64) -> String {
-    format!("wal-{generation}.log")
-}
-
-fn wal_path(directory: &Path, generation: u64) -> PathBuf {
-    directory.join(wal_name(generation))
-}
 
 /// The writer's side: the live log and the manifest it belongs to.
 struct Writer {
@@ -248,20 +109,26 @@ impl Frozen {
         self.buffer.slots.contains_key(id) && !self.removed.lock().contains(id)
     }
 
-    /// Marks `id` superseded.
+    /// Marks `id` superseded (in its graph too, so a graph walk skips it).
     fn remove(&self, id: &PointId) {
-        if self.buffer.slots.contains_key(id) {
-            self.removed.lock().insert(*id);
-        }
+        self.take_slot(id);
     }
 
     /// Marks `id` superseded; returns its point if it was live here (for copy on write).
     fn take(&self, id: &PointId, dim: usize) -> Option<Point> {
+        self.take_slot(id).map(|slot| self.buffer.point(slot, dim))
+    }
+
+    /// Marks `id` superseded; returns its slot if it was live here.
+    fn take_slot(&self, id: &PointId) -> Option<usize> {
         let slot = *self.buffer.slots.get(id)?;
-        self.removed
-            .lock()
-            .insert(*id)
-            .then(|| self.buffer.point(slot, dim))
+        if !self.removed.lock().insert(*id) {
+            return None;
+        }
+        if let Some(graph) = &self.buffer.graph {
+            graph.mark_slot_deleted(slot);
+        }
+        Some(slot)
     }
 }
 
@@ -557,25 +424,34 @@ impl Shard {
         Ok(std::mem::replace(&mut writer.manifest, next))
     }
 
-    /// Steps 2 and 3 of [`Shard::seal`].
+    /// Steps 2 and 3 of [`Shard::seal`]. A buffer whose points joined a segment's graph
+    /// (its host) is saved with the host's points as one segment that replaces the host.
     fn finish_seal(&self, fs: &dyn FileSystem, frozen: &Frozen) -> Result<usize> {
         let id = self.writer.lock().manifest.next_segment_id;
         let schema = self.schema.read().clone();
+        let shape = self.shape(&schema);
+        let mut retired = Vec::new();
         let segment = match self.finish_graph(&frozen.buffer)? {
-            Some(graph) => Segment::from_graph(
+            Some((graph, None)) => Segment::from_graph(
                 fs,
                 &self.directory,
                 id,
                 graph,
                 frozen.buffer.listing(),
-                &self.shape(&schema),
+                &shape,
             )?,
+            Some((graph, Some(host))) => {
+                let mut listing = host.listing();
+                listing.extend(frozen.buffer.listing());
+                retired.push(host.id);
+                Segment::from_graph(fs, &self.directory, id, graph, listing, &shape)?
+            }
             None => Segment::build(
                 fs,
                 &self.directory,
                 id,
                 frozen.buffer.points(self.dim),
-                &self.shape(&schema),
+                &shape,
             )?,
         };
 
@@ -587,8 +463,18 @@ impl Shard {
         let mut next = writer.manifest.clone();
         // The frozen points are in the segment now: their logs need no replay.
         next.replay_logs.clear();
-        self.replace_segments(fs, &mut writer, next, Some(segment), &[])?;
+        self.replace_segments(fs, &mut writer, next, Some(segment), &retired)?;
         Ok(sealed)
+    }
+
+    /// The live segment whose graph `graph` extends, if any (a merge may have retired it).
+    fn host_of(&self, graph: &BufferGraph) -> Option<Arc<Segment>> {
+        let host = graph.host?;
+        self.segments
+            .read()
+            .iter()
+            .find(|segment| segment.id == host && Arc::ptr_eq(segment.index(), &graph.index))
+            .cloned()
     }
 
     /// The commit shared by seals and merges, under the writer lock: writes every kept
@@ -704,16 +590,25 @@ impl Shard {
         Ok(kept)
     }
 
-    /// The graph of a frozen buffer, completed: the slots the indexer had not reached are
-    /// added now. `None` when the buffer has no graph or outgrew its capacity (then the
-    /// seal builds a fresh index from the live points).
-    fn finish_graph(&self, buffer: &Buffer) -> Result<Option<Arc<HnswIndex>>> {
+    /// The graph of a frozen buffer, completed (the slots the indexer had not reached are
+    /// added now), with its host segment if the buffer's points joined one's graph. `None`
+    /// when the buffer has no graph, outgrew its capacity, or its host was merged away
+    /// (then the seal builds a fresh index from the live points).
+    #[allow(clippy::type_complexity)]
+    fn finish_graph(
+        &self,
+        buffer: &Buffer,
+    ) -> Result<Option<(Arc<HnswIndex>, Option<Arc<Segment>>)>> {
         let Some(graph) = &buffer.graph else {
             return Ok(None);
         };
+        let host = self.host_of(graph);
+        if graph.host.is_some() && host.is_none() {
+            return Ok(None);
+        }
         let _growing = graph.growing.lock();
         let (from, to) = (graph.indexed(), buffer.slot_count());
-        if to > graph.index.capacity() {
+        if to > graph.slot_capacity() {
             return Ok(None);
         }
         if from < to {
@@ -721,7 +616,7 @@ impl Shard {
         }
         // Slots retired before the indexer reached them have no deleted mark yet.
         buffer.mark_retired(graph, 0, to);
-        Ok(Some(Arc::clone(&graph.index)))
+        Ok(Some((Arc::clone(&graph.index), host)))
     }
 
     /// One step of the indexer: adds up to `max_rows` slots of the write buffer to its
@@ -733,25 +628,8 @@ impl Shard {
                 let buffer = self.buffer.read();
                 (buffer.slot_count(), buffer.graph.is_some())
             };
-            if !has_graph {
-                if slots < policy.index_min_rows.max(1) {
-                    return Ok(false);
-                }
-                // Room for the buffer to run well past the seal threshold while an earlier
-                // seal finishes: slots beyond the capacity would cost a rebuild at seal.
-                // Allocated before taking the write lock, so writers never wait for it.
-                let capacity = policy
-                    .seal_points
-                    .saturating_mul(8)
-                    .min(BUFFER_GRAPH_CAPACITY_MAX)
-                    .max(slots * 2);
-                let index =
-                    HnswIndex::new(segment::segment_params(self.dim, self.distance), capacity)?;
-                let mut buffer = self.buffer.write();
-                // A seal may have swapped the buffer meanwhile; the new one gets it later.
-                if buffer.graph.is_none() && buffer.slot_count() >= slots {
-                    buffer.graph = Some(Arc::new(BufferGraph::new(index)));
-                }
+            if !has_graph && !self.start_graph(policy, slots)? {
+                return Ok(false);
             }
             let buffer = self.buffer.read();
             let Some(graph) = buffer.graph.as_ref().map(Arc::clone) else {
@@ -759,7 +637,7 @@ impl Shard {
             };
             let slots = buffer.slot_count();
             let from = graph.indexed();
-            let to = slots.min(from + max_rows).min(graph.index.capacity());
+            let to = slots.min(from + max_rows).min(graph.slot_capacity());
             if from >= to {
                 return Ok(false);
             }
@@ -781,6 +659,52 @@ impl Shard {
             buffer.mark_retired(&graph, from, to);
         }
         Ok(true)
+    }
+
+    /// Gives the write buffer (holding `slots` slots) a graph: the graph of the largest
+    /// segment with room for it, so the buffer's points join that graph and a search walks
+    /// one graph instead of two; otherwise a graph of its own once the buffer holds enough
+    /// rows to train SQ8. None while a seal runs: the segment it is writing may be the
+    /// host, and a graph must not grow while it is saved. Returns whether there is a graph.
+    fn start_graph(&self, policy: &OptimizerPolicy, slots: usize) -> Result<bool> {
+        if self.frozen.read().is_some() || slots == 0 {
+            return Ok(false);
+        }
+        let room = slots.max(policy.seal_points);
+        let host = self
+            .segments
+            .read()
+            .iter()
+            .filter(|segment| segment.can_host(room))
+            .max_by_key(|segment| segment.len())
+            .cloned();
+        let graph = match host {
+            Some(host) => BufferGraph::hosted(Arc::clone(host.index()), host.id, host.len()),
+            None => {
+                if slots < policy.index_min_rows.max(1) {
+                    return Ok(false);
+                }
+                // Room for the buffer to run well past the seal threshold while an earlier
+                // seal finishes: slots beyond the capacity would cost a rebuild at seal.
+                // Allocated before taking the write lock, so writers never wait for it.
+                let capacity = policy
+                    .seal_points
+                    .saturating_mul(8)
+                    .min(BUFFER_GRAPH_CAPACITY_MAX)
+                    .max(slots * 2);
+                BufferGraph::new(HnswIndex::new(
+                    segment::segment_params(self.dim, self.distance),
+                    capacity,
+                )?)
+            }
+        };
+        let frozen = self.frozen.read();
+        let mut buffer = self.buffer.write();
+        // A seal may have swapped the buffer meanwhile; the new one gets a graph later.
+        if frozen.is_none() && buffer.graph.is_none() && buffer.slot_count() >= slots {
+            buffer.graph = Some(Arc::new(graph));
+        }
+        Ok(buffer.graph.is_some())
     }
 
     fn shape<'a>(&self, schema: &'a PayloadSchema) -> SegmentShape<'a> {
@@ -816,11 +740,28 @@ impl Shard {
             }
             writer.last_write.elapsed()
         };
-        let (live, slots) = {
+        let (live, slots, hosted) = {
             let buffer = self.buffer.read();
-            (buffer.slots.len(), buffer.slot_count())
+            let hosted = buffer
+                .graph
+                .as_ref()
+                .filter(|graph| graph.host.is_some())
+                .map(|graph| (graph.offset, graph.slot_capacity()));
+            (buffer.slots.len(), buffer.slot_count(), hosted)
         };
-        if slots >= policy.seal_points || (live > 0 && idle >= policy.seal_idle) {
+        let seal = match hosted {
+            // A seal rewrites the host's graph with the buffer's points: waiting until the
+            // buffer is half the host's size keeps that at ~3 bytes written per new byte.
+            // Idle, a buffer an eighth of the host's size is sealed (~9×); a smaller one
+            // stays in the log and, indexed, in the host's graph until more writes come.
+            Some((host_size, capacity)) => {
+                slots >= policy.seal_points.max(host_size / 2)
+                    || slots >= capacity
+                    || (live > 0 && idle >= policy.seal_idle && slots >= host_size / 8)
+            }
+            None => slots >= policy.seal_points || (live > 0 && idle >= policy.seal_idle),
+        };
+        if seal {
             return Some(Work::Seal);
         }
         let segments = self.segments.read();
@@ -846,9 +787,18 @@ impl Shard {
         None
     }
 
-    /// Whether a buffered point or planned work waits for the optimizer.
+    /// Whether a buffered point or planned work waits for the optimizer or the indexer. A
+    /// buffer whose points all joined a segment's graph waits for nothing: its points are
+    /// durable in the log and indexed (see [`Shard::planned_work`] for when it is sealed).
     pub fn has_pending_work(&self, policy: &OptimizerPolicy) -> bool {
-        !self.buffer.read().slots.is_empty() || self.planned_work(policy).is_some()
+        let waiting = {
+            let buffer = self.buffer.read();
+            !buffer.slots.is_empty()
+                && !buffer.graph.as_ref().is_some_and(|graph| {
+                    graph.host.is_some() && graph.indexed() == buffer.slot_count()
+                })
+        };
+        waiting || self.planned_work(policy).is_some()
     }
 
     pub fn is_poisoned(&self) -> bool {
@@ -873,17 +823,26 @@ impl Shard {
         self.segments.read().len()
     }
 
-    /// Points in sealed segments and in the write buffer (including a frozen buffer being
+    /// Points indexed (in sealed segments, or buffered points that joined a segment's
+    /// graph) and the other points (in the write buffer, including a frozen buffer being
     /// sealed).
     pub fn point_counts(&self) -> (usize, usize) {
         let segments = self.segments.read();
         let frozen = self.frozen.read();
         let buffer = self.buffer.read();
-        let sealed = segments.iter().map(|s| s.live_count()).sum();
+        let sealed: usize = segments.iter().map(|s| s.live_count()).sum();
         let frozen_live = frozen.as_ref().map_or(0, |frozen| {
             frozen.buffer.slots.len() - frozen.removed.lock().len()
         });
-        (sealed, buffer.slots.len() + frozen_live)
+        let joined = match buffer.graph.as_ref().filter(|graph| graph.host.is_some()) {
+            Some(graph) if graph.indexed() == buffer.slot_count() => buffer.slots.len(),
+            Some(graph) => buffer.ids[..graph.indexed()]
+                .iter()
+                .filter(|id| id.is_some())
+                .count(),
+            None => 0,
+        };
+        (sealed + joined, buffer.slots.len() - joined + frozen_live)
     }
 
     /// Points passing `filter` (all points without one).
@@ -943,8 +902,10 @@ impl Shard {
         points
     }
 
-    /// Top-`k` among points passing `filter`: exact over the buffer (and a frozen one),
-    /// HNSW over each segment. `query` is already normalized for Cosine.
+    /// Top-`k` among points passing `filter`: HNSW over each segment and over the indexed
+    /// part of the buffer (and of a frozen one), exact over the rest. A buffer whose points
+    /// joined a segment's graph is searched with that segment in one walk. `query` is
+    /// already normalized for Cosine.
     pub fn search(
         &self,
         query: &[f32],
@@ -953,10 +914,11 @@ impl Shard {
         strategy: Strategy,
     ) -> Result<Vec<ShardHit>> {
         // The three locks are held together only to take a consistent view and to search
-        // the write buffer; the frozen buffer and the segments are searched from that view
-        // after they are released, so a writer waits for at most the buffer part of a
-        // query, not all of it. The view can only lose points meanwhile (a concurrent
-        // write marks them deleted in place), never gain a second copy of one.
+        // the write buffer (with the graph it shares, if any); the frozen buffer and the
+        // other segments are searched from that view after they are released, so a writer
+        // waits for at most the buffer part of a query, not all of it. The view can only
+        // lose points meanwhile (a concurrent write marks them deleted in place), never gain
+        // a second copy of one.
         let segments_lock = self.segments.read();
         let frozen_lock = self.frozen.read();
         let buffer = self.buffer.read();
@@ -981,15 +943,40 @@ impl Shard {
             Strategy::Auto => Some((2 * k).max(segment::SEGMENT_EF_MIN)),
             Strategy::Exact => None,
         };
-        let mut hits = buffer.search(
+        // The segment whose graph the buffer's (or the frozen buffer's) points joined.
+        let host = match beam(largest) {
+            Some(ef) if filter.is_none() => self
+                .shared_host(&segments, frozen.as_deref(), &buffer)
+                .map(|host| (host, ef)),
+            _ => None,
+        };
+        let mut hits = match &host {
+            Some((host, ef)) => {
+                self.walk_shared(query, k, *ef, host, frozen.as_deref(), &buffer)?
+            }
+            None => Vec::new(),
+        };
+        let shares_host = |graph: Option<&Arc<BufferGraph>>| {
+            host.as_ref()
+                .zip(graph)
+                .is_some_and(|((host, _), graph)| Arc::ptr_eq(host.index(), &graph.index))
+        };
+        let plan = |graph: Option<&Arc<BufferGraph>>, size: usize| {
+            if shares_host(graph) {
+                BufferPlan::Tail
+            } else {
+                beam(size).map_or(BufferPlan::Exact, BufferPlan::Graph)
+            }
+        };
+        hits.extend(buffer.search(
             query,
             k,
             filter,
             None,
             self.dim,
             self.distance,
-            beam(buffer.slot_count()),
-        );
+            plan(buffer.graph.as_ref(), buffer.slot_count()),
+        ));
         drop((buffer, frozen_lock, segments_lock));
         if let Some(frozen) = frozen.as_ref() {
             let removed = frozen.removed.lock();
@@ -1000,14 +987,105 @@ impl Shard {
                 Some(&removed),
                 self.dim,
                 self.distance,
-                beam(frozen.buffer.slot_count()),
+                plan(frozen.buffer.graph.as_ref(), frozen.buffer.slot_count()),
             ));
         }
-        for segment in segments.iter() {
+        let host_id = host.as_ref().map(|(host, _)| host.id);
+        for segment in segments
+            .iter()
+            .filter(|segment| Some(segment.id) != host_id)
+        {
             let strategy = part_strategy(segment.len());
             for (distance, point) in segment.search(query, k, filter, self.distance, strategy)? {
                 hits.push(ShardHit { distance, point });
             }
+        }
+        Ok(hits)
+    }
+
+    /// The segment among `segments` whose graph the write buffer's points (or a frozen
+    /// buffer's) joined.
+    fn shared_host(
+        &self,
+        segments: &[Arc<Segment>],
+        frozen: Option<&Frozen>,
+        buffer: &Buffer,
+    ) -> Option<Arc<Segment>> {
+        [
+            buffer.graph.as_ref(),
+            frozen.and_then(|frozen| frozen.buffer.graph.as_ref()),
+        ]
+        .into_iter()
+        .flatten()
+        .find_map(|graph| {
+            let host = graph.host?;
+            segments
+                .iter()
+                .find(|segment| segment.id == host && Arc::ptr_eq(segment.index(), &graph.index))
+                .cloned()
+        })
+    }
+
+    /// One walk of the graph `host` shares with the buffer (or the frozen buffer) whose
+    /// points joined it: top-`k` among the host's live points and both buffers' live,
+    /// indexed slots.
+    fn walk_shared(
+        &self,
+        query: &[f32],
+        k: usize,
+        ef: usize,
+        host: &Segment,
+        frozen: Option<&Frozen>,
+        buffer: &Buffer,
+    ) -> Result<Vec<ShardHit>> {
+        let joined = |graph: Option<&Arc<BufferGraph>>| {
+            graph
+                .filter(|graph| Arc::ptr_eq(host.index(), &graph.index))
+                .map(Arc::clone)
+        };
+        let frozen_graph = frozen.and_then(|frozen| joined(frozen.buffer.graph.as_ref()));
+        let buffer_graph = joined(buffer.graph.as_ref());
+        let host_nodes = host.len();
+        let accept = |node: u32| {
+            (node as usize) < host_nodes
+                || buffer_graph
+                    .as_ref()
+                    .and_then(|graph| graph.slot_of(node))
+                    .is_some_and(|slot| buffer.is_live(slot, None))
+                || frozen
+                    .zip(frozen_graph.as_ref())
+                    .is_some_and(|(frozen, graph)| {
+                        graph
+                            .slot_of(node)
+                            .is_some_and(|slot| frozen.buffer.is_live(slot, None))
+                    })
+        };
+        let params = HnswSearchParams::new(k, ef.max(k));
+        let found = host.index().search_filtered(query, params, accept)?;
+        let mut hits = Vec::with_capacity(found.len());
+        for hit in found {
+            let distance = hit_distance(hit.score, self.distance);
+            let point = if (hit.node as usize) < host_nodes {
+                host.live_point(hit.node)
+            } else if let Some(slot) = buffer_graph
+                .as_ref()
+                .and_then(|graph| graph.slot_of(hit.node))
+            {
+                buffer
+                    .is_live(slot, None)
+                    .then(|| buffer.point(slot, self.dim))
+            } else {
+                frozen
+                    .zip(frozen_graph.as_ref())
+                    .and_then(|(frozen, graph)| {
+                        let slot = graph.slot_of(hit.node)?;
+                        let id = frozen.buffer.ids[slot]?;
+                        frozen
+                            .is_live(&id)
+                            .then(|| frozen.buffer.point(slot, self.dim))
+                    })
+            };
+            hits.extend(point.map(|point| ShardHit { distance, point }));
         }
         Ok(hits)
     }

@@ -24,6 +24,51 @@ fn l2(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| (x - y).powi(2)).sum()
 }
 
+/// Searches 40 random queries: every hit live and current (its vector the model's), the
+/// exact mode equal to brute force; every point of `own` its own nearest neighbour.
+/// Returns the HNSW recall@10.
+fn check(
+    collection: &Collection,
+    model: &HashMap<u64, Vec<f32>>,
+    own: &[u64],
+    rng: &mut ChaCha8Rng,
+) -> f64 {
+    let (mut found, mut wanted) = (0usize, 0usize);
+    for _ in 0..40 {
+        let query = random_vector(rng);
+        let mut truth: Vec<(f32, u64)> = model.iter().map(|(id, v)| (l2(v, &query), *id)).collect();
+        truth.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let top: Vec<PointId> = truth[..10].iter().map(|t| PointId::Number(t.1)).collect();
+        let hits = collection.search(&query, 10, None).unwrap();
+        assert_eq!(hits.len(), 10);
+        for hit in &hits {
+            let PointId::Number(id) = hit.id else {
+                unreachable!()
+            };
+            // live and current: the vector returned is the model's, never an old one
+            assert_eq!(Some(&hit.vector), model.get(&id), "id {id}");
+        }
+        found += hits.iter().filter(|hit| top.contains(&hit.id)).count();
+        wanted += 10;
+        let exact = collection
+            .query(&SearchRequest {
+                strategy: Strategy::Exact,
+                ..SearchRequest::new(&query, 10)
+            })
+            .unwrap();
+        assert_eq!(exact.iter().map(|h| h.id).collect::<Vec<_>>(), top);
+    }
+    // every point, indexed or in the unindexed tail, is its own nearest neighbour
+    for id in own {
+        let Some(vector) = model.get(id) else {
+            continue;
+        };
+        let hits = collection.search(vector, 1, None).unwrap();
+        assert_eq!(hits[0].id, PointId::Number(*id), "own vector of {id}");
+    }
+    found as f64 / wanted as f64
+}
+
 #[test]
 fn a_partly_indexed_buffer_returns_only_current_points() {
     let fs = SimFileSystem::new();
@@ -94,52 +139,124 @@ fn a_partly_indexed_buffer_returns_only_current_points() {
     }
     collection.upsert(extra, true).unwrap();
 
-    let check = |collection: &Collection, rng: &mut ChaCha8Rng| {
-        let (mut found, mut wanted) = (0usize, 0usize);
-        for _ in 0..40 {
-            let query = random_vector(rng);
-            let mut truth: Vec<(f32, u64)> =
-                model.iter().map(|(id, v)| (l2(v, &query), *id)).collect();
-            truth.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-            let top: Vec<PointId> = truth[..10].iter().map(|t| PointId::Number(t.1)).collect();
-            let hits = collection.search(&query, 10, None).unwrap();
-            assert_eq!(hits.len(), 10);
-            for hit in &hits {
-                let PointId::Number(id) = hit.id else {
-                    unreachable!()
-                };
-                // live and current: the vector returned is the model's, never an old one
-                assert_eq!(Some(&hit.vector), model.get(&id), "id {id}");
-            }
-            found += hits.iter().filter(|hit| top.contains(&hit.id)).count();
-            wanted += 10;
-            let exact = collection
-                .query(&SearchRequest {
-                    strategy: Strategy::Exact,
-                    ..SearchRequest::new(&query, 10)
-                })
-                .unwrap();
-            assert_eq!(exact.iter().map(|h| h.id).collect::<Vec<_>>(), top);
-        }
-        // every point, indexed or in the unindexed tail, is its own nearest neighbour
-        for id in (5_000..5_300).step_by(7).chain((0..3_000).step_by(66)) {
-            let Some(vector) = model.get(&id) else {
-                continue;
-            };
-            let hits = collection.search(vector, 1, None).unwrap();
-            assert_eq!(hits[0].id, PointId::Number(id), "own vector of {id}");
-        }
-        found as f64 / wanted as f64
-    };
-    let recall = check(&collection, &mut rng);
+    let own: Vec<u64> = (5_000..5_300)
+        .step_by(7)
+        .chain((0..3_000).step_by(66))
+        .collect();
+    let recall = check(&collection, &model, &own, &mut rng);
     assert!(recall >= 0.9, "recall over graph + tail {recall}");
     // the seal saves the graph (completed) as the segment: same answers, same points
     collection.optimize(&fs).unwrap();
     assert_eq!(collection.point_counts(), (model.len(), 0));
-    let recall = check(&collection, &mut rng);
+    let recall = check(&collection, &model, &own, &mut rng);
     assert!(recall >= 0.9, "recall after the seal {recall}");
     drop(collection);
     let reopened = Collection::open(&fs, directory).unwrap();
+    assert_eq!(reopened.count(None), model.len());
+    for point in reopened.points() {
+        let PointId::Number(id) = point.id else {
+            unreachable!()
+        };
+        assert_eq!(Some(&point.vector), model.get(&id));
+    }
+}
+
+/// After a bulk import, new points join the imported segment's graph: a query walks one
+/// graph, finds old and new points alike, never a superseded copy; the collection is green
+/// once the indexer caught up, without a seal; the seal replaces the segment by one holding
+/// both, and that survives a reopen.
+#[test]
+fn buffered_points_join_the_largest_segments_graph() {
+    let fs = SimFileSystem::new();
+    let config = CollectionConfig {
+        dim: DIM,
+        distance: Distance::Euclid,
+        shard_count: 1,
+    };
+    let directory = Path::new("/joined");
+    let mut rng = ChaCha8Rng::seed_from_u64(12);
+    let mut model: HashMap<u64, Vec<f32>> = HashMap::new();
+    let imported: Vec<Point> = (0..4_000)
+        .map(|id| {
+            let vector = random_vector(&mut rng);
+            model.insert(id, vector.clone());
+            Point {
+                id: PointId::Number(id),
+                vector,
+                payload: None,
+            }
+        })
+        .collect();
+    let (collection, _) = Collection::import(&fs, directory, config, imported).unwrap();
+    collection.set_policy(OptimizerPolicy {
+        seal_points: 1_000,
+        seal_idle: Duration::ZERO,
+        ..OptimizerPolicy::default()
+    });
+    // new points, overwrites of imported ones, deletes of both
+    let mut upserts: Vec<Point> = Vec::new();
+    for id in (4_000..4_300).chain((0..4_000).step_by(40)) {
+        let vector = random_vector(&mut rng);
+        model.insert(id, vector.clone());
+        upserts.push(Point {
+            id: PointId::Number(id),
+            vector,
+            payload: None,
+        });
+    }
+    collection.upsert(upserts, true).unwrap();
+    while collection.index_buffers(500) {}
+    let deleted: Vec<PointId> = (0..4_300).step_by(13).map(PointId::Number).collect();
+    collection.delete(&deleted, true).unwrap();
+    for id in &deleted {
+        let PointId::Number(id) = id else {
+            unreachable!()
+        };
+        model.remove(id);
+    }
+    let status = collection.status();
+    assert_eq!(status.points, model.len());
+    assert_eq!(
+        status.indexed,
+        model.len(),
+        "every buffered point joined the graph"
+    );
+    assert_eq!(status.segments, 1);
+    // 400 buffered points, under half the host's 4,000 (the size rule) and under an eighth
+    // of it (the idle rule): no seal, and the collection is green with a full buffer
+    assert_eq!(status.health, sagitta_engine::Health::Green);
+    assert!(!collection.maintain(&fs).unwrap(), "no seal planned");
+
+    let own: Vec<u64> = (4_000..5_500)
+        .step_by(11)
+        .chain((0..4_000).step_by(97))
+        .collect();
+    let recall = check(&collection, &model, &own, &mut rng);
+    assert!(recall >= 0.9, "recall over the joined graph {recall}");
+
+    // more points pass half the host's size: the seal saves host and buffer as one segment
+    let more: Vec<Point> = (6_000..7_700)
+        .map(|id| {
+            let vector = random_vector(&mut rng);
+            model.insert(id, vector.clone());
+            Point {
+                id: PointId::Number(id),
+                vector,
+                payload: None,
+            }
+        })
+        .collect();
+    collection.upsert(more, true).unwrap();
+    while collection.index_buffers(500) {}
+    assert!(collection.maintain(&fs).unwrap(), "the seal");
+    let status = collection.status();
+    assert_eq!(status.segments, 1, "the sealed segment replaced its host");
+    assert_eq!((status.points, status.indexed), (model.len(), model.len()));
+    let recall = check(&collection, &model, &own, &mut rng);
+    assert!(recall >= 0.9, "recall after the seal {recall}");
+    drop(collection);
+    let reopened = Collection::open(&fs, directory).unwrap();
+    assert_eq!(reopened.status().segments, 1);
     assert_eq!(reopened.count(None), model.len());
     for point in reopened.points() {
         let PointId::Number(id) = point.id else {

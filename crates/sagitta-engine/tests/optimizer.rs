@@ -170,7 +170,9 @@ fn an_optimizer_failure_shows_in_the_status() {
     let status = wait_for_error();
     assert_eq!(status.health, Health::Red, "{status:?}");
     assert_eq!(collection.count(None), 20, "reads keep working");
-    assert!(collection.upsert(points(20..21), true).is_err());
+    // Which shard's seal met the fault depends on which went idle first: a batch that
+    // touches both shards reaches the poisoned one either way.
+    assert!(collection.upsert(points(20..40), true).is_err());
 }
 
 /// One open database per directory: a second open fails with a clear error until the

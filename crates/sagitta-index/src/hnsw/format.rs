@@ -140,6 +140,16 @@ impl HnswIndex {
     /// Loads an index written by [`HnswIndex::save`], verifying header and section checksums
     /// and every structural invariant (link targets in range, levels bounded).
     pub fn load(reader: &mut impl Read) -> Result<HnswIndex> {
+        HnswIndex::load_with_capacity(reader, |count| count)
+    }
+
+    /// [`HnswIndex::load`] into an index with room for `capacity(count)` points (at least
+    /// the `count` the file holds), so points can be added without a [`HnswIndex::reserve`]
+    /// that would copy every row.
+    pub fn load_with_capacity(
+        reader: &mut impl Read,
+        capacity: impl FnOnce(usize) -> usize,
+    ) -> Result<HnswIndex> {
         let mut header = [0u8; HEADER_BYTES];
         read_exact(reader, &mut header)?;
         if &header[0..8] != MAGIC {
@@ -271,7 +281,10 @@ impl HnswIndex {
         )?);
 
         check_finite(&vectors, dim, "node")?;
-        let mut index = HnswIndex::new(params, count)?;
+        let mut index = HnswIndex::new(
+            params,
+            capacity(count).clamp(count, crate::limits::MAX_POINTS.max(count)),
+        )?;
         let mut label_to_node = HashMap::with_capacity(count);
         let mut upper_offset = 0;
         for node in 0..count {
