@@ -76,6 +76,7 @@ fn to_python_error(error: IndexError) -> PyErr {
         IndexError::CapacityExceeded { .. } => CapacityError::new_err(message),
         IndexError::Format { .. } => FormatError::new_err(message),
         IndexError::Io { .. } => PyOSError::new_err(message),
+        IndexError::Cancelled => SagittaError::new_err(message),
     }
 }
 
