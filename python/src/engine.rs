@@ -54,7 +54,7 @@ fn to_python_error(error: EngineError) -> PyErr {
         EngineError::CollectionNotFound { .. } => CollectionNotFoundError::new_err(message),
         EngineError::Corrupt { .. } => FormatError::new_err(message),
         EngineError::Storage(_) => StorageError::new_err(message),
-        EngineError::Index(_) => SagittaError::new_err(message),
+        EngineError::Index(_) | EngineError::Cancelled { .. } => SagittaError::new_err(message),
     }
 }
 

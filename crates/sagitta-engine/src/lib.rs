@@ -28,8 +28,8 @@ mod segment;
 mod shard;
 
 pub use collection::{
-    Collection, CollectionConfig, CollectionStatus, Health, ImportReport, ScoredPoint,
-    SearchRequest, Strategy,
+    Collection, CollectionConfig, CollectionStatus, Health, ImportProgress, ImportReport,
+    ScoredPoint, SearchRequest, Strategy,
 };
 pub use database::Database;
 pub use error::EngineError;
