@@ -8,6 +8,7 @@
 #![allow(clippy::needless_pass_by_value)]
 
 mod engine;
+mod progress;
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
