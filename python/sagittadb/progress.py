@@ -1,4 +1,5 @@
-"""Progress reporting for long calls (``wait_until_indexed``, remote uploads).
+"""Progress reporting for long calls (``wait_until_indexed``, ``import_collection``, remote
+uploads).
 
 A ``progress`` argument is ``None`` (a tqdm bar when the session is interactive — standard
 error is a terminal — and tqdm is installed; otherwise nothing), ``False`` (nothing),

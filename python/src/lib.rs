@@ -8,6 +8,7 @@
 #![allow(clippy::needless_pass_by_value)]
 
 mod engine;
+mod progress;
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
@@ -76,6 +77,7 @@ fn to_python_error(error: IndexError) -> PyErr {
         IndexError::CapacityExceeded { .. } => CapacityError::new_err(message),
         IndexError::Format { .. } => FormatError::new_err(message),
         IndexError::Io { .. } => PyOSError::new_err(message),
+        IndexError::Cancelled => SagittaError::new_err(message),
     }
 }
 

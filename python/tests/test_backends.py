@@ -281,6 +281,40 @@ def test_state_machine_against_brute_force(backend, tmp_path, server):
     )
 
 
+def test_import_collection_reports_progress_and_a_raising_callback_leaves_nothing(
+    database, monkeypatch
+):
+    if isinstance(database, sagittadb.RemoteDatabase):
+        monkeypatch.setattr(sagittadb.remote, "UPLOAD_BATCH_POINTS", 10)
+    name = fresh_name()
+    reports = []
+    docs = database.import_collection(
+        name,
+        range(35),
+        np.ones((35, 2), dtype=np.float32),
+        progress=lambda done, total: reports.append((done, total)),
+    )
+    assert len(docs) == 35
+    assert reports and reports[-1] == (35, 35), reports
+    assert all(total == 35 for _, total in reports), reports
+    assert [done for done, _ in reports] == sorted(done for done, _ in reports)
+
+    def refuse(done, total):
+        raise RuntimeError(f"refused at {done}/{total}")
+
+    other = fresh_name()
+    with pytest.raises(RuntimeError, match="refused at"):
+        database.import_collection(
+            other, range(35), np.ones((35, 2), dtype=np.float32), progress=refuse
+        )
+    with pytest.raises(TypeError, match="progress"):
+        database.import_collection(
+            other, range(35), np.ones((35, 2), dtype=np.float32), progress="yes"
+        )
+    assert other not in database.list_collections()
+    database.drop_collection(name)
+
+
 def test_progress_arguments(database, monkeypatch):
     from sagittadb import progress
 

@@ -3,10 +3,13 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use parking_lot::{Mutex, RwLock};
 
+use sagitta_index::hnsw::AddProgress;
+use sagitta_index::IndexError;
 use sagitta_storage::fs::{remove_if_exists, FileSystem};
 use sagitta_storage::manifest;
 
@@ -132,6 +135,64 @@ pub struct ImportReport {
     pub segments: usize,
     /// Bytes of every file written (segments and manifests).
     pub bytes_written: u64,
+}
+
+/// Follows a bulk import from other threads, and stops it: share one with
+/// [`Collection::import_with_progress`] (or `Database::import_collection_with_progress`)
+/// and poll [`ImportProgress::get`]. Reading costs the import nothing; the build pays one
+/// relaxed atomic add and load per row.
+#[derive(Debug, Default)]
+pub struct ImportProgress {
+    rows: AddProgress,
+    total: AtomicUsize,
+}
+
+impl ImportProgress {
+    /// Nothing done yet, not cancelled.
+    pub fn new() -> ImportProgress {
+        ImportProgress::default()
+    }
+
+    /// `(rows linked into HNSW graphs so far, rows to import)`, summed over every shard.
+    /// `total` is 0 until the points are read (repeated ids counted once), then the number
+    /// of distinct points; `done` grows to it as the graphs are built, the long phase.
+    /// The files are written after `done` reaches `total`: the import has finished only
+    /// when its call returns.
+    pub fn get(&self) -> (usize, usize) {
+        (self.rows.linked(), self.total.load(Ordering::Relaxed))
+    }
+
+    /// Stops the import: it returns [`EngineError::Cancelled`] as soon as the rows being
+    /// linked are done (or, later, before it publishes anything) and leaves no collection.
+    /// An import already published is not undone. Cannot be undone.
+    pub fn cancel(&self) {
+        self.rows.cancel();
+    }
+
+    /// Whether [`ImportProgress::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.rows.is_cancelled()
+    }
+
+    /// [`EngineError::Cancelled`] once cancelled.
+    pub(crate) fn check(&self) -> Result<()> {
+        if self.is_cancelled() {
+            return Err(EngineError::Cancelled {
+                operation: "import",
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A cancelled segment build is a cancelled import, not an index failure.
+fn import_error(error: EngineError) -> EngineError {
+    match error {
+        EngineError::Index(IndexError::Cancelled) => EngineError::Cancelled {
+            operation: "import",
+        },
+        other => other,
+    }
 }
 
 fn check_range(name: &'static str, value: usize, min: usize, max: usize) -> Result<()> {
@@ -306,6 +367,20 @@ impl Collection {
         config: CollectionConfig,
         points: Vec<Point>,
     ) -> Result<(Collection, ImportReport)> {
+        Collection::import_with_progress(fs, directory, config, points, &ImportProgress::new())
+    }
+
+    /// [`Collection::import`], followed (and cancellable) through `progress`. A cancelled
+    /// import returns [`EngineError::Cancelled`] before the collection manifest is
+    /// published, so there is no collection; files it wrote stay until removed
+    /// ([`Collection::remove_files`]).
+    pub fn import_with_progress(
+        fs: &dyn FileSystem,
+        directory: &Path,
+        config: CollectionConfig,
+        points: Vec<Point>,
+        progress: &ImportProgress,
+    ) -> Result<(Collection, ImportReport)> {
         config.validate()?;
         if manifest::load(fs, directory)?.is_some() {
             return Err(EngineError::CollectionExists {
@@ -316,6 +391,7 @@ impl Collection {
         for (position, point) in points.iter().enumerate() {
             last_of.insert(point.id, position);
         }
+        progress.total.store(last_of.len(), Ordering::Relaxed);
         let mut per_shard: Vec<Vec<Point>> = vec![Vec::new(); config.shard_count];
         for (position, point) in points.into_iter().enumerate() {
             if last_of[&point.id] == position {
@@ -332,19 +408,23 @@ impl Collection {
         // One shard at a time: each segment build already uses every core.
         let mut shards = Vec::with_capacity(config.shard_count);
         for (index, points) in per_shard.into_iter().enumerate() {
+            progress.check()?;
             let (shard, written) = Shard::write_imported(
                 fs,
                 &shard_path(directory, index),
                 points,
                 config.dim,
                 config.distance,
-            )?;
+                &progress.rows,
+            )
+            .map_err(import_error)?;
             shards.push(shard);
             report.bytes_written += written;
         }
         fs.sync_dir(directory)?;
         let schema = PayloadSchema::new();
         let encoded = config.encode(&schema);
+        progress.check()?;
         manifest::publish(fs, directory, &encoded)?;
         report.bytes_written += encoded.len() as u64;
         Ok((

@@ -10,7 +10,7 @@ use parking_lot::{Mutex, RwLock};
 use sagitta_storage::fs::{FileSystem, LockGuard};
 use sagitta_storage::manifest;
 
-use crate::collection::{Collection, CollectionConfig, ImportReport};
+use crate::collection::{Collection, CollectionConfig, ImportProgress, ImportReport};
 use crate::error::{EngineError, Result};
 use crate::optimizer::{Optimizer, OptimizerPolicy};
 use crate::point::Point;
@@ -175,13 +175,27 @@ impl Database {
     /// Bulk import into a new collection `name` (see [`Collection::import`]): built
     /// without holding the database lock (the name is reserved meanwhile), then listed in
     /// the database manifest — the one publication that makes it exist. A failure or
-    /// crash before that leaves no collection; its files are removed by the next create
-    /// or import of the name.
+    /// crash before that leaves no collection; the files a failed import wrote are removed
+    /// (best effort), a crash's by the next create or import of the name.
     pub fn import_collection(
         &self,
         name: &str,
         config: CollectionConfig,
         points: Vec<Point>,
+    ) -> Result<(Arc<Collection>, ImportReport)> {
+        self.import_collection_with_progress(name, config, points, &ImportProgress::new())
+    }
+
+    /// [`Database::import_collection`], followed through `progress` (rows linked so far of
+    /// the distinct points, summed over shards) and stopped by [`ImportProgress::cancel`]:
+    /// a cancel seen before the database manifest lists the collection fails the
+    /// import with [`EngineError::Cancelled`]; a later one changes nothing.
+    pub fn import_collection_with_progress(
+        &self,
+        name: &str,
+        config: CollectionConfig,
+        points: Vec<Point>,
+        progress: &ImportProgress,
     ) -> Result<(Arc<Collection>, ImportReport)> {
         check_collection_name(name)?;
         {
@@ -192,7 +206,7 @@ impl Database {
                 });
             }
         }
-        let result = self.import_reserved(name, config, points);
+        let result = self.import_reserved(name, config, points, progress);
         self.importing.lock().remove(name);
         result
     }
@@ -202,11 +216,27 @@ impl Database {
         name: &str,
         config: CollectionConfig,
         points: Vec<Point>,
+        progress: &ImportProgress,
     ) -> Result<(Arc<Collection>, ImportReport)> {
         let directory = Self::directory(&self.root, name);
         Collection::remove_files(self.fs.as_ref(), &directory)?;
-        let (collection, report) =
-            Collection::import(self.fs.as_ref(), &directory, config, points)?;
+        let imported = Collection::import_with_progress(
+            self.fs.as_ref(),
+            &directory,
+            config,
+            points,
+            progress,
+        )
+        .and_then(|imported| progress.check().map(|()| imported));
+        let (collection, report) = match imported {
+            Ok(imported) => imported,
+            Err(error) => {
+                // Nothing lists these files (the name is still reserved): a failed
+                // cleanup only leaves them for the next create or import to remove.
+                let _ = Collection::remove_files(self.fs.as_ref(), &directory);
+                return Err(error);
+            }
+        };
         let collection = Arc::new(collection);
         collection.set_policy(self.policy.clone());
         let mut collections = self.collections.write();

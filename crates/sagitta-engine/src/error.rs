@@ -43,6 +43,8 @@ pub enum EngineError {
     InvalidPayloadIndex { field: String, reason: String },
     #[error("collection data is corrupt: {reason}")]
     Corrupt { reason: String },
+    #[error("{operation} cancelled before it finished; nothing was published")]
+    Cancelled { operation: &'static str },
     #[error(transparent)]
     Storage(#[from] sagitta_storage::StorageError),
     #[error("segment index: {0}")]

@@ -29,8 +29,8 @@ mod shard;
 mod shard_manifest;
 
 pub use collection::{
-    Collection, CollectionConfig, CollectionStatus, Health, ImportReport, ScoredPoint,
-    SearchRequest, Strategy,
+    Collection, CollectionConfig, CollectionStatus, Health, ImportProgress, ImportReport,
+    ScoredPoint, SearchRequest, Strategy,
 };
 pub use database::Database;
 pub use error::EngineError;

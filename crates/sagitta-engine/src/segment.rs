@@ -145,8 +145,21 @@ impl Segment {
         fs: &dyn FileSystem,
         directory: &Path,
         id: u64,
+        points: Vec<Point>,
+        shape: &SegmentShape<'_>,
+    ) -> Result<Segment> {
+        Segment::build_with_progress(fs, directory, id, points, shape, None)
+    }
+
+    /// [`Segment::build`], the graph build followed (and cancellable) through `progress`
+    /// (see [`sagitta_index::hnsw::HnswIndex::add_with_progress`]).
+    pub fn build_with_progress(
+        fs: &dyn FileSystem,
+        directory: &Path,
+        id: u64,
         mut points: Vec<Point>,
         shape: &SegmentShape<'_>,
+        progress: Option<&sagitta_index::hnsw::AddProgress>,
     ) -> Result<Segment> {
         let dim = shape.dim;
         let index = HnswIndex::new(
@@ -159,7 +172,7 @@ impl Segment {
             vectors.extend_from_slice(&std::mem::take(&mut point.vector));
         }
         let labels: Vec<u64> = (0..points.len() as u64).collect();
-        index.add(&vectors, &labels, 0)?;
+        index.add_with_progress(&vectors, &labels, 0, progress)?;
         drop(vectors);
         Segment::from_graph(fs, directory, id, Arc::new(index), points, shape)
     }

@@ -247,13 +247,15 @@ impl Shard {
     /// records): the segment files, then the shard manifest that lists them, then an empty
     /// log. Returns the shard (already holding the segment, so nothing is read back) and
     /// the bytes written. The directory must hold no shard yet; until the collection's
-    /// manifest is published nothing here is visible.
+    /// manifest is published nothing here is visible. `progress` counts the rows linked
+    /// into the graph; cancelling it fails the build.
     pub fn write_imported(
         fs: &dyn FileSystem,
         directory: &Path,
         points: Vec<Point>,
         dim: usize,
         distance: Distance,
+        progress: &sagitta_index::hnsw::AddProgress,
     ) -> Result<(Shard, u64)> {
         let schema = PayloadSchema::new();
         let shape = SegmentShape {
@@ -269,7 +271,8 @@ impl Shard {
         let mut written = 0;
         let mut segments = Vec::new();
         if !points.is_empty() {
-            let segment = Segment::build(fs, directory, 0, points, &shape)?;
+            let segment =
+                Segment::build_with_progress(fs, directory, 0, points, &shape, Some(progress))?;
             written += segment.file_bytes;
             manifest.segments.push((0, None));
             segments.push(Arc::new(segment));

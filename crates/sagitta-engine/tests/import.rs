@@ -3,14 +3,15 @@
 //! whole one.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sagitta_engine::database::DatabaseOptions;
 use sagitta_engine::{
-    CollectionConfig, Database, Distance, EngineError, Health, Point, PointId, SearchRequest,
-    Strategy,
+    CollectionConfig, Database, Distance, EngineError, Health, ImportProgress, Point, PointId,
+    SearchRequest, Strategy,
 };
 use sagitta_storage::fs::FileSystem;
 use sagitta_storage::sim::SimFileSystem;
@@ -132,6 +133,111 @@ fn a_bad_point_fails_the_whole_import_and_stores_nothing() {
     database
         .import_collection("bad", config(), random_points(5, 4))
         .unwrap();
+}
+
+#[test]
+fn import_progress_counts_linked_rows_over_every_shard_and_ends_at_the_total() {
+    let fs: Arc<dyn FileSystem> = Arc::new(SimFileSystem::new());
+    let database = Database::open_with(Arc::clone(&fs), Path::new("/db"), quiet()).unwrap();
+    let mut points = random_points(3_000, 5);
+    points.push(points[0].clone()); // a repeated id counts once
+    let progress = ImportProgress::new();
+    let finished = AtomicBool::new(false);
+    let samples = std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| {
+            let mut samples = Vec::new();
+            while !finished.load(Ordering::Acquire) {
+                samples.push(progress.get());
+                std::thread::yield_now();
+            }
+            samples.push(progress.get());
+            samples
+        });
+        let (collection, report) = database
+            .import_collection_with_progress("p", config(), points, &progress)
+            .unwrap();
+        finished.store(true, Ordering::Release);
+        assert_eq!((report.points, report.segments), (3_000, 2));
+        assert_eq!(collection.count(None), 3_000);
+        watcher.join().unwrap()
+    });
+    assert_eq!(samples.last(), Some(&(3_000, 3_000)));
+    for (done, total) in &samples {
+        assert!(*total == 0 || *total == 3_000, "total {total}");
+        assert!(done <= total, "{done} of {total}");
+    }
+    assert!(
+        samples.windows(2).all(|pair| pair[0].0 <= pair[1].0),
+        "progress went backwards"
+    );
+    assert!(
+        samples.iter().any(|(done, _)| (1..3_000).contains(done)),
+        "no sample between 0 and 3000 in {} polls",
+        samples.len()
+    );
+}
+
+#[test]
+fn a_cancelled_import_fails_and_leaves_no_collection_and_no_files() {
+    let fs: Arc<dyn FileSystem> = Arc::new(SimFileSystem::new());
+    let database = Database::open_with(Arc::clone(&fs), Path::new("/db"), quiet()).unwrap();
+    let no_files = |name: &str| {
+        let directory = Path::new("/db/collections").join(name);
+        let mut listed = fs.list(&directory).unwrap();
+        for shard in 0..2 {
+            listed.extend(fs.list(&directory.join(format!("shard-{shard}"))).unwrap());
+        }
+        assert!(listed.is_empty(), "left behind: {listed:?}");
+    };
+    // cancelled while the second shard's graph is built: the first shard's files exist
+    let progress = ImportProgress::new();
+    let result = std::thread::scope(|scope| {
+        let import = scope.spawn(|| {
+            database.import_collection_with_progress(
+                "c",
+                config(),
+                random_points(3_000, 6),
+                &progress,
+            )
+        });
+        while progress.get().0 < 2_000 && !import.is_finished() {
+            std::thread::yield_now();
+        }
+        progress.cancel();
+        import.join().unwrap()
+    });
+    let Err(error) = result else {
+        panic!(
+            "the import finished before the cancel: {:?}",
+            progress.get()
+        );
+    };
+    assert_eq!(
+        error,
+        EngineError::Cancelled {
+            operation: "import"
+        }
+    );
+    assert!(progress.get().0 < 3_000, "{:?}", progress.get());
+    assert!(database.list().is_empty());
+    no_files("c");
+    // cancelled before it starts
+    let progress = ImportProgress::new();
+    progress.cancel();
+    assert_eq!(
+        database
+            .import_collection_with_progress("c", config(), random_points(50, 6), &progress)
+            .err(),
+        Some(EngineError::Cancelled {
+            operation: "import"
+        })
+    );
+    no_files("c");
+    // the name is free
+    database
+        .import_collection("c", config(), random_points(5, 7))
+        .unwrap();
+    assert_eq!(database.list(), vec!["c".to_string()]);
 }
 
 /// Power fails at a random moment of an import (after its k-th write, for every k, with a

@@ -28,6 +28,8 @@ pub enum IndexError {
     UnknownQuantization { name: String },
     #[error("index file is not valid: {reason}")]
     Format { reason: String },
+    #[error("`add` cancelled (AddProgress::cancel) before every row was linked")]
+    Cancelled,
     #[error("I/O error while {operation}: {message}")]
     Io {
         operation: &'static str,

@@ -3,7 +3,9 @@ mod common;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::{brute_force, clustered, recall};
-use sagitta_index::hnsw::{Codes, HnswIndex, HnswParams, HnswSearchParams, Quantization};
+use sagitta_index::hnsw::{
+    AddProgress, Codes, HnswIndex, HnswParams, HnswSearchParams, Quantization,
+};
 use sagitta_index::{IndexError, Metric};
 
 const DIM: usize = 48;
@@ -42,6 +44,92 @@ fn hnsw_recall_meets_floor_for_every_metric_and_quantization() {
             );
         }
     }
+}
+
+fn small_params() -> HnswParams {
+    let mut params = HnswParams::new(DIM, Metric::L2);
+    params.m = 12;
+    params.ef_construction = 80;
+    params
+}
+
+#[test]
+fn add_with_progress_counts_each_linked_row_once_and_never_goes_back() {
+    let base = clustered(COUNT, DIM, 31);
+    let extra = clustered(100, DIM, 32);
+    let index = HnswIndex::new(small_params(), COUNT + extra.len() / DIM).unwrap();
+    let labels: Vec<u64> = (0..COUNT as u64).collect();
+    let progress = AddProgress::new();
+    let finished = AtomicBool::new(false);
+    let samples = std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| {
+            let mut samples = Vec::new();
+            while !finished.load(Ordering::Acquire) {
+                samples.push(progress.linked());
+                std::thread::yield_now();
+            }
+            samples.push(progress.linked());
+            samples
+        });
+        index
+            .add_with_progress(&base, &labels, 2, Some(&progress))
+            .unwrap();
+        finished.store(true, Ordering::Release);
+        watcher.join().unwrap()
+    });
+    assert!(
+        samples.windows(2).all(|pair| pair[0] <= pair[1]),
+        "progress went backwards"
+    );
+    assert_eq!(samples.last(), Some(&COUNT));
+    assert!(
+        samples.iter().any(|seen| (1..COUNT).contains(seen)),
+        "no sample between 0 and {COUNT} in {} polls: the counter only moved at the end",
+        samples.len()
+    );
+    // A rejected batch (duplicate label) counts nothing; a later call adds only its rows.
+    let rejected = index.add_with_progress(&base[..DIM], &[0], 1, Some(&progress));
+    assert!(matches!(rejected, Err(IndexError::DuplicateId { id: 0 })));
+    assert_eq!(progress.linked(), COUNT);
+    let more: Vec<u64> = (COUNT as u64..(COUNT + extra.len() / DIM) as u64).collect();
+    index
+        .add_with_progress(&extra, &more, 1, Some(&progress))
+        .unwrap();
+    assert_eq!(progress.linked(), COUNT + more.len());
+    assert_eq!(index.len(), COUNT + more.len());
+}
+
+#[test]
+fn a_cancelled_add_stops_linking_and_says_so() {
+    let base = clustered(COUNT, DIM, 33);
+    let labels: Vec<u64> = (0..COUNT as u64).collect();
+    // cancelled before it starts: nothing changes
+    let index = HnswIndex::new(small_params(), COUNT).unwrap();
+    let progress = AddProgress::new();
+    progress.cancel();
+    assert_eq!(
+        index.add_with_progress(&base, &labels, 2, Some(&progress)),
+        Err(IndexError::Cancelled)
+    );
+    assert_eq!((index.len(), progress.linked()), (0, 0));
+    index.add(&base[..DIM], &labels[..1], 1).unwrap();
+    // cancelled while linking: stops long before the last row
+    let index = HnswIndex::new(small_params(), COUNT).unwrap();
+    let progress = AddProgress::new();
+    let result = std::thread::scope(|scope| {
+        let build = scope.spawn(|| index.add_with_progress(&base, &labels, 2, Some(&progress)));
+        while progress.linked() < 100 && !build.is_finished() {
+            std::thread::yield_now();
+        }
+        progress.cancel();
+        build.join().unwrap()
+    });
+    assert_eq!(result, Err(IndexError::Cancelled));
+    let linked = progress.linked();
+    assert!(
+        (100..COUNT / 2).contains(&linked),
+        "{linked} rows linked after the cancel"
+    );
 }
 
 #[test]

@@ -69,12 +69,14 @@ impl ApiError {
             EngineError::Storage(StorageError::Locked { .. }) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, error.to_string())
             }
-            EngineError::Corrupt { .. } | EngineError::Storage(_) | EngineError::Index(_) => {
-                ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    format!("Service internal error: {error}"),
-                )
-            }
+            // The server cancels nothing: a cancelled operation is an internal failure.
+            EngineError::Corrupt { .. }
+            | EngineError::Storage(_)
+            | EngineError::Index(_)
+            | EngineError::Cancelled { .. } => ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("Service internal error: {error}"),
+            ),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! Batches are linked in parallel; any thread may search while others insert.
 
 use std::collections::HashSet;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::search::{Layer, LayerSearch};
 use super::storage::{F32Scorer, Scorer, Sq8Scorer, Sq8Store};
@@ -20,11 +20,65 @@ const SQ8_TRAINING_ROWS_MAX: usize = 50_000;
 /// (a single zero vector would give scale 1.0 and collapse every code to 0).
 pub const SQ8_TRAINING_ROWS_MIN: usize = 1_000;
 
+/// Shared with an [`HnswIndex::add_with_progress`] call so that other threads can follow
+/// it ([`AddProgress::linked`]) and stop it ([`AddProgress::cancel`]). Costs the build one
+/// relaxed atomic add and one relaxed load per row: no lock, nothing measurable next to
+/// linking the row. One value may follow several calls (one after another or at once);
+/// `linked` then totals them.
+#[derive(Debug, Default)]
+pub struct AddProgress {
+    linked: AtomicUsize,
+    cancelled: AtomicBool,
+}
+
+impl AddProgress {
+    /// Nothing linked yet, not cancelled.
+    pub fn new() -> AddProgress {
+        AddProgress::default()
+    }
+
+    /// Rows linked into the graph so far: a row counts once its links are published (it is
+    /// then reachable by searches). Grows by exactly the row count of each successful call.
+    pub fn linked(&self) -> usize {
+        self.linked.load(Ordering::Relaxed)
+    }
+
+    /// Asks every call following this value to stop: a call not yet started returns
+    /// [`IndexError::Cancelled`] having changed nothing; one linking returns it after the
+    /// rows in flight, leaving the index unfit for use (see
+    /// [`HnswIndex::add_with_progress`]). Cannot be undone.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`AddProgress::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+}
+
 impl HnswIndex {
     /// Adds row-major `vectors` labelled `labels`, linking them on `threads` threads
     /// (0 = all cores). All-or-nothing with respect to validation: a wrong dimension, a
     /// non-finite value, a duplicate label or missing capacity leaves the index unchanged.
     pub fn add(&self, vectors: &[f32], labels: &[u64], threads: usize) -> Result<()> {
+        self.add_with_progress(vectors, labels, threads, None)
+    }
+
+    /// [`HnswIndex::add`], followed by `progress`: its [`AddProgress::linked`] grows by one
+    /// as each row finishes linking (by `labels.len()` over a successful call, by nothing
+    /// when validation rejects the batch), and [`AddProgress::cancel`] stops the call with
+    /// [`IndexError::Cancelled`]. Cancelled before the call starts, nothing changes; during
+    /// linking, the rows are already admitted (their labels taken) and some stay
+    /// unlinked, unreachable by searches: discard the index.
+    pub fn add_with_progress(
+        &self,
+        vectors: &[f32],
+        labels: &[u64],
+        threads: usize,
+        progress: Option<&AddProgress>,
+    ) -> Result<()> {
+        let cancelled = || progress.is_some_and(AddProgress::is_cancelled);
         let rows = check_batch(vectors, self.params.dim)?;
         if labels.len() != rows {
             return Err(IndexError::WrongIdCount {
@@ -49,6 +103,9 @@ impl HnswIndex {
         } else {
             vectors.into()
         };
+        if cancelled() {
+            return Err(IndexError::Cancelled);
+        }
         let first = self.admit(labels, &prepared)?;
         let threads = effective_threads(threads, rows);
         for_each_chunk(rows, 256, threads, |start, end| {
@@ -62,10 +119,16 @@ impl HnswIndex {
             Ok::<(), IndexError>(())
         })?;
         for_each_chunk(rows, 1, threads, |start, end| {
+            if cancelled() {
+                return Err(IndexError::Cancelled);
+            }
             for row in start..end {
                 self.link(u32::try_from(first + row).expect("node < MAX_POINTS"));
             }
-            Ok::<(), IndexError>(())
+            if let Some(progress) = progress {
+                progress.linked.fetch_add(end - start, Ordering::Relaxed);
+            }
+            Ok(())
         })
     }
 
