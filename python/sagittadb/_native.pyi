@@ -68,7 +68,11 @@ class HnswIndex:
     def capacity(self) -> int: ...
     def __len__(self) -> int: ...
     def add(
-        self, vectors: ArrayLike, ids: ArrayLike | None = None, threads: int = 0
+        self,
+        vectors: ArrayLike,
+        ids: ArrayLike | None = None,
+        threads: int = 0,
+        progress: bool | Callable[[int, int], None] | None = None,
     ) -> None: ...
     def search(
         self,

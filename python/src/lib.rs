@@ -19,9 +19,13 @@ use parking_lot::RwLock;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBool, PyDict};
+
+use crate::progress::Reporter;
 use sagitta_index::flat::{FlatIndex as CoreFlat, SearchResults};
-use sagitta_index::hnsw::{HnswIndex as CoreHnsw, HnswParams, HnswSearchParams, Quantization};
+use sagitta_index::hnsw::{
+    AddProgress, HnswIndex as CoreHnsw, HnswParams, HnswSearchParams, Quantization,
+};
 use sagitta_index::{IndexError, Metric};
 
 create_exception!(
@@ -324,6 +328,63 @@ struct HnswIndex {
     default_id_lock: parking_lot::Mutex<()>,
 }
 
+/// Batches smaller than this get no progress bar by default.
+const PROGRESS_BAR_ROWS_MIN: usize = 50_000;
+
+impl HnswIndex {
+    /// The add itself (without the GIL): default ids numbered under a lock, capacity grown
+    /// as needed, SQ8 trained once the index holds enough rows; `counter` follows linking.
+    fn add_rows(
+        &self,
+        values: &[f32],
+        given: Option<Vec<u64>>,
+        rows: usize,
+        threads: usize,
+        counter: &AddProgress,
+    ) -> Result<(), IndexError> {
+        // Adds with default ids are serialized so two never number from the same length.
+        let numbering = given.is_none().then(|| self.default_id_lock.lock());
+        let labels = match given {
+            Some(labels) => labels,
+            None => default_labels(self.inner.read().len(), rows),
+        };
+        loop {
+            // A batch refused for capacity changed nothing (the counter included).
+            match self
+                .inner
+                .read()
+                .add_with_progress(values, &labels, threads, Some(counter))
+            {
+                Err(IndexError::CapacityExceeded { .. }) => {}
+                other => break other,
+            }
+            // Grow under the write lock, re-checked there: another thread may have grown.
+            let mut inner = self.inner.write();
+            let needed = inner.len() + rows;
+            if needed > sagitta_index::limits::MAX_POINTS {
+                break Err(IndexError::CapacityExceeded {
+                    capacity: sagitta_index::limits::MAX_POINTS,
+                });
+            }
+            if needed > inner.capacity() {
+                let grown = needed.max(inner.capacity().saturating_mul(2));
+                inner.reserve(grown.min(sagitta_index::limits::MAX_POINTS))?;
+            }
+        }?;
+        drop(numbering);
+        let untrained = {
+            let inner = self.inner.read();
+            inner.params().quantization == Quantization::Sq8
+                && inner.sq8_scale().is_none()
+                && inner.len() >= sagitta_index::hnsw::SQ8_TRAINING_ROWS_MIN
+        };
+        if untrained {
+            self.inner.write().train_quantizer()?;
+        }
+        Ok(())
+    }
+}
+
 #[pymethods]
 impl HnswIndex {
     #[new]
@@ -377,13 +438,21 @@ impl HnswIndex {
     /// Capacity grows as needed. With sq8 the quantizer trains on the first batch of at
     /// least 1,000 vectors; smaller first batches are searched on f32 until the index holds
     /// 1,000, when it trains once and encodes everything.
-    #[pyo3(signature = (vectors, ids = None, threads = 0))]
+    ///
+    /// `progress` (see `sagittadb.progress`) is called on this thread with `(rows linked,
+    /// rows)` about every 0.1 s while the build runs, ending with `(rows, rows)`; by default
+    /// a tqdm bar when run interactively and the batch has at least 50,000 rows. An
+    /// exception it raises, or `KeyboardInterrupt`, is raised once the add has finished:
+    /// a half-linked batch would leave rows no search reaches, so the add is never cut
+    /// short.
+    #[pyo3(signature = (vectors, ids = None, threads = 0, progress = None))]
     fn add(
         &self,
         py: Python<'_>,
         vectors: &Bound<'_, PyAny>,
         ids: Option<&Bound<'_, PyAny>>,
         threads: usize,
+        progress: Option<PyObject>,
     ) -> PyResult<()> {
         let dim = self.dim();
         let batch = batch(vectors, dim, "vectors")?;
@@ -391,44 +460,32 @@ impl HnswIndex {
             .map(|ids| explicit_labels(ids, batch.rows))
             .transpose()?;
         let values = batch.values()?;
-        py.allow_threads(|| {
-            // Adds with default ids are serialized so two never number from the same length.
-            let numbering = given.is_none().then(|| self.default_id_lock.lock());
-            let labels = match given {
-                Some(labels) => labels,
-                None => default_labels(self.inner.read().len(), batch.rows),
-            };
-            loop {
-                match self.inner.read().add(&values, &labels, threads) {
-                    Err(IndexError::CapacityExceeded { .. }) => {}
-                    other => break other,
-                }
-                // Grow under the write lock, re-checked there: another thread may have grown.
-                let mut inner = self.inner.write();
-                let needed = inner.len() + batch.rows;
-                if needed > sagitta_index::limits::MAX_POINTS {
-                    break Err(IndexError::CapacityExceeded {
-                        capacity: sagitta_index::limits::MAX_POINTS,
-                    });
-                }
-                if needed > inner.capacity() {
-                    let grown = needed.max(inner.capacity().saturating_mul(2));
-                    inner.reserve(grown.min(sagitta_index::limits::MAX_POINTS))?;
-                }
-            }?;
-            drop(numbering);
-            let untrained = {
-                let inner = self.inner.read();
-                inner.params().quantization == Quantization::Sq8
-                    && inner.sq8_scale().is_none()
-                    && inner.len() >= sagitta_index::hnsw::SQ8_TRAINING_ROWS_MIN
-            };
-            if untrained {
-                self.inner.write().train_quantizer()?;
+        let rows = batch.rows;
+        let reporting = py.import("sagittadb.progress")?;
+        // No bar by default for a batch too small to need one (adds in a loop would print
+        // one bar each).
+        let progress = match progress {
+            None if rows < PROGRESS_BAR_ROWS_MIN => {
+                Some(PyBool::new(py, false).to_owned().into_any().unbind())
             }
-            Ok(())
-        })
-        .map_err(to_python_error)
+            other => other,
+        };
+        let callback = reporting.call_method1("resolve", (progress, "linking"))?;
+        let counter = AddProgress::new();
+        let mut reporter = Reporter::new(callback.clone());
+        let (added, failure) = reporter.run(
+            || self.add_rows(&values, given, rows, threads, &counter),
+            || (counter.linked(), rows),
+            || {}, // never cut short: see the docstring
+        );
+        let reported = match (&added, failure) {
+            (_, Some(failure)) => Err(failure),
+            (Ok(()), None) => reporter.report(rows, rows),
+            (Err(_), None) => Ok(()),
+        };
+        reporting.call_method1("finish", (callback,))?;
+        added.map_err(to_python_error)?;
+        reported
     }
 
     /// Approximate top-k: (ids uint64 nq×k, scores float32 nq×k), closest first.

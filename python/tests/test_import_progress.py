@@ -183,3 +183,27 @@ def test_ctrl_c_during_an_import_raises_keyboard_interrupt_and_leaves_nothing(tm
     assert leftover_files(tmp_path / "db", "docs") == []
     # and the database still works
     assert len(db.import_collection("docs", range(10), vectors(10, 4))) == 10
+
+
+def test_an_hnsw_index_add_reports_linking_and_finishes_before_raising():
+    index = sagittadb.HnswIndex(16, metric="l2", m=8, ef_construction=32)
+    data = vectors(20_000, 16, seed=3)
+    calls = []
+    index.add(data, progress=lambda done, total: calls.append((done, total)))
+    assert calls and calls[-1] == (20_000, 20_000), calls
+    done = [done for done, _ in calls]
+    assert done == sorted(done) and all(total == 20_000 for _, total in calls), calls
+
+    def refuse(done, total):
+        raise RuntimeError(f"stop at {done}")
+
+    # An exception from the callback comes after the add: every row is in and reachable.
+    more = vectors(5_000, 16, seed=4)
+    with pytest.raises(RuntimeError, match="stop at"):
+        index.add(more, ids=np.arange(20_000, 25_000, dtype=np.uint64), progress=refuse)
+    assert len(index) == 25_000
+    ids, _ = index.search(more[:50], k=1, ef=64)
+    assert (ids[:, 0] == np.arange(20_000, 20_050)).mean() >= 0.95
+    with pytest.raises(TypeError, match="progress"):
+        index.add(vectors(10, 16, seed=5), progress="yes")
+    assert len(index) == 25_000, "a bad `progress` is refused before anything is added"
