@@ -171,15 +171,7 @@ impl Buffer {
 
     /// Every slot as listed in a segment built from the graph: id and payload per node.
     pub fn listing(&self) -> Vec<Point> {
-        self.slot_ids
-            .iter()
-            .zip(&self.payloads)
-            .map(|(id, payload)| Point {
-                id: *id,
-                vector: Vec::new(),
-                payload: payload.as_deref().map(Value::to_string),
-            })
-            .collect()
+        crate::segment::listing(&self.slot_ids, &self.payloads)
     }
 
     pub fn apply(&mut self, operation: Operation, dim: usize) {

@@ -47,6 +47,19 @@ const SELECTIVITY_SAMPLE: usize = 512;
 const SPARE_NODES_MIN: usize = 1_024;
 const SPARE_NODES_MAX: usize = 1 << 20;
 
+/// The `.points` listing of nodes with these ids and payloads (no vectors: the graph holds
+/// them).
+pub(crate) fn listing(ids: &[PointId], payloads: &[Option<Arc<Value>>]) -> Vec<Point> {
+    ids.iter()
+        .zip(payloads)
+        .map(|(id, payload)| Point {
+            id: *id,
+            vector: Vec::new(),
+            payload: payload.as_deref().map(Value::to_string),
+        })
+        .collect()
+}
+
 /// Nodes a segment graph of `points` points is allocated for.
 pub(crate) fn graph_capacity(points: usize) -> usize {
     points + points.clamp(SPARE_NODES_MIN, SPARE_NODES_MAX)
@@ -338,15 +351,7 @@ impl Segment {
 
     /// Every node as listed in a segment file: id and payload (the graph holds the vector).
     pub fn listing(&self) -> Vec<Point> {
-        self.ids
-            .iter()
-            .zip(&self.payloads)
-            .map(|(id, payload)| Point {
-                id: *id,
-                vector: Vec::new(),
-                payload: payload.as_deref().map(Value::to_string),
-            })
-            .collect()
+        listing(&self.ids, &self.payloads)
     }
 
     /// The point of node `node` if it is one of this segment's and live.

@@ -24,6 +24,24 @@ fn l2(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| (x - y).powi(2)).sum()
 }
 
+/// Points with these ids and random vectors, recorded in `model`.
+fn random_points(
+    ids: impl Iterator<Item = u64>,
+    model: &mut HashMap<u64, Vec<f32>>,
+    rng: &mut ChaCha8Rng,
+) -> Vec<Point> {
+    ids.map(|id| {
+        let vector = random_vector(rng);
+        model.insert(id, vector.clone());
+        Point {
+            id: PointId::Number(id),
+            vector,
+            payload: None,
+        }
+    })
+    .collect()
+}
+
 /// Searches 40 random queries: every hit live and current (its vector the model's), the
 /// exact mode equal to brute force; every point of `own` its own nearest neighbour.
 /// Returns the HNSW recall@10.
@@ -176,17 +194,7 @@ fn buffered_points_join_the_largest_segments_graph() {
     let directory = Path::new("/joined");
     let mut rng = ChaCha8Rng::seed_from_u64(12);
     let mut model: HashMap<u64, Vec<f32>> = HashMap::new();
-    let imported: Vec<Point> = (0..4_000)
-        .map(|id| {
-            let vector = random_vector(&mut rng);
-            model.insert(id, vector.clone());
-            Point {
-                id: PointId::Number(id),
-                vector,
-                payload: None,
-            }
-        })
-        .collect();
+    let imported = random_points(0..4_000, &mut model, &mut rng);
     let (collection, _) = Collection::import(&fs, directory, config, imported).unwrap();
     collection.set_policy(OptimizerPolicy {
         seal_points: 1_000,
@@ -194,16 +202,11 @@ fn buffered_points_join_the_largest_segments_graph() {
         ..OptimizerPolicy::default()
     });
     // new points, overwrites of imported ones, deletes of both
-    let mut upserts: Vec<Point> = Vec::new();
-    for id in (4_000..4_300).chain((0..4_000).step_by(40)) {
-        let vector = random_vector(&mut rng);
-        model.insert(id, vector.clone());
-        upserts.push(Point {
-            id: PointId::Number(id),
-            vector,
-            payload: None,
-        });
-    }
+    let upserts = random_points(
+        (4_000..4_300).chain((0..4_000).step_by(40)),
+        &mut model,
+        &mut rng,
+    );
     collection.upsert(upserts, true).unwrap();
     while collection.index_buffers(500) {}
     let deleted: Vec<PointId> = (0..4_300).step_by(13).map(PointId::Number).collect();
@@ -227,7 +230,7 @@ fn buffered_points_join_the_largest_segments_graph() {
     assert_eq!(status.health, sagitta_engine::Health::Green);
     assert!(!collection.maintain(&fs).unwrap(), "no seal planned");
 
-    let own: Vec<u64> = (4_000..5_500)
+    let own: Vec<u64> = (4_000..4_300)
         .step_by(11)
         .chain((0..4_000).step_by(97))
         .collect();
@@ -235,17 +238,7 @@ fn buffered_points_join_the_largest_segments_graph() {
     assert!(recall >= 0.9, "recall over the joined graph {recall}");
 
     // more points pass half the host's size: the seal saves host and buffer as one segment
-    let more: Vec<Point> = (6_000..7_700)
-        .map(|id| {
-            let vector = random_vector(&mut rng);
-            model.insert(id, vector.clone());
-            Point {
-                id: PointId::Number(id),
-                vector,
-                payload: None,
-            }
-        })
-        .collect();
+    let more = random_points(6_000..7_700, &mut model, &mut rng);
     collection.upsert(more, true).unwrap();
     while collection.index_buffers(500) {}
     assert!(collection.maintain(&fs).unwrap(), "the seal");
