@@ -52,6 +52,15 @@ fn auto_beam(k: usize, size: usize, largest: usize) -> usize {
 /// buffer already holds more.
 const BUFFER_GRAPH_CAPACITY_MAX: usize = 1 << 18;
 
+/// The segment among `segments` whose graph `graph` extends (its host), if any.
+fn host_among(segments: &[Arc<Segment>], graph: &BufferGraph) -> Option<Arc<Segment>> {
+    let host = graph.host?;
+    segments
+        .iter()
+        .find(|segment| segment.id == host && Arc::ptr_eq(segment.index(), &graph.index))
+        .cloned()
+}
+
 /// The writer's side: the live log and the manifest it belongs to.
 struct Writer {
     wal: Wal,
@@ -472,12 +481,7 @@ impl Shard {
 
     /// The live segment whose graph `graph` extends, if any (a merge may have retired it).
     fn host_of(&self, graph: &BufferGraph) -> Option<Arc<Segment>> {
-        let host = graph.host?;
-        self.segments
-            .read()
-            .iter()
-            .find(|segment| segment.id == host && Arc::ptr_eq(segment.index(), &graph.index))
-            .cloned()
+        host_among(&self.segments.read(), graph)
     }
 
     /// The commit shared by seals and merges, under the writer lock: writes every kept
@@ -1020,13 +1024,7 @@ impl Shard {
         ]
         .into_iter()
         .flatten()
-        .find_map(|graph| {
-            let host = graph.host?;
-            segments
-                .iter()
-                .find(|segment| segment.id == host && Arc::ptr_eq(segment.index(), &graph.index))
-                .cloned()
-        })
+        .find_map(|graph| host_among(segments, graph))
     }
 
     /// One walk of the graph `host` shares with the buffer (or the frozen buffer) whose
