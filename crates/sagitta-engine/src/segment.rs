@@ -356,7 +356,7 @@ impl Segment {
 
     /// The point of node `node` if it is one of this segment's and live.
     pub fn live_point(&self, node: u32) -> Option<Point> {
-        ((node as usize) < self.ids.len() && !self.index.is_deleted(node)).then(|| self.point(node))
+        self.passes(node, None).then(|| self.point(node))
     }
 
     pub fn mark_node_deleted(&self, node: u32) {
