@@ -24,7 +24,8 @@ use pyo3::types::{PyBool, PyDict};
 use crate::progress::Reporter;
 use sagitta_index::flat::{FlatIndex as CoreFlat, SearchResults};
 use sagitta_index::hnsw::{
-    AddProgress, HnswIndex as CoreHnsw, HnswParams, HnswSearchParams, Quantization,
+    locality_order, permute_rows, AddProgress, HnswIndex as CoreHnsw, HnswParams, HnswSearchParams,
+    LinkOrder, Quantization,
 };
 use sagitta_index::{IndexError, Metric};
 
@@ -336,7 +337,7 @@ impl HnswIndex {
     /// as needed, SQ8 trained once the index holds enough rows; `counter` follows linking.
     fn add_rows(
         &self,
-        values: &[f32],
+        mut values: Vec<f32>,
         given: Option<Vec<u64>>,
         rows: usize,
         threads: usize,
@@ -344,17 +345,29 @@ impl HnswIndex {
     ) -> Result<(), IndexError> {
         // Adds with default ids are serialized so two never number from the same length.
         let numbering = given.is_none().then(|| self.default_id_lock.lock());
-        let labels = match given {
+        let mut labels = match given {
             Some(labels) => labels,
             None => default_labels(self.inner.read().len(), rows),
         };
+        // Node ids are internal here, so a large batch is placed cluster by cluster: each
+        // cluster's rows together in memory and linked one after another (faster linking;
+        // see sagitta_index::hnsw::locality_order). The values are this call's own copy.
+        let dim = self.dim();
+        if labels.len() == rows && values.len() == rows * dim {
+            if let Some(order) = locality_order(&values, dim, threads) {
+                permute_rows(&mut values, dim, &order);
+                permute_rows(&mut labels, 1, &order);
+            }
+        }
         loop {
             // A batch refused for capacity changed nothing (the counter included).
-            match self
-                .inner
-                .read()
-                .add_with_progress(values, &labels, threads, Some(counter))
-            {
+            match self.inner.read().add_in_order(
+                &values,
+                &labels,
+                threads,
+                Some(counter),
+                LinkOrder::AsGiven,
+            ) {
                 Err(IndexError::CapacityExceeded { .. }) => {}
                 other => break other,
             }
@@ -474,7 +487,7 @@ impl HnswIndex {
         let counter = AddProgress::new();
         let mut reporter = Reporter::new(callback.clone());
         let (added, failure) = reporter.run(
-            || self.add_rows(&values, given, rows, threads, &counter),
+            || self.add_rows(values, given, rows, threads, &counter),
             || (counter.linked(), rows),
             || {}, // never cut short: see the docstring
         );

@@ -65,6 +65,25 @@ def test_hnsw_recall_floor(metric, quantization):
     assert recall(ids, exact_top_k(base, queries, 10, metric)) >= 0.95
 
 
+def test_a_large_batch_is_placed_by_cluster_and_keeps_every_id_with_its_vector():
+    """From 16,384 rows a batch is reordered by cluster inside the index (faster linking):
+    ids, given or default, must still travel with their own vectors."""
+    count = 20_000
+    base = clustered(count, dim=16, seed=5)
+    given = np.random.default_rng(3).permutation(10 * count)[:count].astype(np.uint64)
+    for ids in (given, None):
+        index = sagittadb.HnswIndex(16, metric="l2", capacity=count)
+        index.add(base, ids=ids)
+        expected = given if ids is not None else np.arange(count, dtype=np.uint64)
+        sample = np.arange(0, count, 37)
+        found, scores = index.search(base[sample], k=1, ef=64)
+        assert np.mean(found[:, 0] == expected[sample]) >= 0.99
+        assert np.all(scores[found[:, 0] == expected[sample], 0] < 1e-3)
+        truth = exact_top_k(base, base[sample[:100]] + 0.01, 10, "l2")
+        found, _ = index.search(base[sample[:100]] + 0.01, k=10, ef=64)
+        assert recall(found, expected[truth]) >= 0.9
+
+
 def test_custom_ids_deletes_and_missing_slots():
     base = clustered(500, seed=5)
     ids = np.arange(1000, 1500, dtype=np.uint64)

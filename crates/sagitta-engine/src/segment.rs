@@ -15,7 +15,10 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use sagitta_index::hnsw::{Codes, HnswIndex, HnswParams, HnswSearchParams, Quantization};
+use sagitta_index::hnsw::{
+    locality_order, permute_rows, Codes, HnswIndex, HnswParams, HnswSearchParams, LinkOrder,
+    Quantization,
+};
 use sagitta_index::Metric;
 use sagitta_storage::fs::{FileSystem, StreamedFile};
 use serde_json::Value;
@@ -184,8 +187,19 @@ impl Segment {
             // The index keeps the vector; the listing needs only the id and payload.
             vectors.extend_from_slice(&std::mem::take(&mut point.vector));
         }
+        // Node i is listing entry i, so the rows can be placed in any order: cluster by
+        // cluster, each cluster's rows together in memory and linked one after another
+        // (sagitta_index::hnsw::locality_order; 768-d 200k: linking ~35% faster).
+        if let Some(order) = locality_order(&vectors, dim, 0) {
+            permute_rows(&mut vectors, dim, &order);
+            let mut slots: Vec<Option<Point>> = points.into_iter().map(Some).collect();
+            points = order
+                .iter()
+                .map(|row| slots[*row as usize].take().expect("a permutation"))
+                .collect();
+        }
         let labels: Vec<u64> = (0..points.len() as u64).collect();
-        index.add_with_progress(&vectors, &labels, 0, progress)?;
+        index.add_in_order(&vectors, &labels, 0, progress, LinkOrder::AsGiven)?;
         drop(vectors);
         Segment::from_graph(fs, directory, id, Arc::new(index), points, shape)
     }

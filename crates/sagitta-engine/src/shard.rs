@@ -51,6 +51,12 @@ fn auto_beam(k: usize, size: usize, largest: usize) -> usize {
 /// arrays per slot are allocated at creation; vector rows only when written), unless the
 /// buffer already holds more.
 const BUFFER_GRAPH_CAPACITY_MAX: usize = 1 << 18;
+/// Unindexed slots from which the indexer, far behind the writes (a bulk upload), takes a
+/// large step: a batch of at least `ORDERED_BATCH_MIN_ROWS` is linked cluster by cluster,
+/// finding its neighborhood in cache (synthetic 768-d: linking ~25% faster). Steady writes
+/// never fall this far behind, so their steps stay small and the tail a search scans
+/// exactly stays short.
+const CATCH_UP_ROWS: usize = 2 * sagitta_index::hnsw::ORDERED_BATCH_MIN_ROWS;
 
 /// The segment among `segments` whose graph `graph` extends (its host), if any.
 fn host_among(segments: &[Arc<Segment>], graph: &BufferGraph) -> Option<Arc<Segment>> {
@@ -561,11 +567,13 @@ impl Shard {
         if sources.is_empty() {
             return Ok(0);
         }
+        // Where each point came from: the build places points in its own order (by
+        // cluster), so a point deleted meanwhile is found in the new segment by id.
         let mut origins = Vec::new();
         let mut points = Vec::new();
         for (source, segment) in sources.iter().enumerate() {
             for (node, point) in segment.live_points() {
-                origins.push((source, node));
+                origins.push((source, node, point.id));
                 points.push(point);
             }
         }
@@ -584,9 +592,9 @@ impl Shard {
         let mut writer = self.writer.lock();
         writer.check_poisoned(&self.directory)?;
         if let Some(merged) = &merged {
-            for (node, (source, source_node)) in origins.iter().enumerate() {
+            for (source, source_node, id) in &origins {
                 if sources[*source].is_node_deleted(*source_node) {
-                    merged.mark_node_deleted(u32::try_from(node).expect("segment size"));
+                    merged.remove(id);
                 }
             }
         }
@@ -628,7 +636,8 @@ impl Shard {
 
     /// One step of the indexer: adds up to `max_rows` slots of the write buffer to its
     /// graph (creating the graph, sized for `policy.seal_points` slots, once the buffer
-    /// holds enough rows to train SQ8). Returns whether it added any.
+    /// holds enough rows to train SQ8) — or, when at least [`CATCH_UP_ROWS`] wait, up to
+    /// twice that many at once. Returns whether it added any.
     pub fn index_buffer(&self, policy: &OptimizerPolicy, max_rows: usize) -> Result<bool> {
         let (graph, from, to, vectors) = {
             let (slots, has_graph) = {
@@ -644,7 +653,12 @@ impl Shard {
             };
             let slots = buffer.slot_count();
             let from = graph.indexed();
-            let to = slots.min(from + max_rows).min(graph.slot_capacity());
+            let step = if slots.saturating_sub(from) >= CATCH_UP_ROWS {
+                2 * CATCH_UP_ROWS
+            } else {
+                max_rows
+            };
+            let to = slots.min(from + step).min(graph.slot_capacity());
             if from >= to {
                 return Ok(false);
             }

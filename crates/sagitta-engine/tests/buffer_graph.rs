@@ -258,3 +258,47 @@ fn buffered_points_join_the_largest_segments_graph() {
         assert_eq!(Some(&point.vector), model.get(&id));
     }
 }
+
+/// An indexer far behind the writes (a bulk upload) takes large steps, which link their
+/// batch cluster by cluster: 40,000 waiting slots take a few steps, not one per 1,024, and
+/// every point is found; a short tail afterwards goes back to steps of the size asked.
+#[test]
+fn an_indexer_far_behind_catches_up_in_large_steps() {
+    let fs = SimFileSystem::new();
+    let config = CollectionConfig {
+        dim: DIM,
+        distance: Distance::Euclid,
+        shard_count: 1,
+    };
+    let collection = Collection::create(&fs, Path::new("/c"), config).unwrap();
+    collection.set_policy(OptimizerPolicy {
+        seal_points: 100_000,
+        seal_idle: Duration::MAX,
+        index_min_rows: 1_000,
+        ..OptimizerPolicy::default()
+    });
+    let mut rng = ChaCha8Rng::seed_from_u64(17);
+    let mut model = HashMap::new();
+    for start in (0..40_000).step_by(5_000) {
+        let points = random_points(start..start + 5_000, &mut model, &mut rng);
+        collection.upsert(points, false).unwrap();
+    }
+    let mut steps = 0;
+    while collection.index_buffers(1_024) {
+        steps += 1;
+    }
+    // (the loop ends when a step finds nothing left: every slot is in the graph)
+    assert!(steps <= 3, "40,000 slots took {steps} steps");
+    let own: Vec<u64> = (0..40_000).step_by(397).collect();
+    let recall = check(&collection, &model, &own, &mut rng);
+    assert!(recall >= 0.9, "recall after catching up {recall}");
+    let points = random_points(40_000..43_000, &mut model, &mut rng);
+    collection.upsert(points, false).unwrap();
+    let mut steps = 0;
+    while collection.index_buffers(1_024) {
+        steps += 1;
+    }
+    assert_eq!(steps, 3, "3,000 slots in steps of 1,024");
+    let recall = check(&collection, &model, &own, &mut rng);
+    assert!(recall >= 0.9, "recall after the tail {recall}");
+}

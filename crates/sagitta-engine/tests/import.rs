@@ -101,6 +101,64 @@ fn an_import_is_indexed_at_once_and_searches_exactly() {
     ));
 }
 
+/// Segments of at least `ORDERED_BATCH_MIN_ROWS` points are built cluster by cluster: the
+/// points are placed in a new order, so every point must still get back its own vector and
+/// payload, find itself, and keep doing so through a vacuum (which rebuilds the segment
+/// and deletes by id what was deleted meanwhile) and a reopen.
+#[test]
+fn a_segment_built_cluster_by_cluster_keeps_every_point_whole() {
+    let fs: Arc<dyn FileSystem> = Arc::new(SimFileSystem::new());
+    let database = Database::open_with(Arc::clone(&fs), Path::new("/db"), quiet()).unwrap();
+    let points = random_points(24_000, 3);
+    assert!(points.len() - 2_000 >= sagitta_index::hnsw::ORDERED_BATCH_MIN_ROWS);
+    let one_shard = CollectionConfig {
+        shard_count: 1,
+        ..config()
+    };
+    let (collection, _) = database
+        .import_collection("placed", one_shard, points.clone())
+        .unwrap();
+    let check = |collection: &sagitta_engine::Collection, deleted: u64| {
+        for point in &points {
+            let PointId::Number(id) = point.id else {
+                unreachable!("numbered")
+            };
+            let expected = (id >= deleted).then(|| point.clone());
+            assert_eq!(collection.get(&point.id), expected, "point {id}");
+        }
+        let found = points[deleted as usize..]
+            .iter()
+            .step_by(97)
+            .filter(|point| {
+                let hits = collection
+                    .query(&SearchRequest::new(&point.vector, 1))
+                    .unwrap();
+                hits.first().map(|hit| hit.id) == Some(point.id)
+            })
+            .count();
+        let asked = points[deleted as usize..].iter().step_by(97).count();
+        assert!(
+            found * 100 >= asked * 98,
+            "{found} of {asked} found themselves"
+        );
+    };
+    check(&collection, 0);
+    // deleting 2,000 then vacuuming rebuilds the segment from its 22,000 live points
+    let deleted: Vec<PointId> = (0..2_000).map(PointId::Number).collect();
+    collection.delete(&deleted, true).unwrap();
+    collection.set_policy(sagitta_engine::OptimizerPolicy {
+        vacuum_min_deleted: 10,
+        vacuum_fraction: 0.05,
+        ..sagitta_engine::OptimizerPolicy::default()
+    });
+    assert!(collection.maintain(fs.as_ref()).unwrap(), "a vacuum ran");
+    check(&collection, 2_000);
+    drop(collection);
+    drop(database);
+    let database = Database::open_with(fs, Path::new("/db"), quiet()).unwrap();
+    check(&database.collection("placed").unwrap(), 2_000);
+}
+
 #[test]
 fn a_bad_point_fails_the_whole_import_and_stores_nothing() {
     let sim = SimFileSystem::new();

@@ -57,6 +57,18 @@ impl AddProgress {
     }
 }
 
+/// The order [`HnswIndex::add_in_order`] links a batch's rows in. Node ids follow the
+/// input order either way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkOrder {
+    /// Rows of a large batch are linked cluster by cluster ([`super::locality_order`]), so
+    /// that consecutive inserts find their neighborhood in cache.
+    Clustered,
+    /// Rows are linked in the order given: for callers that already placed them in
+    /// [`super::locality_order`] (which also keeps each cluster's rows together in memory).
+    AsGiven,
+}
+
 impl HnswIndex {
     /// Adds row-major `vectors` labelled `labels`, linking them on `threads` threads
     /// (0 = all cores). All-or-nothing with respect to validation: a wrong dimension, a
@@ -77,6 +89,18 @@ impl HnswIndex {
         labels: &[u64],
         threads: usize,
         progress: Option<&AddProgress>,
+    ) -> Result<()> {
+        self.add_in_order(vectors, labels, threads, progress, LinkOrder::Clustered)
+    }
+
+    /// [`HnswIndex::add_with_progress`], linking the rows in `order`.
+    pub fn add_in_order(
+        &self,
+        vectors: &[f32],
+        labels: &[u64],
+        threads: usize,
+        progress: Option<&AddProgress>,
+        order: LinkOrder,
     ) -> Result<()> {
         let cancelled = || progress.is_some_and(AddProgress::is_cancelled);
         let rows = check_batch(vectors, self.params.dim)?;
@@ -118,11 +142,22 @@ impl HnswIndex {
             }
             Ok::<(), IndexError>(())
         })?;
+        // Large batches are linked cluster by cluster, for cache locality (see order.rs).
+        let order = match order {
+            LinkOrder::Clustered => super::order::locality_order(&prepared, dim, threads),
+            LinkOrder::AsGiven => None,
+        };
+        if cancelled() {
+            return Err(IndexError::Cancelled);
+        }
         for_each_chunk(rows, 1, threads, |start, end| {
             if cancelled() {
                 return Err(IndexError::Cancelled);
             }
-            for row in start..end {
+            for position in start..end {
+                let row = order
+                    .as_ref()
+                    .map_or(position, |order| order[position] as usize);
                 self.link(u32::try_from(first + row).expect("node < MAX_POINTS"));
             }
             if let Some(progress) = progress {

@@ -6,9 +6,11 @@
 //! (832 B) ~1.25 MB plus 64 exact re-scores (197 KB): ~3.3× fewer bytes per query.
 
 mod builder;
-pub use builder::{AddProgress, SQ8_TRAINING_ROWS_MIN};
+pub use builder::{AddProgress, LinkOrder, SQ8_TRAINING_ROWS_MIN};
 mod format;
 pub use format::Codes;
+mod order;
+pub use order::{locality_order, permute_rows, ORDERED_BATCH_MIN_ROWS};
 mod search;
 mod storage;
 
