@@ -56,7 +56,7 @@ const BUFFER_GRAPH_CAPACITY_MAX: usize = 1 << 18;
 /// finding its neighborhood in cache (synthetic 768-d: linking ~25% faster). Steady writes
 /// never fall this far behind, so their steps stay small and the tail a search scans
 /// exactly stays short.
-const CATCH_UP_ROWS: usize = 2 * sagitta_index::hnsw::ORDERED_BATCH_MIN_ROWS;
+const CATCH_UP_ROWS: usize = sagitta_index::hnsw::ORDERED_BATCH_MIN_ROWS;
 
 /// The segment among `segments` whose graph `graph` extends (its host), if any.
 fn host_among(segments: &[Arc<Segment>], graph: &BufferGraph) -> Option<Arc<Segment>> {
@@ -621,11 +621,13 @@ impl Shard {
         if graph.host.is_some() && host.is_none() {
             return Ok(None);
         }
-        let _growing = graph.growing.lock();
-        let (from, to) = (graph.indexed(), buffer.slot_count());
-        if to > graph.slot_capacity() {
+        // A frozen buffer's slot count is final: a graph too small for it is dropped at
+        // once, without waiting for an indexer step still growing it.
+        if buffer.slot_count() > graph.slot_capacity() {
             return Ok(None);
         }
+        let _growing = graph.growing.lock();
+        let (from, to) = (graph.indexed(), buffer.slot_count());
         if from < to {
             graph.extend(&buffer.vectors_of(from, to, self.dim), self.dim)?;
         }
@@ -637,7 +639,8 @@ impl Shard {
     /// One step of the indexer: adds up to `max_rows` slots of the write buffer to its
     /// graph (creating the graph, sized for `policy.seal_points` slots, once the buffer
     /// holds enough rows to train SQ8) — or, when at least [`CATCH_UP_ROWS`] wait, up to
-    /// twice that many at once. Returns whether it added any.
+    /// four times that many at once. Nothing once the buffer has outgrown its graph (the
+    /// seal rebuilds it). Returns whether it added any.
     pub fn index_buffer(&self, policy: &OptimizerPolicy, max_rows: usize) -> Result<bool> {
         let (graph, from, to, vectors) = {
             let (slots, has_graph) = {
@@ -652,9 +655,14 @@ impl Shard {
                 return Ok(false);
             };
             let slots = buffer.slot_count();
+            if slots > graph.slot_capacity() {
+                // Slots only grow: the seal will build this buffer's points afresh, and
+                // linking more into this graph would be thrown away.
+                return Ok(false);
+            }
             let from = graph.indexed();
-            let step = if slots.saturating_sub(from) >= CATCH_UP_ROWS {
-                2 * CATCH_UP_ROWS
+            let step = if slots - from >= CATCH_UP_ROWS {
+                4 * CATCH_UP_ROWS
             } else {
                 max_rows
             };
