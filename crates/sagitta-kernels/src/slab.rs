@@ -254,43 +254,8 @@ impl<T: Copy + Default + Send + Sync + 'static> std::fmt::Debug for AppendSlab<T
     }
 }
 
-/// Allocations from this size on come straight from the kernel (`mmap`) when zero bytes are
-/// `T::default()`: the pages are zero already and mapped only when first written, so the
-/// spare capacity of a slab costs address space, not memory or time. (Writing defaults
-/// through 1.1 GB of a 768-d slab sized for 356k rows took ~2 s of a 178k-row seal.)
-const MAPPED_BYTES_MIN: usize = 1 << 20;
-
-/// Whether the all-zero bit pattern is `T::default()`: true for the primitive numbers.
-fn zero_is_default<T: 'static>() -> bool {
-    use std::any::TypeId;
-    [
-        TypeId::of::<f32>(),
-        TypeId::of::<f64>(),
-        TypeId::of::<i8>(),
-        TypeId::of::<u8>(),
-        TypeId::of::<i16>(),
-        TypeId::of::<u16>(),
-        TypeId::of::<i32>(),
-        TypeId::of::<u32>(),
-        TypeId::of::<i64>(),
-        TypeId::of::<u64>(),
-    ]
-    .contains(&TypeId::of::<T>())
-}
-
-/// Whether an allocation of `layout` for `T` is mapped (see [`MAPPED_BYTES_MIN`]).
-fn is_mapped<T: 'static>(layout: Layout) -> bool {
-    cfg!(unix)
-        && layout.size() >= MAPPED_BYTES_MIN
-        && layout.align() <= 4096
-        && zero_is_default::<T>()
-}
-
 /// Allocates `row_count * stride` elements, 64-byte aligned, each set to `T::default()`.
-fn allocate_default<T: Copy + Default + 'static>(
-    row_count: usize,
-    stride: usize,
-) -> (NonNull<T>, Layout) {
+fn allocate_default<T: Copy + Default>(row_count: usize, stride: usize) -> (NonNull<T>, Layout) {
     let element_count = row_count
         .checked_mul(stride)
         .expect("slab element count overflows usize");
@@ -305,33 +270,12 @@ fn allocate_default<T: Copy + Default + 'static>(
         // accesses and for slices of zero-sized `T`.
         return (NonNull::dangling(), layout);
     }
-    #[cfg(unix)]
-    if is_mapped::<T>(layout) {
-        // SAFETY: an anonymous private mapping of a non-zero size at an address the kernel
-        // picks; no file descriptor, nothing else is touched.
-        let raw = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                layout.size(),
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if raw == libc::MAP_FAILED {
-            handle_alloc_error(layout)
-        }
-        // Page-aligned (≥ the 64-byte alignment) and zero-filled, which `is_mapped` checked
-        // is `T::default()` for every element.
-        let base = NonNull::new(raw.cast::<T>()).expect("mmap never returns null on success");
-        return (base, layout);
-    }
     // SAFETY: the layout has a non-zero size.
     let raw = unsafe { alloc(layout) }.cast::<T>();
     let Some(base) = NonNull::new(raw) else {
         handle_alloc_error(layout)
     };
+    // 1 GiB of rows: ~0.1 s at memset speed, paid once at creation.
     for element_index in 0..element_count {
         // SAFETY: element_index < element_count, inside the fresh allocation, which is
         // aligned for `T`; `write` does not read or drop the uninitialised old value.
@@ -343,22 +287,13 @@ fn allocate_default<T: Copy + Default + 'static>(
 /// Frees an allocation made by `allocate_default`.
 ///
 /// # Safety
-/// `base` and `layout` come from one `allocate_default::<T>` call, the allocation is not
-/// freed yet and nothing borrows it.
-unsafe fn free<T: 'static>(base: NonNull<T>, layout: Layout) {
-    if layout.size() == 0 {
-        return; // zero-size layouts were never allocated
+/// `base` and `layout` come from one `allocate_default` call, the allocation is not freed
+/// yet and nothing borrows it.
+unsafe fn free<T>(base: NonNull<T>, layout: Layout) {
+    if layout.size() != 0 {
+        // SAFETY: guaranteed by the caller; zero-size layouts were never allocated.
+        unsafe { dealloc(base.as_ptr().cast(), layout) };
     }
-    #[cfg(unix)]
-    if is_mapped::<T>(layout) {
-        // SAFETY: guaranteed by the caller: this exact range was mapped by
-        // `allocate_default` (same `T` and layout, so the same `is_mapped` answer).
-        let unmapped = unsafe { libc::munmap(base.as_ptr().cast(), layout.size()) };
-        debug_assert_eq!(unmapped, 0, "munmap of a slab failed");
-        return;
-    }
-    // SAFETY: guaranteed by the caller.
-    unsafe { dealloc(base.as_ptr().cast(), layout) };
 }
 
 #[cfg(test)]
@@ -386,39 +321,6 @@ mod tests {
         assert!(!slab.is_published(100));
         assert!(slab.row(100).is_none());
         assert_eq!(slab.memory_bytes(), 10 * 7 * 4 + 10);
-    }
-
-    #[test]
-    fn large_slabs_are_mapped_zeroed_and_keep_rows_through_growth() {
-        // 300,000 rows of 16 f32 (19 MB) and of 64 i8: mapped, every row reads as defaults
-        let mut vectors = AppendSlab::<f32>::new(300_000, 16);
-        assert!(is_mapped::<f32>(vectors.layout));
-        assert_eq!(vectors.base.as_ptr() as usize % SLAB_ALIGNMENT_BYTES, 0);
-        vectors.write_row(299_999, &[3.5; 16]).unwrap();
-        vectors.write_row(0, &[1.0]).unwrap();
-        assert_eq!(vectors.row(0).unwrap()[1..], [0.0; 15]);
-        vectors.grow(600_000);
-        assert!(is_mapped::<f32>(vectors.layout));
-        assert_eq!(vectors.row(299_999).unwrap(), &[3.5; 16]);
-        vectors.write_row(599_999, &[]).unwrap();
-        assert_eq!(vectors.row(599_999).unwrap(), &[0.0; 16]);
-        let codes = AppendSlab::<i8>::new(300_000, 64);
-        assert!(is_mapped::<i8>(codes.layout));
-        codes.write_row(12, &[-1; 64]).unwrap();
-        codes.write_row(13, &[]).unwrap();
-        assert_eq!(codes.row(13).unwrap(), &[0; 64]);
-        // a type whose default is not zero bytes is never mapped: its rows start as defaults
-        #[derive(Clone, Copy, Debug, PartialEq)]
-        struct Seven(u8);
-        impl Default for Seven {
-            fn default() -> Seven {
-                Seven(7)
-            }
-        }
-        let sevens = AppendSlab::<Seven>::new(1 << 21, 1);
-        assert!(!is_mapped::<Seven>(sevens.layout));
-        sevens.write_row(1 << 20, &[]).unwrap();
-        assert_eq!(sevens.row(1 << 20).unwrap(), &[Seven(7)]);
     }
 
     #[test]
