@@ -87,22 +87,29 @@ fn check(
     found as f64 / wanted as f64
 }
 
-#[test]
-fn a_partly_indexed_buffer_returns_only_current_points() {
-    let fs = SimFileSystem::new();
+/// A one-shard Euclid collection whose buffer is never sealed by size or idleness in these
+/// tests and gets a graph from 1,000 points: the indexer's steps are the test's to take.
+fn unsealed_collection(fs: &SimFileSystem, directory: &Path) -> Collection {
     let config = CollectionConfig {
         dim: DIM,
         distance: Distance::Euclid,
         shard_count: 1,
     };
-    let directory = Path::new("/c");
-    let collection = Collection::create(&fs, directory, config).unwrap();
+    let collection = Collection::create(fs, directory, config).unwrap();
     collection.set_policy(OptimizerPolicy {
         seal_points: 100_000,
         seal_idle: Duration::MAX,
         index_min_rows: 1_000,
         ..OptimizerPolicy::default()
     });
+    collection
+}
+
+#[test]
+fn a_partly_indexed_buffer_returns_only_current_points() {
+    let fs = SimFileSystem::new();
+    let directory = Path::new("/c");
+    let collection = unsealed_collection(&fs, directory);
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let mut model: HashMap<u64, Vec<f32>> = HashMap::new();
     let mut write = |collection: &Collection, ids: Vec<u64>, rng: &mut ChaCha8Rng| {
@@ -265,18 +272,7 @@ fn buffered_points_join_the_largest_segments_graph() {
 #[test]
 fn an_indexer_far_behind_catches_up_in_large_steps() {
     let fs = SimFileSystem::new();
-    let config = CollectionConfig {
-        dim: DIM,
-        distance: Distance::Euclid,
-        shard_count: 1,
-    };
-    let collection = Collection::create(&fs, Path::new("/c"), config).unwrap();
-    collection.set_policy(OptimizerPolicy {
-        seal_points: 100_000,
-        seal_idle: Duration::MAX,
-        index_min_rows: 1_000,
-        ..OptimizerPolicy::default()
-    });
+    let collection = unsealed_collection(&fs, Path::new("/c"));
     let mut rng = ChaCha8Rng::seed_from_u64(17);
     let mut model = HashMap::new();
     for start in (0..40_000).step_by(5_000) {

@@ -14,7 +14,7 @@ use crate::quantizer::Sq8Quantizer;
 use crate::threads::{effective_threads, for_each_chunk};
 use crate::top_k::Neighbor;
 
-/// Vectors the SQ8 scale is trained on at most (a prefix or a strided sample).
+/// Stored vectors `train_quantizer` samples (strided) for the SQ8 scale.
 const SQ8_TRAINING_ROWS_MAX: usize = 50_000;
 /// Fewest vectors the SQ8 scale is trained on: below this a quantile of |x| is noise
 /// (a single zero vector would give scale 1.0 and collapse every code to 0).
@@ -193,10 +193,11 @@ impl HnswIndex {
             && self.params.quantization == Quantization::Sq8
             && labels.len() >= SQ8_TRAINING_ROWS_MIN
         {
-            let dim = self.params.dim;
-            let rows = labels.len().min(SQ8_TRAINING_ROWS_MAX);
+            // The whole batch: `train` strides over it (a bounded number of values), so the
+            // scale sees every part of a batch that was placed cluster by cluster, where a
+            // prefix would be a few clusters only.
             let _ = self.sq8.set(Sq8Store::new(
-                Sq8Quantizer::train(&prepared[..rows * dim], dim),
+                Sq8Quantizer::train(prepared, self.params.dim),
                 capacity,
             ));
         }
