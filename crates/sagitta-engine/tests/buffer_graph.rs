@@ -87,6 +87,24 @@ fn check(
     found as f64 / wanted as f64
 }
 
+/// Reopens the collection in `directory` and checks that it holds exactly `model`'s points,
+/// each with its vector; returns it.
+fn reopens_holding(
+    fs: &SimFileSystem,
+    directory: &Path,
+    model: &HashMap<u64, Vec<f32>>,
+) -> Collection {
+    let reopened = Collection::open(fs, directory).unwrap();
+    assert_eq!(reopened.count(None), model.len());
+    for point in reopened.points() {
+        let PointId::Number(id) = point.id else {
+            unreachable!()
+        };
+        assert_eq!(Some(&point.vector), model.get(&id));
+    }
+    reopened
+}
+
 /// A one-shard Euclid collection whose buffer is never sealed by size or idleness in these
 /// tests and gets a graph from 1,000 points: the indexer's steps are the test's to take.
 fn unsealed_collection(fs: &SimFileSystem, directory: &Path) -> Collection {
@@ -176,14 +194,7 @@ fn a_partly_indexed_buffer_returns_only_current_points() {
     let recall = check(&collection, &model, &own, &mut rng);
     assert!(recall >= 0.9, "recall after the seal {recall}");
     drop(collection);
-    let reopened = Collection::open(&fs, directory).unwrap();
-    assert_eq!(reopened.count(None), model.len());
-    for point in reopened.points() {
-        let PointId::Number(id) = point.id else {
-            unreachable!()
-        };
-        assert_eq!(Some(&point.vector), model.get(&id));
-    }
+    reopens_holding(&fs, directory, &model);
 }
 
 /// After a bulk import, new points join the imported segment's graph: a query walks one
@@ -255,15 +266,8 @@ fn buffered_points_join_the_largest_segments_graph() {
     let recall = check(&collection, &model, &own, &mut rng);
     assert!(recall >= 0.9, "recall after the seal {recall}");
     drop(collection);
-    let reopened = Collection::open(&fs, directory).unwrap();
+    let reopened = reopens_holding(&fs, directory, &model);
     assert_eq!(reopened.status().segments, 1);
-    assert_eq!(reopened.count(None), model.len());
-    for point in reopened.points() {
-        let PointId::Number(id) = point.id else {
-            unreachable!()
-        };
-        assert_eq!(Some(&point.vector), model.get(&id));
-    }
 }
 
 /// An indexer far behind the writes (a bulk upload) takes large steps, which link their
