@@ -352,8 +352,13 @@ impl HnswIndex {
         // Node ids are internal here, so a large batch is placed cluster by cluster: each
         // cluster's rows together in memory and linked one after another (faster linking;
         // see sagitta_index::hnsw::locality_order). The values are this call's own copy.
+        // Only a batch that will pass validation is reordered, so that an error names the
+        // row as the caller numbered it.
         let dim = self.dim();
-        if labels.len() == rows && values.len() == rows * dim {
+        if labels.len() == rows
+            && values.len() == rows * dim
+            && values.iter().all(|value| value.is_finite())
+        {
             if let Some(order) = locality_order(&values, dim, threads) {
                 permute_rows(&mut values, dim, &order);
                 permute_rows(&mut labels, 1, &order);

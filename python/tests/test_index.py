@@ -82,6 +82,13 @@ def test_a_large_batch_is_placed_by_cluster_and_keeps_every_id_with_its_vector()
         truth = exact_top_k(base, base[sample[:100]] + 0.01, 10, "l2")
         found, _ = index.search(base[sample[:100]] + 0.01, k=10, ef=64)
         assert recall(found, expected[truth]) >= 0.9
+    # a bad value in a large batch is reported at the row the caller gave, nothing stored
+    index = sagittadb.HnswIndex(16, metric="l2", capacity=count)
+    bad = base.copy()
+    bad[17_000, 3] = np.nan
+    with pytest.raises(sagittadb.InvalidParameterError, match="row 17000 .* position 3"):
+        index.add(bad)
+    assert len(index) == 0
 
 
 def test_custom_ids_deletes_and_missing_slots():
