@@ -86,7 +86,9 @@ def test_a_large_batch_is_placed_by_cluster_and_keeps_every_id_with_its_vector()
     index = sagittadb.HnswIndex(16, metric="l2", capacity=count)
     bad = base.copy()
     bad[17_000, 3] = np.nan
-    with pytest.raises(sagittadb.InvalidParameterError, match="row 17000 .* position 3"):
+    with pytest.raises(
+        sagittadb.InvalidParameterError, match="row 17000 .* position 3"
+    ):
         index.add(bad)
     assert len(index) == 0
 
