@@ -53,7 +53,7 @@ const ITERATIONS: usize = 4;
 /// cluster together (in input order within it), computed on `threads` threads (0 = all
 /// cores). `None` below [`ORDERED_BATCH_MIN_ROWS`] rows, where input order is as good.
 pub fn locality_order(vectors: &[f32], dim: usize, threads: usize) -> Option<Vec<u32>> {
-    let rows = vectors.len() / dim;
+    let rows = vectors.len().checked_div(dim).unwrap_or(0);
     if rows < ORDERED_BATCH_MIN_ROWS || u32::try_from(rows).is_err() {
         return None;
     }
@@ -296,6 +296,10 @@ mod tests {
     #[test]
     fn small_batches_keep_input_order() {
         assert!(locality_order(&interleaved_blobs(1_000, 4), 8, 2).is_none());
+        assert!(
+            locality_order(&[1.0; 20_000], 0, 2).is_none(),
+            "no dimension, no rows"
+        );
         assert!(locality_order(&interleaved_blobs(ORDERED_BATCH_MIN_ROWS - 1, 4), 8, 2).is_none());
     }
 
