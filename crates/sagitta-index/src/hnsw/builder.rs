@@ -266,11 +266,9 @@ impl HnswIndex {
     /// Level of a node: floor(-ln(U) / ln(m)), U a hash of (seed, node) — deterministic
     /// whatever the thread interleaving.
     fn random_level(&self, node: u32) -> usize {
-        let mut x = self.params.seed ^ (u64::from(node).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        // splitmix64 finalizer
-        x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        x ^= x >> 31;
+        let x = super::order::splitmix64(
+            self.params.seed ^ (u64::from(node).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+        );
         #[allow(clippy::cast_precision_loss)]
         let uniform = ((x >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
         #[allow(clippy::cast_precision_loss)]
