@@ -6,12 +6,16 @@
 //! prefix of its unsynced tail (a torn write), and reverts unsynced directory changes.
 //! Faults: fail the N-th write (EIO), run out of space after a byte budget (ENOSPC), fail
 //! syncs (EIO). All randomness comes from the seed the caller passes.
+//!
+//! Interleaving: [`SimFileSystem::pause_at_file`] stops the next thread that opens or writes
+//! a file whose name ends with a given suffix until the test releases it, so a test can
+//! run writes while a seal or merge is halfway through its build, deterministically.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use rand::Rng;
 
 use crate::error::{Result, StorageError};
@@ -52,10 +56,21 @@ impl Drop for SimLock {
     }
 }
 
+/// Where the pause point stands: armed for a file name suffix, holding a thread, or
+/// released (with or without an injected failure).
+#[derive(Default, Debug)]
+struct Gate {
+    suffix: Option<String>,
+    paused: bool,
+    /// `Some(fail)` once the test lets the held thread go.
+    released: Option<bool>,
+}
+
 /// The simulated disk; clones share it.
 #[derive(Clone, Default, Debug)]
 pub struct SimFileSystem {
     state: Arc<Mutex<State>>,
+    gate: Arc<(Mutex<Gate>, Condvar)>,
 }
 
 fn io_error(operation: &'static str, path: &Path, kind: std::io::ErrorKind) -> StorageError {
@@ -146,6 +161,70 @@ impl SimFileSystem {
         Ok(())
     }
 
+    /// Arms the pause point: the next thread to open or write a file whose name ends with
+    /// `suffix` waits there until [`SimFileSystem::release`]. One pause per arming.
+    pub fn pause_at_file(&self, suffix: &str) {
+        let mut gate = self.gate.0.lock();
+        assert!(!gate.paused, "a thread is still held at the pause point");
+        *gate = Gate {
+            suffix: Some(suffix.to_string()),
+            ..Gate::default()
+        };
+    }
+
+    /// Waits until a thread is held at the pause point (true) or `gave_up()` says it never
+    /// will be (false: the pause point is disarmed).
+    pub fn wait_until_paused(&self, gave_up: impl Fn() -> bool) -> bool {
+        let (gate, signal) = &*self.gate;
+        let mut gate = gate.lock();
+        loop {
+            if gate.paused {
+                return true;
+            }
+            if gave_up() {
+                gate.suffix = None;
+                return false;
+            }
+            signal.wait_for(&mut gate, std::time::Duration::from_millis(1));
+        }
+    }
+
+    /// Lets the held thread go on; with `fail` its open or write fails with EIO.
+    pub fn release(&self, fail: bool) {
+        let (gate, signal) = &*self.gate;
+        let mut gate = gate.lock();
+        assert!(gate.paused, "no thread is held at the pause point");
+        gate.released = Some(fail);
+        signal.notify_all();
+    }
+
+    /// The pause point, called before a file is opened or written (never under `state`).
+    fn pass_gate(&self, path: &Path) -> Result<()> {
+        let (gate, signal) = &*self.gate;
+        let mut gate = gate.lock();
+        let matches = match (&gate.suffix, path.file_name()) {
+            (Some(suffix), Some(name)) => name.to_string_lossy().ends_with(suffix.as_str()),
+            _ => false,
+        };
+        if !matches {
+            return Ok(());
+        }
+        gate.suffix = None;
+        gate.paused = true;
+        signal.notify_all();
+        let fail = loop {
+            if let Some(fail) = gate.released {
+                break fail;
+            }
+            signal.wait(&mut gate);
+        };
+        *gate = Gate::default();
+        if fail {
+            return Err(io_error("opening", path, std::io::ErrorKind::Other));
+        }
+        Ok(())
+    }
+
     fn id_of(state: &State, path: &Path) -> Option<u64> {
         state.current_names.get(path).copied()
     }
@@ -191,6 +270,7 @@ impl FileSystem for SimFileSystem {
     }
 
     fn open_append(&self, path: &Path) -> Result<Box<dyn AppendFile>> {
+        self.pass_gate(path)?;
         let mut state = self.state.lock();
         let id = match SimFileSystem::id_of(&state, path) {
             Some(id) => id,
@@ -215,6 +295,7 @@ impl FileSystem for SimFileSystem {
     }
 
     fn write_synced(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        self.pass_gate(path)?;
         let mut state = self.state.lock();
         SimFileSystem::charge_write(&mut state, path, bytes.len())?;
         if state.fail_syncs {

@@ -1,0 +1,590 @@
+//! Seeded crash simulation of a collection against a model of every field of every point.
+//!
+//! Every write kind (upsert, delete by id, delete by filter, set / overwrite / delete-keys /
+//! clear payload, payload index creation) is applied to points in every state: in the write
+//! buffer, in a buffer that joined a segment's graph, in a frozen buffer whose seal is
+//! halfway through writing its segment, in sealed segments, and in segments a merge is
+//! halfway through rebuilding. The halfway states come from the simulated disk's pause
+//! point: the seal or merge runs on a second thread and is held when it opens its segment
+//! file, the test writes, then lets it finish (or fail, and the power goes out).
+//!
+//! After a crash each shard must hold exactly a prefix of its writes that includes every
+//! synced one; after a clean reopen, all of them. "Hold" means ids, vectors and payloads.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use sagitta_engine::{
+    Collection, CollectionConfig, Distance, FieldType, Filter, OptimizerPolicy, Point, PointId,
+};
+use sagitta_storage::sim::SimFileSystem;
+use serde_json::{json, Map, Value};
+
+const DIM: usize = 4;
+const IDS: u64 = 24;
+
+#[derive(Clone, Debug, PartialEq)]
+struct Stored {
+    vector: Vec<f32>,
+    payload: Option<Map<String, Value>>,
+}
+
+type State = BTreeMap<u64, Stored>;
+
+/// One shard's part of one operation, as its log holds it.
+#[derive(Clone, Debug)]
+enum Write {
+    Upsert(Vec<(u64, Stored)>),
+    Delete(Vec<u64>),
+    Set(Vec<u64>, Map<String, Value>),
+    Overwrite(Vec<u64>, Map<String, Value>),
+    DeleteKeys(Vec<u64>, Vec<String>),
+}
+
+impl Write {
+    fn ids(&self) -> Vec<u64> {
+        match self {
+            Write::Upsert(points) => points.iter().map(|(id, _)| *id).collect(),
+            Write::Delete(ids)
+            | Write::Set(ids, _)
+            | Write::Overwrite(ids, _)
+            | Write::DeleteKeys(ids, _) => ids.clone(),
+        }
+    }
+
+    /// The same operation restricted to `ids`.
+    fn restricted(&self, ids: Vec<u64>) -> Write {
+        match self {
+            Write::Upsert(points) => Write::Upsert(
+                points
+                    .iter()
+                    .filter(|(id, _)| ids.contains(id))
+                    .cloned()
+                    .collect(),
+            ),
+            Write::Delete(_) => Write::Delete(ids),
+            Write::Set(_, payload) => Write::Set(ids, payload.clone()),
+            Write::Overwrite(_, payload) => Write::Overwrite(ids, payload.clone()),
+            Write::DeleteKeys(_, keys) => Write::DeleteKeys(ids, keys.clone()),
+        }
+    }
+
+    /// What the engine does with it: unknown ids are ignored by every kind but upsert.
+    fn apply(&self, state: &mut State) {
+        match self {
+            Write::Upsert(points) => {
+                for (id, stored) in points {
+                    state.insert(*id, stored.clone());
+                }
+            }
+            Write::Delete(ids) => ids.iter().for_each(|id| {
+                state.remove(id);
+            }),
+            Write::Set(ids, update) | Write::Overwrite(ids, update) => {
+                let merge = matches!(self, Write::Set(..));
+                for id in ids {
+                    if let Some(stored) = state.get_mut(id) {
+                        let mut object = match (&stored.payload, merge) {
+                            (Some(current), true) => current.clone(),
+                            _ => Map::new(),
+                        };
+                        object.extend(update.clone());
+                        stored.payload = Some(object);
+                    }
+                }
+            }
+            Write::DeleteKeys(ids, keys) => {
+                for id in ids {
+                    if let Some(Stored {
+                        payload: Some(object),
+                        ..
+                    }) = state.get_mut(id)
+                    {
+                        keys.iter().for_each(|key| {
+                            object.remove(key);
+                        });
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The model: per shard, the ordered writes and how many of them are synced.
+#[derive(Clone, Default)]
+struct ShardModel {
+    writes: Vec<Write>,
+    synced: usize,
+}
+
+fn replay(writes: &[Write]) -> State {
+    let mut state = State::new();
+    writes.iter().for_each(|write| write.apply(&mut state));
+    state
+}
+
+fn vector_for(id: u64, version: u64) -> Vec<f32> {
+    (0..DIM)
+        .map(|j| ((id * 31 + version * 7 + j as u64 * 13) % 97) as f32 / 97.0 - 0.5)
+        .collect()
+}
+
+fn random_payload(rng: &mut ChaCha8Rng, version: u64) -> Map<String, Value> {
+    let mut object = Map::new();
+    object.insert("v".into(), json!(version));
+    if rng.gen_bool(0.8) {
+        object.insert("g".into(), json!(rng.gen_range(0..4)));
+    }
+    if rng.gen_bool(0.5) {
+        let tag = ["red", "green", "blue"][rng.gen_range(0..3)];
+        object.insert("tag".into(), json!(tag));
+    }
+    if rng.gen_bool(0.3) {
+        object.insert(
+            "nested".into(),
+            json!({"x": rng.gen_range(0..10), "list": [version, null, []]}),
+        );
+    }
+    object
+}
+
+fn tiny_policy() -> OptimizerPolicy {
+    OptimizerPolicy {
+        seal_points: 6,
+        seal_idle: Duration::ZERO,
+        vacuum_min_deleted: 2,
+        vacuum_fraction: 0.3,
+        max_segments: 2,
+        retry_after_error: Duration::ZERO,
+        index_min_rows: 4,
+    }
+}
+
+struct Simulation {
+    rng: ChaCha8Rng,
+    seed: u64,
+    fs: SimFileSystem,
+    shard_count: usize,
+    shards: Vec<ShardModel>,
+    indexes: BTreeSet<String>,
+    version: u64,
+    /// Operations applied while a seal or merge was held halfway (coverage report).
+    halfway_writes: usize,
+}
+
+const DIRECTORY: &str = "/db/c";
+
+impl Simulation {
+    fn shard_of(&self, id: u64) -> usize {
+        (PointId::Number(id).routing_hash() % self.shard_count as u64) as usize
+    }
+
+    fn current(&self) -> State {
+        let mut state = State::new();
+        for shard in &self.shards {
+            state.extend(replay(&shard.writes));
+        }
+        state
+    }
+
+    fn random_ids(&mut self, most: usize) -> Vec<u64> {
+        let count = self.rng.gen_range(1..=most);
+        (0..count).map(|_| self.rng.gen_range(0..IDS)).collect()
+    }
+
+    /// Splits `write` by shard and records each part, as the engine logs it.
+    fn record(&mut self, write: &Write, wait: bool) {
+        for shard in 0..self.shard_count {
+            let ids: Vec<u64> = write
+                .ids()
+                .into_iter()
+                .filter(|id| self.shard_of(*id) == shard)
+                .collect();
+            if ids.is_empty() {
+                continue;
+            }
+            let model = &mut self.shards[shard];
+            model.writes.push(write.restricted(ids));
+            if wait {
+                model.synced = model.writes.len();
+            }
+        }
+    }
+
+    /// One random write through the engine, recorded in the model.
+    fn random_write(&mut self, collection: &Collection) {
+        let wait = self.rng.gen_bool(0.5);
+        let kind = self.rng.gen_range(0..100);
+        let write = if kind < 40 {
+            let ids = self.random_ids(6);
+            let mut points = Vec::new();
+            let mut stored = Vec::new();
+            for id in ids {
+                self.version += 1;
+                let payload = self
+                    .rng
+                    .gen_bool(0.9)
+                    .then(|| random_payload(&mut self.rng, self.version));
+                let vector = vector_for(id, self.version);
+                points.push(Point {
+                    id: PointId::Number(id),
+                    vector: vector.clone(),
+                    payload: payload.as_ref().map(|p| Value::Object(p.clone()).to_string()),
+                });
+                stored.push((id, Stored { vector, payload }));
+            }
+            collection.upsert(points, wait).unwrap();
+            // repeated ids in one batch: the last one wins, as in the engine
+            Write::Upsert(stored)
+        } else if kind < 52 {
+            let ids = self.random_ids(3);
+            collection.delete(&numbers(&ids), wait).unwrap();
+            Write::Delete(ids)
+        } else if kind < 60 {
+            let group = self.rng.gen_range(0..4);
+            let filter = Filter::parse(
+                &json!({"must": [{"key": "g", "match": {"value": group}}]}),
+                "filter",
+            )
+            .unwrap();
+            let expected: Vec<u64> = self
+                .current()
+                .into_iter()
+                .filter(|(_, stored)| {
+                    stored
+                        .payload
+                        .as_ref()
+                        .is_some_and(|p| p.get("g") == Some(&json!(group)))
+                })
+                .map(|(id, _)| id)
+                .collect();
+            let mut matched = ids_of(&collection.matching_ids(&filter));
+            matched.sort_unstable();
+            assert_eq!(matched, expected, "seed {}: filter g={group}", self.seed);
+            let deleted = collection.delete_by_filter(&filter, wait).unwrap();
+            assert_eq!(deleted, expected.len(), "seed {}", self.seed);
+            Write::Delete(expected)
+        } else if kind < 75 {
+            let ids = self.random_ids(4);
+            self.version += 1;
+            let update = random_payload(&mut self.rng, self.version);
+            let text = Value::Object(update.clone()).to_string();
+            collection.set_payload(&numbers(&ids), &text, wait).unwrap();
+            Write::Set(ids, update)
+        } else if kind < 85 {
+            let ids = self.random_ids(4);
+            self.version += 1;
+            // an empty object is Qdrant's "clear payload"
+            let update = if self.rng.gen_bool(0.3) {
+                Map::new()
+            } else {
+                random_payload(&mut self.rng, self.version)
+            };
+            let text = Value::Object(update.clone()).to_string();
+            collection
+                .overwrite_payload(&numbers(&ids), &text, wait)
+                .unwrap();
+            Write::Overwrite(ids, update)
+        } else if kind < 95 {
+            let ids = self.random_ids(4);
+            let keys: Vec<String> = ["g", "tag", "nested", "absent"]
+                .iter()
+                .filter(|_| self.rng.gen_bool(0.5))
+                .map(ToString::to_string)
+                .collect();
+            collection
+                .delete_payload_keys(&numbers(&ids), &keys, wait)
+                .unwrap();
+            Write::DeleteKeys(ids, keys)
+        } else {
+            let (field, kind) = if self.rng.gen_bool(0.5) {
+                ("g", FieldType::Integer)
+            } else {
+                ("tag", FieldType::Keyword)
+            };
+            collection
+                .create_payload_index(&self.fs, field, kind)
+                .unwrap();
+            self.indexes.insert(field.to_string());
+            return;
+        };
+        self.record(&write, wait);
+    }
+
+    /// Every field of every point, read back from the engine.
+    fn engine_state(&self, collection: &Collection) -> State {
+        let points = collection.points();
+        let count = points.len();
+        let state: State = points
+            .into_iter()
+            .map(|point| {
+                let PointId::Number(id) = point.id else {
+                    panic!("seed {}: a uuid appeared", self.seed)
+                };
+                let payload = point.payload.map(|text| {
+                    match serde_json::from_str::<Value>(&text).expect("stored payloads parse") {
+                        Value::Object(object) => object,
+                        other => panic!("seed {}: payload {other} is not an object", self.seed),
+                    }
+                });
+                (
+                    id,
+                    Stored {
+                        vector: point.vector,
+                        payload,
+                    },
+                )
+            })
+            .collect();
+        assert_eq!(state.len(), count, "seed {}: a point appears twice", self.seed);
+        assert_eq!(collection.count(None), count, "seed {}: count", self.seed);
+        for (id, stored) in &state {
+            let got = collection
+                .get(&PointId::Number(*id))
+                .unwrap_or_else(|| panic!("seed {}: get({id}) is None", self.seed));
+            assert_eq!(got.vector, stored.vector, "seed {}: get({id})", self.seed);
+        }
+        state
+    }
+
+    fn check_indexes(&self, collection: &Collection) {
+        let schema: BTreeSet<String> = collection.payload_schema().keys().cloned().collect();
+        assert_eq!(schema, self.indexes, "seed {}: payload indexes", self.seed);
+    }
+
+    /// The engine holds every write of the model, crash or not.
+    fn check_everything(&self, collection: &Collection, moment: &str) {
+        let expected = self.current();
+        let got = self.engine_state(collection);
+        if got != expected {
+            let differing: Vec<String> = expected
+                .keys()
+                .chain(got.keys())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .filter(|id| expected.get(id) != got.get(id))
+                .map(|id| format!("{id}: model {:?} engine {:?}", expected.get(id), got.get(id)))
+                .collect();
+            panic!(
+                "seed {}: {moment}: the engine differs from the model:\n{}",
+                self.seed,
+                differing.join("\n")
+            );
+        }
+        self.check_indexes(collection);
+    }
+
+    /// After power loss: each shard holds a prefix of its writes, at least the synced ones.
+    fn check_after_crash(&mut self, collection: &Collection) {
+        let recovered = self.engine_state(collection);
+        for shard in 0..self.shard_count {
+            let mine: State = recovered
+                .iter()
+                .filter(|(id, _)| self.shard_of(**id) == shard)
+                .map(|(id, stored)| (*id, stored.clone()))
+                .collect();
+            let model = &mut self.shards[shard];
+            let prefix = (model.synced..=model.writes.len())
+                .find(|length| replay(&model.writes[..*length]) == mine)
+                .unwrap_or_else(|| {
+                    panic!(
+                        "seed {}: shard {shard} holds no prefix of its writes \
+                         (synced {}, written {}):\nrecovered {mine:?}\nall synced {:?}",
+                        self.seed,
+                        model.synced,
+                        model.writes.len(),
+                        replay(&model.writes[..model.synced]),
+                    )
+                });
+            model.writes.truncate(prefix);
+            model.synced = prefix;
+        }
+        self.check_indexes(collection);
+    }
+
+    fn mark_all_synced(&mut self, counts: &[usize]) {
+        for (model, count) in self.shards.iter_mut().zip(counts) {
+            model.synced = model.synced.max(*count);
+        }
+    }
+
+    /// A seal (all shards) or one optimizer unit run on a second thread, held when it opens
+    /// its first segment file; meanwhile this thread writes. Returns false when the power
+    /// must go out (the held build was failed, or the maintenance failed).
+    fn maintenance_with_writes_halfway(&mut self, collection: &Collection) -> bool {
+        let seal_all = self.rng.gen_bool(0.5);
+        let fail_halfway = self.rng.gen_bool(0.15);
+        let writes_halfway = self.rng.gen_range(1..6);
+        let written_before: Vec<usize> = self.shards.iter().map(|s| s.writes.len()).collect();
+        self.fs.pause_at_file(".hnsw");
+        let (result, halfway) = std::thread::scope(|scope| {
+            let fs = self.fs.clone(); // the same disk
+            let worker = scope.spawn(move || {
+                if seal_all {
+                    collection.optimize(&fs).map(|sealed| sealed > 0)
+                } else {
+                    collection.maintain(&fs)
+                }
+            });
+            let halfway = self.fs.wait_until_paused(|| worker.is_finished());
+            if halfway {
+                for _ in 0..writes_halfway {
+                    self.random_write(collection);
+                    self.halfway_writes += 1;
+                }
+                if self.rng.gen_bool(0.3) {
+                    collection.index_buffers(self.rng.gen_range(1..8));
+                }
+                self.fs.release(fail_halfway);
+            }
+            (worker.join().expect("maintenance does not panic"), halfway)
+        });
+        match result {
+            Ok(_) => {
+                if seal_all {
+                    // a finished seal made every write acknowledged before it durable
+                    self.mark_all_synced(&written_before);
+                }
+                true
+            }
+            Err(error) => {
+                assert!(
+                    halfway && fail_halfway,
+                    "seed {}: maintenance failed without a fault: {error}",
+                    self.seed
+                );
+                false
+            }
+        }
+    }
+
+    /// Maintenance with an injected I/O error at a random write, on this thread.
+    fn maintenance_with_fault(&mut self, collection: &Collection) -> bool {
+        let seal_all = self.rng.gen_bool(0.4);
+        let failing = self.rng.gen_bool(0.4);
+        if failing {
+            self.fs.fail_write_after(self.rng.gen_range(1..8));
+        }
+        let written_before: Vec<usize> = self.shards.iter().map(|s| s.writes.len()).collect();
+        let result = if seal_all {
+            collection.optimize(&self.fs).map(|_| ())
+        } else {
+            (0..self.rng.gen_range(1..4)).try_for_each(|_| collection.maintain(&self.fs).map(|_| ()))
+        };
+        match result {
+            Ok(()) => {
+                if failing {
+                    self.fs.fail_write_after(u64::MAX); // the fault did not fire: disarm it
+                }
+                if seal_all {
+                    self.mark_all_synced(&written_before);
+                }
+                true
+            }
+            Err(_) => {
+                assert!(failing, "seed {}: maintenance failed without a fault", self.seed);
+                false
+            }
+        }
+    }
+}
+
+fn numbers(ids: &[u64]) -> Vec<PointId> {
+    ids.iter().map(|id| PointId::Number(*id)).collect()
+}
+
+fn ids_of(ids: &[PointId]) -> Vec<u64> {
+    ids.iter()
+        .map(|id| match id {
+            PointId::Number(number) => *number,
+            PointId::Uuid(_) => panic!("a uuid appeared"),
+        })
+        .collect()
+}
+
+/// Runs one seeded simulation; returns (operations, writes made while a build was held).
+fn simulate(seed: u64, steps: usize) -> (usize, usize) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let shard_count = rng.gen_range(1..=2);
+    let fs = SimFileSystem::new();
+    let directory = Path::new(DIRECTORY);
+    let config = CollectionConfig {
+        dim: DIM,
+        distance: Distance::Euclid,
+        shard_count,
+    };
+    let mut collection = Collection::create(&fs, directory, config).unwrap();
+    collection.set_policy(tiny_policy());
+    let mut simulation = Simulation {
+        rng,
+        seed,
+        fs,
+        shard_count,
+        shards: vec![ShardModel::default(); shard_count],
+        indexes: BTreeSet::new(),
+        version: 0,
+        halfway_writes: 0,
+    };
+    let mut operations = 0;
+    for _ in 0..steps {
+        simulation.random_write(&collection);
+        operations += 1;
+        let event = simulation.rng.gen_range(0..100);
+        let keep_power = if event < 18 {
+            simulation.maintenance_with_writes_halfway(&collection)
+        } else if event < 28 {
+            simulation.maintenance_with_fault(&collection)
+        } else if event < 40 {
+            // the indexer grows the buffers' graphs, joining a segment's when it has room
+            collection.index_buffers(simulation.rng.gen_range(1..8));
+            true
+        } else if event < 46 {
+            // a clean shutdown and restart (SIGTERM): nothing may be missing
+            simulation.check_everything(&collection, "before a clean restart");
+            drop(collection);
+            collection = Collection::open(&simulation.fs, directory).unwrap();
+            collection.set_policy(tiny_policy());
+            simulation.check_everything(&collection, "after a clean restart");
+            true
+        } else {
+            !simulation.rng.gen_bool(0.08)
+        };
+        if keep_power {
+            simulation.check_everything(&collection, "while running");
+        } else {
+            drop(collection);
+            simulation.fs.crash(&mut simulation.rng);
+            collection = Collection::open(&simulation.fs, directory).unwrap();
+            collection.set_policy(tiny_policy());
+            simulation.check_after_crash(&collection);
+        }
+    }
+    (operations, simulation.halfway_writes)
+}
+
+/// The number of seeds: `SAGITTA_CRASH_SEEDS` (CI keeps the default).
+fn seed_count() -> u64 {
+    std::env::var("SAGITTA_CRASH_SEEDS")
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(300)
+}
+
+#[test]
+fn every_write_kind_in_every_point_state_survives_crashes_and_restarts() {
+    let seeds = seed_count();
+    let (mut operations, mut halfway) = (0, 0);
+    for seed in 0..seeds {
+        let (done, during_builds) = simulate(seed, 60);
+        operations += done;
+        halfway += during_builds;
+    }
+    eprintln!(
+        "{seeds} seeds, {operations} operations, {halfway} of them while a seal or merge \
+         was halfway through its build"
+    );
+    assert!(halfway > seeds as usize, "the simulation reaches the halfway states");
+}
