@@ -67,6 +67,38 @@ fn host_among(segments: &[Arc<Segment>], graph: &BufferGraph) -> Option<Arc<Segm
         .cloned()
 }
 
+/// `points` as upsert records of at most a quarter of the log's record limit each (a
+/// point is at most a 256 KiB vector plus a 1 MiB payload), encoded, with their points.
+fn carried_records(points: Vec<Point>) -> Vec<(Vec<u8>, Vec<Point>)> {
+    const CHUNK_BYTES: usize = RECORD_BYTES_MAX / 4;
+    let mut chunks: Vec<Vec<Point>> = Vec::new();
+    let mut bytes = CHUNK_BYTES;
+    for point in points {
+        let size = 64 + point.vector.len() * 4 + point.payload.as_ref().map_or(0, String::len);
+        if bytes + size > CHUNK_BYTES {
+            chunks.push(Vec::new());
+            bytes = 0;
+        }
+        bytes += size;
+        chunks.last_mut().expect("a chunk was started").push(point);
+    }
+    chunks
+        .into_iter()
+        .map(|points| {
+            let operation = Operation::Upsert(points);
+            let record = codec::encode(&operation);
+            assert!(
+                record.len() <= RECORD_BYTES_MAX,
+                "a carried chunk fits a record"
+            );
+            let Operation::Upsert(points) = operation else {
+                unreachable!()
+            };
+            (record, points)
+        })
+        .collect()
+}
+
 /// The writer's side: the live log and the manifest it belongs to.
 struct Writer {
     wal: Wal,
@@ -360,13 +392,49 @@ impl Shard {
         }
         let mut writer = self.writer.lock();
         writer.check_poisoned(&self.directory)?;
-        writer.wal.append(&[&record])?;
+        // Copy on write, logged: a payload update of a point that lives in a segment or in
+        // a frozen buffer is preceded by an upsert of the point as it is, in the same
+        // append. The update then finds the point in the log alone: the segment's copy is
+        // tombstoned by it, and the frozen buffer's is gone once its seal commits, so a
+        // replay that had to copy the point from there again would find nothing (points
+        // updated during a seal were lost at the next restart — issue 12).
+        let carried = carried_records(self.carried_points(&operation));
+        let mut records: Vec<&[u8]> = carried.iter().map(|(record, _)| &record[..]).collect();
+        records.push(&record);
+        writer.wal.append(&records)?;
         if wait {
             writer.wal.sync()?;
         }
+        for (_, points) in carried {
+            self.apply(Operation::Upsert(points));
+        }
+        debug_assert!(
+            self.carried_points(&operation).is_empty(),
+            "a payload update copies nothing the log does not hold"
+        );
         self.apply(operation);
         writer.last_write = Instant::now();
         Ok(())
+    }
+
+    /// The points a payload update must carry into the buffer: those it names that are
+    /// not in the buffer but live in a frozen buffer or a segment (each once).
+    fn carried_points(&self, operation: &Operation) -> Vec<Point> {
+        let ids = match operation {
+            Operation::SetPayload { ids, .. }
+            | Operation::OverwritePayload { ids, .. }
+            | Operation::DeletePayloadKeys { ids, .. } => ids,
+            Operation::Upsert(_) | Operation::Delete(_) => return Vec::new(),
+        };
+        let mut seen = HashSet::new();
+        let outside: Vec<PointId> = {
+            let buffer = self.buffer.read();
+            ids.iter()
+                .filter(|id| !buffer.slots.contains_key(id) && seen.insert(**id))
+                .copied()
+                .collect()
+        };
+        outside.iter().filter_map(|id| self.get(id)).collect()
     }
 
     /// Seals the write buffer into a new HNSW segment without stopping writers for the
@@ -502,6 +570,11 @@ impl Shard {
         added: Option<Segment>,
         retired: &[u64],
     ) -> Result<()> {
+        // Tombstones written here may stand for writes still unsynced in the live log (a
+        // point superseded while the build ran): those writes must be durable first, or a
+        // crash keeps the tombstone and loses the newer version — the point is then gone,
+        // which no prefix of the log explains.
+        writer.wal.sync()?;
         let epoch = next.tombstone_epoch + 1;
         let current = self.segments.read().clone();
         let kept: Vec<&Segment> = current

@@ -173,6 +173,7 @@ struct Simulation {
     version: u64,
     /// Operations applied while a seal or merge was held halfway (coverage report).
     halfway_writes: usize,
+    trace: bool,
 }
 
 const DIRECTORY: &str = "/db/c";
@@ -232,7 +233,9 @@ impl Simulation {
                 points.push(Point {
                     id: PointId::Number(id),
                     vector: vector.clone(),
-                    payload: payload.as_ref().map(|p| Value::Object(p.clone()).to_string()),
+                    payload: payload
+                        .as_ref()
+                        .map(|p| Value::Object(p.clone()).to_string()),
                 });
                 stored.push((id, Stored { vector, payload }));
             }
@@ -311,6 +314,9 @@ impl Simulation {
             self.indexes.insert(field.to_string());
             return;
         };
+        if self.trace {
+            eprintln!("write wait={wait} {write:?}");
+        }
         self.record(&write, wait);
     }
 
@@ -339,7 +345,12 @@ impl Simulation {
                 )
             })
             .collect();
-        assert_eq!(state.len(), count, "seed {}: a point appears twice", self.seed);
+        assert_eq!(
+            state.len(),
+            count,
+            "seed {}: a point appears twice",
+            self.seed
+        );
         assert_eq!(collection.count(None), count, "seed {}: count", self.seed);
         for (id, stored) in &state {
             let got = collection
@@ -366,7 +377,13 @@ impl Simulation {
                 .collect::<BTreeSet<_>>()
                 .into_iter()
                 .filter(|id| expected.get(id) != got.get(id))
-                .map(|id| format!("{id}: model {:?} engine {:?}", expected.get(id), got.get(id)))
+                .map(|id| {
+                    format!(
+                        "{id}: model {:?} engine {:?}",
+                        expected.get(id),
+                        got.get(id)
+                    )
+                })
                 .collect();
             panic!(
                 "seed {}: {moment}: the engine differs from the model:\n{}",
@@ -390,6 +407,24 @@ impl Simulation {
             let prefix = (model.synced..=model.writes.len())
                 .find(|length| replay(&model.writes[..*length]) == mine)
                 .unwrap_or_else(|| {
+                    for length in model.synced..=model.writes.len() {
+                        let state = replay(&model.writes[..length]);
+                        let differing: Vec<String> = state
+                            .keys()
+                            .chain(mine.keys())
+                            .collect::<BTreeSet<_>>()
+                            .into_iter()
+                            .filter(|id| state.get(id) != mine.get(id))
+                            .map(|id| {
+                                format!("{id}: model {:?} engine {:?}", state.get(id), mine.get(id))
+                            })
+                            .collect();
+                        eprintln!(
+                            "prefix {length} ({:?}): {}",
+                            model.writes.get(length.wrapping_sub(1)),
+                            differing.join("\n  ")
+                        );
+                    }
                     panic!(
                         "seed {}: shard {shard} holds no prefix of its writes \
                          (synced {}, written {}):\nrecovered {mine:?}\nall synced {:?}",
@@ -430,6 +465,9 @@ impl Simulation {
                 }
             });
             let halfway = self.fs.wait_until_paused(|| worker.is_finished());
+            if self.trace {
+                eprintln!("maintenance seal_all={seal_all} halfway={halfway} fail={fail_halfway}");
+            }
             if halfway {
                 for _ in 0..writes_halfway {
                     self.random_write(collection);
@@ -469,10 +507,14 @@ impl Simulation {
             self.fs.fail_write_after(self.rng.gen_range(1..8));
         }
         let written_before: Vec<usize> = self.shards.iter().map(|s| s.writes.len()).collect();
+        if self.trace {
+            eprintln!("maintenance with fault seal_all={seal_all} failing={failing}");
+        }
         let result = if seal_all {
             collection.optimize(&self.fs).map(|_| ())
         } else {
-            (0..self.rng.gen_range(1..4)).try_for_each(|_| collection.maintain(&self.fs).map(|_| ()))
+            (0..self.rng.gen_range(1..4))
+                .try_for_each(|_| collection.maintain(&self.fs).map(|_| ()))
         };
         match result {
             Ok(()) => {
@@ -485,7 +527,11 @@ impl Simulation {
                 true
             }
             Err(_) => {
-                assert!(failing, "seed {}: maintenance failed without a fault", self.seed);
+                assert!(
+                    failing,
+                    "seed {}: maintenance failed without a fault",
+                    self.seed
+                );
                 false
             }
         }
@@ -527,6 +573,7 @@ fn simulate(seed: u64, steps: usize) -> (usize, usize) {
         indexes: BTreeSet::new(),
         version: 0,
         halfway_writes: 0,
+        trace: std::env::var("SAGITTA_CRASH_TRACE").is_ok(),
     };
     let mut operations = 0;
     for _ in 0..steps {
@@ -552,6 +599,9 @@ fn simulate(seed: u64, steps: usize) -> (usize, usize) {
         } else {
             !simulation.rng.gen_bool(0.08)
         };
+        if simulation.trace {
+            eprintln!("event {event} keep_power={keep_power}");
+        }
         if keep_power {
             simulation.check_everything(&collection, "while running");
         } else {
@@ -577,7 +627,11 @@ fn seed_count() -> u64 {
 fn every_write_kind_in_every_point_state_survives_crashes_and_restarts() {
     let seeds = seed_count();
     let (mut operations, mut halfway) = (0, 0);
-    for seed in 0..seeds {
+    let first = std::env::var("SAGITTA_CRASH_FIRST_SEED")
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(0);
+    for seed in first..first + seeds {
         let (done, during_builds) = simulate(seed, 60);
         operations += done;
         halfway += during_builds;
@@ -586,5 +640,8 @@ fn every_write_kind_in_every_point_state_survives_crashes_and_restarts() {
         "{seeds} seeds, {operations} operations, {halfway} of them while a seal or merge \
          was halfway through its build"
     );
-    assert!(halfway > seeds as usize, "the simulation reaches the halfway states");
+    assert!(
+        halfway > seeds as usize,
+        "the simulation reaches the halfway states"
+    );
 }
