@@ -51,6 +51,8 @@ pub struct EchoedSettings {
 pub struct AppState {
     pub database: Arc<Database>,
     pub config: ServerConfig,
+    /// The configured API keys' digests, computed once.
+    pub api_keys: auth::ApiKeys,
     pub metrics: metrics::Metrics,
     /// Free slots for writes in flight.
     pub write_slots: Arc<Semaphore>,
@@ -71,6 +73,10 @@ impl AppState {
             read_slots: Arc::new(Semaphore::new(
                 std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
             )),
+            api_keys: auth::ApiKeys::new(
+                config.api_key.as_deref(),
+                config.read_only_api_key.as_deref(),
+            ),
             config,
             metrics: metrics::Metrics::default(),
             operation_counter: AtomicU64::new(0),
