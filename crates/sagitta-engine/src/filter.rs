@@ -525,14 +525,11 @@ impl Condition {
             Condition::MatchAny { key, values } => field(key)
                 .iter()
                 .any(|v| values.iter().any(|s| scalar_equals(v, s))),
-            Condition::MatchExcept { key, values } => {
-                let found = field(key);
-                // Qdrant: matches when the field is missing, or has a value outside the list
-                found.is_empty()
-                    || found
-                        .iter()
-                        .any(|v| !values.iter().any(|s| scalar_equals(v, s)))
-            }
+            // Qdrant: some value of the field is outside the list; a null is no value, so a
+            // missing key, `null`, `[]` or `[null]` never match.
+            Condition::MatchExcept { key, values } => field(key)
+                .iter()
+                .any(|v| !v.is_null() && !values.iter().any(|s| scalar_equals(v, s))),
             Condition::MatchText { key, text } => field(key)
                 .iter()
                 .any(|v| matches!(v, Value::String(s) if s.contains(text.as_str()))),

@@ -87,7 +87,7 @@ fn conditions_follow_qdrant_semantics() {
     assert!(!check(
         json!({"must": [{"key": "tags", "match": {"except": ["a", "b"]}}]})
     ));
-    assert!(check(
+    assert!(!check(
         json!({"must": [{"key": "missing", "match": {"except": ["a"]}}]})
     ));
     assert!(check(
@@ -202,6 +202,68 @@ fn datetimes_geo_has_vector_and_min_should() {
         error_path(json!({"min_should": {"conditions": []}})),
         "filter.min_should.min_count"
     );
+}
+
+/// `match.except` holds when the field has a value outside the list: a missing key, `null`,
+/// `[]` or nulls alone never do (Qdrant counts `{"a": 1}` but not `{}` for `except: [5]`).
+#[test]
+fn match_except_needs_a_value_outside_the_list() {
+    let id = PointId::Number(1);
+    let except = |list: Value, payload: Value| {
+        parse(json!({"must": [{"key": "a", "match": {"except": list}}]}))
+            .matches(&id, Some(&payload))
+    };
+    let cases = [
+        (json!({"a": 1}), true),
+        (json!({}), false),
+        (json!({"b": 1}), false),
+        (json!({"a": null}), false),
+        (json!({"a": []}), false),
+        (json!({"a": [null]}), false),
+        (json!({"a": [null, 5]}), false),
+        (json!({"a": [null, 6]}), true),
+        (json!({"a": 5}), false),
+        (json!({"a": [5]}), false),
+        (json!({"a": [5, 6]}), true),
+        (json!({"a": [[5]]}), true),
+        (json!({"a": "x"}), true),
+        (json!({"a": true}), true),
+        (json!({"a": 5.5}), true),
+        (json!({"a": {"b": 5}}), true),
+    ];
+    for (payload, expected) in cases {
+        assert_eq!(
+            except(json!([5]), payload.clone()),
+            expected,
+            "except [5] on {payload}"
+        );
+    }
+    assert!(!except(json!(["x"]), json!({"a": "x"})));
+    assert!(except(json!(["x"]), json!({"a": ["x", "y"]})));
+    assert!(except(json!([]), json!({"a": 0})));
+    assert!(!except(json!([]), json!({"a": null})));
+    let filter = parse(json!({"must": [{"key": "a", "match": {"except": [5]}}]}));
+    assert!(!filter.matches(&id, None), "no payload");
+
+    // Qdrant's count over {"a": 1} and {} is 1.
+    let fs = SimFileSystem::new();
+    let config = CollectionConfig {
+        dim: 2,
+        distance: Distance::Dot,
+        shard_count: 1,
+    };
+    let collection = Collection::create(&fs, Path::new("/except"), config).unwrap();
+    let points = [json!({"a": 1}), json!({})]
+        .into_iter()
+        .zip(0u64..)
+        .map(|(payload, id)| Point {
+            id: PointId::Number(id),
+            vector: vec![1.0, 0.0],
+            payload: Some(payload.to_string()),
+        })
+        .collect();
+    collection.upsert(points, true).unwrap();
+    assert_eq!(collection.count(Some(&filter)), 1);
 }
 
 fn payload_for(id: u64) -> Value {
