@@ -28,7 +28,8 @@ pub const MAX_FILTER_DEPTH: usize = 16;
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Filter {
     pub must: Vec<Condition>,
-    pub should: Vec<Condition>,
+    /// `None` when absent (or null); an empty list matches nothing, as in Qdrant.
+    pub should: Option<Vec<Condition>>,
     pub must_not: Vec<Condition>,
     /// At least `min_count` of `conditions` must hold.
     pub min_should: Option<MinShould>,
@@ -133,7 +134,10 @@ impl Filter {
     /// Whether the point with `id` and `payload` passes.
     pub fn matches(&self, id: &PointId, payload: Option<&Value>) -> bool {
         self.must.iter().all(|c| c.matches(id, payload))
-            && (self.should.is_empty() || self.should.iter().any(|c| c.matches(id, payload)))
+            && self
+                .should
+                .as_ref()
+                .is_none_or(|should| should.iter().any(|c| c.matches(id, payload)))
             && !self.must_not.iter().any(|c| c.matches(id, payload))
             && self.min_should.as_ref().is_none_or(|min| {
                 min.conditions
@@ -169,7 +173,8 @@ impl Parser {
             }
             let target = match name.as_str() {
                 "must" => &mut filter.must,
-                "should" => &mut filter.should,
+                "should" if clauses.is_null() => continue,
+                "should" => filter.should.get_or_insert_with(Vec::new),
                 "must_not" => &mut filter.must_not,
                 // Fields of newer clients we do not act on must not change results silently.
                 other => return Err(invalid(&format!("{path}.{other}"), "unknown filter clause")),

@@ -266,6 +266,51 @@ fn match_except_needs_a_value_outside_the_list() {
     assert_eq!(collection.count(Some(&filter)), 1);
 }
 
+/// An empty `should` matches nothing; an empty `must` or `must_not` matches everything;
+/// `min_should` needs at least `min_count` of its conditions (0: always holds).
+#[test]
+fn empty_clauses_and_min_should_follow_qdrant() {
+    let id = PointId::Number(1);
+    let payload = json!({"a": 1});
+    let check = |filter: Value| parse(filter).matches(&id, Some(&payload));
+    assert!(!check(json!({"should": []})));
+    assert!(!check(json!({"must": [{"should": []}]})));
+    assert!(check(json!({"must_not": [{"should": []}]})));
+    assert!(check(json!({"should": null})));
+    assert!(check(json!({"must": []})));
+    assert!(check(json!({"must_not": []})));
+    assert!(check(json!({"must": [], "must_not": [], "should": null})));
+    assert!(!check(json!({"must": [], "should": []})));
+    let hit = json!({"key": "a", "match": {"value": 1}});
+    let miss = json!({"key": "a", "match": {"value": 2}});
+    let min_should = |conditions: Value, min_count: usize| {
+        check(json!({"min_should": {"conditions": conditions, "min_count": min_count}}))
+    };
+    assert!(min_should(json!([]), 0));
+    assert!(!min_should(json!([]), 1));
+    assert!(min_should(json!([miss]), 0));
+    assert!(min_should(json!([hit, miss, hit]), 2));
+    assert!(!min_should(json!([hit, miss, miss]), 2));
+    assert!(!min_should(json!([hit, hit]), 3));
+    let fs = SimFileSystem::new();
+    let config = CollectionConfig {
+        dim: 2,
+        distance: Distance::Dot,
+        shard_count: 2,
+    };
+    let collection = Collection::create(&fs, Path::new("/should"), config).unwrap();
+    let points = (0..10u64)
+        .map(|id| Point {
+            id: PointId::Number(id),
+            vector: vec![1.0, 0.0],
+            payload: Some(json!({"a": id}).to_string()),
+        })
+        .collect();
+    collection.upsert(points, true).unwrap();
+    assert_eq!(collection.count(Some(&parse(json!({"should": []})))), 0);
+    assert_eq!(collection.count(Some(&parse(json!({"must": []})))), 10);
+}
+
 fn payload_for(id: u64) -> Value {
     let group = ["red", "green", "blue"][(id % 3) as usize];
     json!({"group": group, "rank": id % 10, "even": id.is_multiple_of(2)})
