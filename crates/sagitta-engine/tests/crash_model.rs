@@ -11,144 +11,26 @@
 //! After a crash each shard must hold exactly a prefix of its writes that includes every
 //! synced one; after a clean reopen, all of them. "Hold" means ids, vectors and payloads.
 
-use std::collections::{BTreeMap, BTreeSet};
+mod common;
+
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
+use common::{differences, engine_state, group_filter, replay, Operation, State, Write};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sagitta_engine::{
-    Collection, CollectionConfig, Distance, FieldType, Filter, OptimizerPolicy, Point, PointId,
-};
+use sagitta_engine::{Collection, CollectionConfig, Distance, OptimizerPolicy, PointId};
 use sagitta_storage::sim::SimFileSystem;
-use serde_json::{json, Map, Value};
 
 const DIM: usize = 4;
 const IDS: u64 = 24;
-
-#[derive(Clone, Debug, PartialEq)]
-struct Stored {
-    vector: Vec<f32>,
-    payload: Option<Map<String, Value>>,
-}
-
-type State = BTreeMap<u64, Stored>;
-
-/// One shard's part of one operation, as its log holds it.
-#[derive(Clone, Debug)]
-enum Write {
-    Upsert(Vec<(u64, Stored)>),
-    Delete(Vec<u64>),
-    Set(Vec<u64>, Map<String, Value>),
-    Overwrite(Vec<u64>, Map<String, Value>),
-    DeleteKeys(Vec<u64>, Vec<String>),
-}
-
-impl Write {
-    fn ids(&self) -> Vec<u64> {
-        match self {
-            Write::Upsert(points) => points.iter().map(|(id, _)| *id).collect(),
-            Write::Delete(ids)
-            | Write::Set(ids, _)
-            | Write::Overwrite(ids, _)
-            | Write::DeleteKeys(ids, _) => ids.clone(),
-        }
-    }
-
-    /// The same operation restricted to `ids`.
-    fn restricted(&self, ids: Vec<u64>) -> Write {
-        match self {
-            Write::Upsert(points) => Write::Upsert(
-                points
-                    .iter()
-                    .filter(|(id, _)| ids.contains(id))
-                    .cloned()
-                    .collect(),
-            ),
-            Write::Delete(_) => Write::Delete(ids),
-            Write::Set(_, payload) => Write::Set(ids, payload.clone()),
-            Write::Overwrite(_, payload) => Write::Overwrite(ids, payload.clone()),
-            Write::DeleteKeys(_, keys) => Write::DeleteKeys(ids, keys.clone()),
-        }
-    }
-
-    /// What the engine does with it: unknown ids are ignored by every kind but upsert.
-    fn apply(&self, state: &mut State) {
-        match self {
-            Write::Upsert(points) => {
-                for (id, stored) in points {
-                    state.insert(*id, stored.clone());
-                }
-            }
-            Write::Delete(ids) => ids.iter().for_each(|id| {
-                state.remove(id);
-            }),
-            Write::Set(ids, update) | Write::Overwrite(ids, update) => {
-                let merge = matches!(self, Write::Set(..));
-                for id in ids {
-                    if let Some(stored) = state.get_mut(id) {
-                        let mut object = match (&stored.payload, merge) {
-                            (Some(current), true) => current.clone(),
-                            _ => Map::new(),
-                        };
-                        object.extend(update.clone());
-                        stored.payload = Some(object);
-                    }
-                }
-            }
-            Write::DeleteKeys(ids, keys) => {
-                for id in ids {
-                    if let Some(Stored {
-                        payload: Some(object),
-                        ..
-                    }) = state.get_mut(id)
-                    {
-                        keys.iter().for_each(|key| {
-                            object.remove(key);
-                        });
-                    }
-                }
-            }
-        }
-    }
-}
 
 /// The model: per shard, the ordered writes and how many of them are synced.
 #[derive(Clone, Default)]
 struct ShardModel {
     writes: Vec<Write>,
     synced: usize,
-}
-
-fn replay(writes: &[Write]) -> State {
-    let mut state = State::new();
-    writes.iter().for_each(|write| write.apply(&mut state));
-    state
-}
-
-fn vector_for(id: u64, version: u64) -> Vec<f32> {
-    (0..DIM)
-        .map(|j| ((id * 31 + version * 7 + j as u64 * 13) % 97) as f32 / 97.0 - 0.5)
-        .collect()
-}
-
-fn random_payload(rng: &mut ChaCha8Rng, version: u64) -> Map<String, Value> {
-    let mut object = Map::new();
-    object.insert("v".into(), json!(version));
-    if rng.gen_bool(0.8) {
-        object.insert("g".into(), json!(rng.gen_range(0..4)));
-    }
-    if rng.gen_bool(0.5) {
-        let tag = ["red", "green", "blue"][rng.gen_range(0..3)];
-        object.insert("tag".into(), json!(tag));
-    }
-    if rng.gen_bool(0.3) {
-        object.insert(
-            "nested".into(),
-            json!({"x": rng.gen_range(0..10), "list": [version, null, []]}),
-        );
-    }
-    object
 }
 
 fn tiny_policy() -> OptimizerPolicy {
@@ -191,11 +73,6 @@ impl Simulation {
         state
     }
 
-    fn random_ids(&mut self, most: usize) -> Vec<u64> {
-        let count = self.rng.gen_range(1..=most);
-        (0..count).map(|_| self.rng.gen_range(0..IDS)).collect()
-    }
-
     /// Splits `write` by shard and records each part, as the engine logs it.
     fn record(&mut self, write: &Write, wait: bool) {
         for shard in 0..self.shard_count {
@@ -218,147 +95,38 @@ impl Simulation {
     /// One random write through the engine, recorded in the model.
     fn random_write(&mut self, collection: &Collection) {
         let wait = self.rng.gen_bool(0.5);
-        let kind = self.rng.gen_range(0..100);
-        let write = if kind < 40 {
-            let ids = self.random_ids(6);
-            let mut points = Vec::new();
-            let mut stored = Vec::new();
-            for id in ids {
-                self.version += 1;
-                let payload = self
-                    .rng
-                    .gen_bool(0.9)
-                    .then(|| random_payload(&mut self.rng, self.version));
-                let vector = vector_for(id, self.version);
-                points.push(Point {
-                    id: PointId::Number(id),
-                    vector: vector.clone(),
-                    payload: payload
-                        .as_ref()
-                        .map(|p| Value::Object(p.clone()).to_string()),
-                });
-                stored.push((id, Stored { vector, payload }));
-            }
-            collection.upsert(points, wait).unwrap();
-            // repeated ids in one batch: the last one wins, as in the engine
-            Write::Upsert(stored)
-        } else if kind < 52 {
-            let ids = self.random_ids(3);
-            collection.delete(&numbers(&ids), wait).unwrap();
-            Write::Delete(ids)
-        } else if kind < 60 {
-            let group = self.rng.gen_range(0..4);
-            let filter = Filter::parse(
-                &json!({"must": [{"key": "g", "match": {"value": group}}]}),
-                "filter",
-            )
-            .unwrap();
-            let expected: Vec<u64> = self
-                .current()
-                .into_iter()
-                .filter(|(_, stored)| {
-                    stored
-                        .payload
-                        .as_ref()
-                        .is_some_and(|p| p.get("g") == Some(&json!(group)))
-                })
-                .map(|(id, _)| id)
-                .collect();
-            let mut matched = ids_of(&collection.matching_ids(&filter));
-            matched.sort_unstable();
-            assert_eq!(matched, expected, "seed {}: filter g={group}", self.seed);
-            let deleted = collection.delete_by_filter(&filter, wait).unwrap();
-            assert_eq!(deleted, expected.len(), "seed {}", self.seed);
-            Write::Delete(expected)
-        } else if kind < 75 {
-            let ids = self.random_ids(4);
-            self.version += 1;
-            let update = random_payload(&mut self.rng, self.version);
-            let text = Value::Object(update.clone()).to_string();
-            collection.set_payload(&numbers(&ids), &text, wait).unwrap();
-            Write::Set(ids, update)
-        } else if kind < 85 {
-            let ids = self.random_ids(4);
-            self.version += 1;
-            // an empty object is Qdrant's "clear payload"
-            let update = if self.rng.gen_bool(0.3) {
-                Map::new()
-            } else {
-                random_payload(&mut self.rng, self.version)
-            };
-            let text = Value::Object(update.clone()).to_string();
-            collection
-                .overwrite_payload(&numbers(&ids), &text, wait)
-                .unwrap();
-            Write::Overwrite(ids, update)
-        } else if kind < 95 {
-            let ids = self.random_ids(4);
-            let keys: Vec<String> = ["g", "tag", "nested", "absent"]
+        let operation = Operation::random(&mut self.rng, &mut self.version, IDS, DIM);
+        let state = self.current();
+        if let Operation::DeleteByGroup(group) = operation {
+            // the filter finds what the model finds, wherever the points are
+            let mut matched: Vec<u64> = collection
+                .matching_ids(&group_filter(group))
                 .iter()
-                .filter(|_| self.rng.gen_bool(0.5))
-                .map(ToString::to_string)
+                .map(|id| match id {
+                    PointId::Number(number) => *number,
+                    PointId::Uuid(_) => panic!("a uuid appeared"),
+                })
                 .collect();
-            collection
-                .delete_payload_keys(&numbers(&ids), &keys, wait)
-                .unwrap();
-            Write::DeleteKeys(ids, keys)
-        } else {
-            let (field, kind) = if self.rng.gen_bool(0.5) {
-                ("g", FieldType::Integer)
-            } else {
-                ("tag", FieldType::Keyword)
-            };
-            collection
-                .create_payload_index(&self.fs, field, kind)
-                .unwrap();
-            self.indexes.insert(field.to_string());
-            return;
-        };
-        if self.trace {
-            eprintln!("write wait={wait} {write:?}");
+            matched.sort_unstable();
+            let expected = common::group_members(&state, group);
+            assert_eq!(matched, expected, "seed {}: filter g={group}", self.seed);
         }
-        self.record(&write, wait);
+        operation.perform(collection, &self.fs, wait);
+        if self.trace {
+            eprintln!("write wait={wait} {operation:?}");
+        }
+        match operation.resolve(&state) {
+            Some(write) => self.record(&write, wait),
+            None => {
+                if let Operation::CreateIndex(field, _) = operation {
+                    self.indexes.insert(field.to_string());
+                }
+            }
+        }
     }
 
-    /// Every field of every point, read back from the engine.
     fn engine_state(&self, collection: &Collection) -> State {
-        let points = collection.points();
-        let count = points.len();
-        let state: State = points
-            .into_iter()
-            .map(|point| {
-                let PointId::Number(id) = point.id else {
-                    panic!("seed {}: a uuid appeared", self.seed)
-                };
-                let payload = point.payload.map(|text| {
-                    match serde_json::from_str::<Value>(&text).expect("stored payloads parse") {
-                        Value::Object(object) => object,
-                        other => panic!("seed {}: payload {other} is not an object", self.seed),
-                    }
-                });
-                (
-                    id,
-                    Stored {
-                        vector: point.vector,
-                        payload,
-                    },
-                )
-            })
-            .collect();
-        assert_eq!(
-            state.len(),
-            count,
-            "seed {}: a point appears twice",
-            self.seed
-        );
-        assert_eq!(collection.count(None), count, "seed {}: count", self.seed);
-        for (id, stored) in &state {
-            let got = collection
-                .get(&PointId::Number(*id))
-                .unwrap_or_else(|| panic!("seed {}: get({id}) is None", self.seed));
-            assert_eq!(got.vector, stored.vector, "seed {}: get({id})", self.seed);
-        }
-        state
+        engine_state(collection, &format!("seed {}", self.seed))
     }
 
     fn check_indexes(&self, collection: &Collection) {
@@ -370,27 +138,12 @@ impl Simulation {
     fn check_everything(&self, collection: &Collection, moment: &str) {
         let expected = self.current();
         let got = self.engine_state(collection);
-        if got != expected {
-            let differing: Vec<String> = expected
-                .keys()
-                .chain(got.keys())
-                .collect::<BTreeSet<_>>()
-                .into_iter()
-                .filter(|id| expected.get(id) != got.get(id))
-                .map(|id| {
-                    format!(
-                        "{id}: model {:?} engine {:?}",
-                        expected.get(id),
-                        got.get(id)
-                    )
-                })
-                .collect();
-            panic!(
-                "seed {}: {moment}: the engine differs from the model:\n{}",
-                self.seed,
-                differing.join("\n")
-            );
-        }
+        assert!(
+            got == expected,
+            "seed {}: {moment}: the engine differs from the model:\n{}",
+            self.seed,
+            differences(&expected, &got)
+        );
         self.check_indexes(collection);
     }
 
@@ -409,21 +162,7 @@ impl Simulation {
                 .unwrap_or_else(|| {
                     for length in model.synced..=model.writes.len() {
                         let state = replay(&model.writes[..length]);
-                        let differing: Vec<String> = state
-                            .keys()
-                            .chain(mine.keys())
-                            .collect::<BTreeSet<_>>()
-                            .into_iter()
-                            .filter(|id| state.get(id) != mine.get(id))
-                            .map(|id| {
-                                format!("{id}: model {:?} engine {:?}", state.get(id), mine.get(id))
-                            })
-                            .collect();
-                        eprintln!(
-                            "prefix {length} ({:?}): {}",
-                            model.writes.get(length.wrapping_sub(1)),
-                            differing.join("\n  ")
-                        );
+                        eprintln!("prefix {length}:\n{}", differences(&state, &mine));
                     }
                     panic!(
                         "seed {}: shard {shard} holds no prefix of its writes \
@@ -536,19 +275,6 @@ impl Simulation {
             }
         }
     }
-}
-
-fn numbers(ids: &[u64]) -> Vec<PointId> {
-    ids.iter().map(|id| PointId::Number(*id)).collect()
-}
-
-fn ids_of(ids: &[PointId]) -> Vec<u64> {
-    ids.iter()
-        .map(|id| match id {
-            PointId::Number(number) => *number,
-            PointId::Uuid(_) => panic!("a uuid appeared"),
-        })
-        .collect()
 }
 
 /// Runs one seeded simulation; returns (operations, writes made while a build was held).

@@ -1,30 +1,53 @@
-//! Real-process crash test: a child process ingests with wait=true and reports every
-//! acknowledged batch on stdout; the parent SIGKILLs it at random moments, 50 times, and
-//! after every kill reopens the collection and checks that every acknowledged point is
-//! there, intact, and that no batch is half-applied within a shard. The child also seals its
-//! write buffers into HNSW segments every 40 batches, so kills land inside seals too.
+//! Real-process crash test: a child process performs every write kind (upsert, delete by id
+//! and by filter, set / overwrite / delete-keys / clear payload, payload index creation)
+//! with wait=true and reports each acknowledged operation on stdout, while a second thread
+//! of the child runs the optimizer and the indexer under a small policy (so points are in
+//! the buffer, in a joined buffer graph, in a frozen buffer being sealed, in segments and
+//! in segments being merged). The parent SIGKILLs it at random moments and after every kill
+//! reopens the collection and checks every field of every point against a model: the state
+//! must be the acknowledged operations, plus possibly the one in flight.
+//!
+//! Operation `n` is a function of `n` alone (its own seeded generator), so the parent knows
+//! what the child did from the indexes it acknowledged.
 
-use std::collections::HashSet;
-use std::io::{Read, Write};
+mod common;
+
+use std::io::{Read, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use common::{differences, engine_state, Operation, State};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sagitta_engine::{Collection, CollectionConfig, Distance, Point, PointId};
+use sagitta_engine::{Collection, CollectionConfig, Distance, OptimizerPolicy, PointId};
 use sagitta_storage::fs::OsFileSystem;
 
 const CHILD_DIRECTORY: &str = "SAGITTA_KILL9_DIRECTORY";
 const CHILD_START: &str = "SAGITTA_KILL9_START";
 const DIM: usize = 32;
-const BATCH: u64 = 10;
 const SHARDS: usize = 2;
+const IDS: u64 = 600;
+const KILLS: usize = 40;
 
-fn vector_for(id: u64) -> Vec<f32> {
-    (0..DIM as u64)
-        .map(|j| ((id * 7 + j * 3) % 101) as f32 - 50.0)
-        .collect()
+/// Operation `index` of the sequence.
+fn operation(index: u64) -> Operation {
+    let mut rng = ChaCha8Rng::seed_from_u64(index);
+    let mut version = index * 1_000;
+    Operation::random(&mut rng, &mut version, IDS, DIM)
+}
+
+fn small_policy() -> OptimizerPolicy {
+    OptimizerPolicy {
+        seal_points: 40,
+        seal_idle: Duration::from_millis(20),
+        vacuum_min_deleted: 8,
+        vacuum_fraction: 0.2,
+        max_segments: 3,
+        retry_after_error: Duration::ZERO,
+        index_min_rows: 8,
+    }
 }
 
 #[test]
@@ -35,26 +58,24 @@ fn kill9_child() {
         return;
     };
     let collection = Collection::open(&OsFileSystem, Path::new(&directory)).unwrap();
-    let mut first: u64 = start.parse().unwrap();
-    let mut stdout = std::io::stdout().lock();
-    loop {
-        let points: Vec<Point> = (first..first + BATCH)
-            .map(|id| Point {
-                id: PointId::Number(id),
-                vector: vector_for(id),
-                payload: Some(format!(r#"{{"id":{id}}}"#)),
-            })
-            .collect();
-        collection.upsert(points, true).unwrap();
-        writeln!(stdout, "acked {first}").unwrap();
-        stdout.flush().unwrap();
-        first += BATCH;
-        // Seal now and then, so kills also land inside seals (segment, tombstone and log
-        // files, manifest swap).
-        if (first / BATCH).is_multiple_of(40) {
-            collection.optimize(&OsFileSystem).unwrap();
+    collection.set_policy(small_policy());
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                collection.index_buffers(16);
+                collection.maintain(&OsFileSystem).unwrap();
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        let mut stdout = std::io::stdout().lock();
+        for index in start.parse::<u64>().unwrap().. {
+            operation(index).perform(&collection, &OsFileSystem, true);
+            writeln!(stdout, "acked {index}").unwrap();
+            stdout.flush().unwrap();
         }
-    }
+        stop.store(true, Ordering::Relaxed);
+    });
 }
 
 fn temporary_directory() -> PathBuf {
@@ -74,9 +95,12 @@ fn kill9_never_loses_acknowledged_writes() {
     };
     drop(Collection::create(&OsFileSystem, &directory, config).unwrap());
     let mut rng = ChaCha8Rng::seed_from_u64(9);
-    let mut acknowledged: Vec<u64> = Vec::new();
-    let mut next_start = 0u64;
-    for iteration in 0..50 {
+    let mut model = State::new();
+    let mut next: u64 = 0;
+    let mut acknowledged_total = 0;
+    let mut in_flight_kept = 0;
+    let mut segments_seen = 0;
+    for iteration in 0..KILLS {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
@@ -86,12 +110,12 @@ fn kill9_never_loses_acknowledged_writes() {
                 "--test-threads=1",
             ])
             .env(CHILD_DIRECTORY, &directory)
-            .env(CHILD_START, next_start.to_string())
+            .env(CHILD_START, next.to_string())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(rng.gen_range(10..120)));
+        std::thread::sleep(Duration::from_millis(rng.gen_range(30..400)));
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
         let mut output = String::new();
@@ -101,69 +125,74 @@ fn kill9_never_loses_acknowledged_writes() {
             .unwrap()
             .read_to_string(&mut output)
             .unwrap();
-        let acked_now: Vec<u64> = output
+        // (the test harness prints "test kill9_child ... " before the first one)
+        let acknowledged: Vec<u64> = output
             .lines()
-            .filter_map(|line| line.strip_prefix("acked "))
-            .map(|first| first.parse().unwrap())
+            .filter_map(|line| line.rsplit_once("acked ").map(|(_, index)| index))
+            .map(|index| index.parse().unwrap())
             .collect();
-        acknowledged.extend(&acked_now);
+        for (expected, index) in (next..).zip(&acknowledged) {
+            assert_eq!(
+                *index, expected,
+                "the child acknowledges in order:\n{output}"
+            );
+        }
+        for index in &acknowledged {
+            if let Some(write) = operation(*index).resolve(&model) {
+                write.apply(&mut model);
+            }
+        }
+        acknowledged_total += acknowledged.len();
+        next += acknowledged.len() as u64;
 
+        // every acknowledged operation is there, and in each shard the one in flight wholly
+        // or not at all (a shard logs its part as one record)
         let collection = Collection::open(&OsFileSystem, &directory).unwrap();
-        let present: HashSet<u64> = collection
-            .points()
-            .into_iter()
-            .map(|point| {
-                let PointId::Number(id) = point.id else {
-                    panic!("uuid")
-                };
-                assert_eq!(
-                    point.vector,
-                    vector_for(id),
-                    "iteration {iteration}: id {id}"
-                );
-                assert_eq!(point.payload.unwrap(), format!(r#"{{"id":{id}}}"#));
-                id
-            })
-            .collect();
-        for first in &acknowledged {
-            for id in *first..first + BATCH {
-                assert!(
-                    present.contains(&id),
-                    "iteration {iteration}: acked id {id} lost"
-                );
-            }
+        segments_seen = segments_seen.max(collection.status().segments);
+        let context = format!("kill {iteration}");
+        let recovered = engine_state(&collection, &context);
+        let mut with_in_flight = model.clone();
+        if let Some(write) = operation(next).resolve(&model) {
+            write.apply(&mut with_in_flight);
         }
-        // per shard, a batch is one log record: all of its points or none
-        let shard_of = |id: u64| PointId::Number(id).routing_hash() % SHARDS as u64;
-        let max_present = present.iter().copied().max().unwrap_or(0);
-        let mut batch = 0;
-        while batch <= max_present {
-            for shard in 0..SHARDS as u64 {
-                let ids: Vec<u64> = (batch..batch + BATCH)
-                    .filter(|id| shard_of(*id) == shard)
-                    .collect();
-                let count = ids.iter().filter(|id| present.contains(id)).count();
-                assert!(
-                    count == 0 || count == ids.len(),
-                    "iteration {iteration}: batch {batch} half-applied in shard {shard}"
-                );
-            }
-            batch += BATCH;
-        }
-        next_start = if present.is_empty() {
-            0
-        } else {
-            (max_present / BATCH + 1) * BATCH
+        let shard_of = |id: &u64| (PointId::Number(*id).routing_hash() % SHARDS as u64) as usize;
+        let part = |state: &State, shard: usize| -> State {
+            state
+                .iter()
+                .filter(|(id, _)| shard_of(id) == shard)
+                .map(|(id, stored)| (*id, stored.clone()))
+                .collect()
         };
+        let mut landed = false;
+        for shard in 0..SHARDS {
+            let (mine, before, after) = (
+                part(&recovered, shard),
+                part(&model, shard),
+                part(&with_in_flight, shard),
+            );
+            if mine != before {
+                assert!(
+                    mine == after,
+                    "{context}: after {next} acknowledged operations shard {shard} differs:\n{}",
+                    differences(&before, &mine)
+                );
+                landed = true;
+            }
+        }
+        if landed {
+            in_flight_kept += 1;
+        }
+        model = recovered;
+        // the operation in flight landed or not; the child goes on with the next one
+        next += 1;
     }
     eprintln!(
-        "{} batches acknowledged across 50 kills",
-        acknowledged.len()
+        "{KILLS} kills, {acknowledged_total} operations acknowledged, {in_flight_kept} in-flight \
+         operations found applied, up to {segments_seen} segments"
     );
     assert!(
-        acknowledged.len() >= 10,
-        "the child acknowledged only {} batches in 50 runs",
-        acknowledged.len()
+        acknowledged_total >= 10 * KILLS,
+        "the child acknowledged only {acknowledged_total} operations in {KILLS} runs"
     );
     std::fs::remove_dir_all(&directory).unwrap();
 }
