@@ -25,6 +25,9 @@ pub const MAX_FILTER_CONDITIONS: usize = 1_024;
 /// Deepest nesting of filters.
 pub const MAX_FILTER_DEPTH: usize = 16;
 
+/// The clauses of a filter object; a condition holding one of them is a nested filter.
+const FILTER_CLAUSES: [&str; 4] = ["must", "should", "must_not", "min_should"];
+
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Filter {
     pub must: Vec<Condition>,
@@ -239,10 +242,8 @@ impl Parser {
         let Value::Object(object) = value else {
             return Err(invalid(path, "a condition must be an object"));
         };
-        if object.contains_key("must")
-            || object.contains_key("should")
-            || object.contains_key("must_not")
-        {
+        // A filter object (any of its clauses, or none: `{}` matches everything) nests.
+        if object.is_empty() || FILTER_CLAUSES.iter().any(|name| object.contains_key(*name)) {
             return Ok(Condition::Nested(Box::new(self.filter(
                 value,
                 path,

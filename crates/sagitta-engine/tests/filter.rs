@@ -311,6 +311,31 @@ fn empty_clauses_and_min_should_follow_qdrant() {
     assert_eq!(collection.count(Some(&parse(json!({"must": []})))), 10);
 }
 
+/// A condition that is a filter object may hold any of the clauses alone, `min_should`
+/// included, or none (`{}` is the empty filter: it matches everything).
+#[test]
+fn sub_filters_may_hold_any_clause() {
+    let id = PointId::Number(1);
+    let payload = json!({"a": 1});
+    let check = |filter: Value| parse(filter).matches(&id, Some(&payload));
+    let hit = json!({"key": "a", "match": {"value": 1}});
+    let miss = json!({"key": "a", "match": {"value": 2}});
+    let at_least = |min_count: usize| json!({"min_should": {"conditions": [hit.clone(), miss.clone()], "min_count": min_count}});
+    assert!(check(json!({"must": [at_least(1)]})));
+    assert!(!check(json!({"must": [at_least(2)]})));
+    assert!(check(json!({"must_not": [at_least(2)]})));
+    assert!(check(json!({"should": [miss.clone(), at_least(1)]})));
+    assert!(check(
+        json!({"min_should": {"conditions": [at_least(1), hit.clone()], "min_count": 2}})
+    ));
+    assert!(check(json!({"must": [{"must_not": [miss.clone()]}]})));
+    assert!(!check(json!({"must": [{"should": [miss.clone()]}]})));
+    assert!(check(json!({"must": [{}]})));
+    assert!(!check(json!({"must_not": [{}]})));
+    assert!(check(json!({"should": {}})));
+    assert!(check(json!({"must": [{"must": null}]})));
+}
+
 fn payload_for(id: u64) -> Value {
     let group = ["red", "green", "blue"][(id % 3) as usize];
     json!({"group": group, "rank": id % 10, "even": id.is_multiple_of(2)})
