@@ -45,6 +45,7 @@ fn to_python_error(error: EngineError) -> PyErr {
     match error {
         EngineError::WrongVectorDimension { .. } => DimensionError::new_err(message),
         EngineError::NonFiniteValue { .. }
+        | EngineError::VectorNormTooLarge { .. }
         | EngineError::PayloadTooLarge { .. }
         | EngineError::InvalidPayload { .. }
         | EngineError::ParameterOutOfRange { .. }

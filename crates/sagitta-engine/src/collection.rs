@@ -23,6 +23,11 @@ use crate::shard::Shard;
 
 /// Largest vector dimension.
 pub const MAX_DIMENSION: usize = 65_536;
+/// The largest vector norm stored or queried: for norms up to B, |x·y| ≤ B² and
+/// ‖x − y‖² ≤ 4B², so with B = 4e18 every score (and every partial sum of one, which the
+/// bound covers too) stays below 6.4e37, under f32::MAX (3.4e38) with room for rounding.
+/// Larger vectors would return infinite scores, which JSON writes as null.
+pub const MAX_VECTOR_NORM: f64 = 4e18;
 /// Most shards per collection.
 pub const MAX_SHARDS: usize = 256;
 /// Largest payload per point (JSON text), 1 MiB.
@@ -45,8 +50,8 @@ impl CollectionConfig {
         check_range("shard_number", self.shard_count, 1, MAX_SHARDS)
     }
 
-    /// A vector must have the collection's dimension and finite values; errors name
-    /// `name()` (a point id, or "query").
+    /// A vector must have the collection's dimension, finite values and a norm of at most
+    /// [`MAX_VECTOR_NORM`]; errors name `name()` (a point id, or "query").
     pub(crate) fn check_vector(&self, vector: &[f32], name: impl Fn() -> String) -> Result<()> {
         if vector.len() != self.dim {
             return Err(EngineError::WrongVectorDimension {
@@ -59,6 +64,18 @@ impl CollectionConfig {
             return Err(EngineError::NonFiniteValue {
                 point: name(),
                 position,
+            });
+        }
+        let norm = vector
+            .iter()
+            .map(|v| f64::from(*v) * f64::from(*v))
+            .sum::<f64>()
+            .sqrt();
+        if norm > MAX_VECTOR_NORM {
+            return Err(EngineError::VectorNormTooLarge {
+                point: name(),
+                norm,
+                limit: MAX_VECTOR_NORM,
             });
         }
         Ok(())

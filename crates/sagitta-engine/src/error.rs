@@ -12,6 +12,15 @@ pub enum EngineError {
     },
     #[error("point {point}: `vector` has a non-finite value (NaN or Inf) at position {position}")]
     NonFiniteValue { point: String, position: usize },
+    #[error(
+        "point {point}: `vector` has norm {norm:e}, over the limit of {limit:e} (scores \
+         between such vectors would overflow 32-bit floats)"
+    )]
+    VectorNormTooLarge {
+        point: String,
+        norm: f64,
+        limit: f64,
+    },
     #[error("point {point}: `payload` is {size} bytes, over the limit of {limit} bytes")]
     PayloadTooLarge {
         point: String,

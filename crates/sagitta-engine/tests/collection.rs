@@ -430,6 +430,18 @@ fn bad_input_is_rejected_and_nothing_is_stored() {
         collection.upsert(batch.clone(), true),
         Err(EngineError::NonFiniteValue { position: 0, .. })
     ));
+    // finite, but scores against it would overflow f32 (JSON null in a 200 before)
+    batch[3].vector = vec![3e18; DIM];
+    let error = collection.upsert(batch.clone(), true).unwrap_err();
+    assert!(
+        matches!(error, EngineError::VectorNormTooLarge { .. }),
+        "{error}"
+    );
+    assert!(error.to_string().contains("point 3"), "{error}");
+    assert!(matches!(
+        collection.search(&[3e18; DIM], 1, None),
+        Err(EngineError::VectorNormTooLarge { .. })
+    ));
     batch[3] = point(3, 0);
     batch[3].payload = Some("x".repeat(MAX_PAYLOAD_BYTES + 1));
     assert!(matches!(
@@ -475,4 +487,42 @@ fn bad_input_is_rejected_and_nothing_is_stored() {
     // a reopen after all of that still finds nothing
     drop(collection);
     assert_eq!(Collection::open(&fs, directory).unwrap().count(None), 0);
+}
+
+/// Vectors up to the norm limit score finitely under every distance, exact and through a
+/// sealed segment's graph.
+#[test]
+fn scores_are_finite_up_to_the_norm_limit() {
+    let fs = SimFileSystem::new();
+    let side = (sagitta_engine::collection::MAX_VECTOR_NORM / (DIM as f64).sqrt()) as f32;
+    for distance in [Distance::Dot, Distance::Euclid, Distance::Cosine] {
+        let directory = format!("/{distance:?}");
+        let collection =
+            Collection::create(&fs, Path::new(&directory), config(distance, 1)).unwrap();
+        let points: Vec<Point> = (0..2_000u64)
+            .map(|id| {
+                let sign = if id % 2 == 0 { 1.0 } else { -1.0 };
+                let mut vector = vec![side * 0.999 * sign; DIM];
+                vector[(id % DIM as u64) as usize] *= -0.5;
+                Point {
+                    id: PointId::Number(id),
+                    vector,
+                    payload: None,
+                }
+            })
+            .collect();
+        let query = points[1].vector.clone();
+        collection.upsert(points, true).unwrap();
+        for sealed in [false, true] {
+            if sealed {
+                collection.optimize(&fs).unwrap();
+            }
+            for hit in collection.search(&query, 10, None).unwrap() {
+                assert!(
+                    hit.score.is_finite(),
+                    "{distance:?} sealed={sealed}: {hit:?}"
+                );
+            }
+        }
+    }
 }

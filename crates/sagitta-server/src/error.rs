@@ -57,6 +57,7 @@ impl ApiError {
             ),
             EngineError::WrongVectorDimension { .. }
             | EngineError::NonFiniteValue { .. }
+            | EngineError::VectorNormTooLarge { .. }
             | EngineError::PayloadTooLarge { .. }
             | EngineError::InvalidPayload { .. }
             | EngineError::InvalidFilter { .. }
