@@ -43,19 +43,43 @@ impl fmt::Display for PointId {
     }
 }
 
-/// Parses a UUID in its hyphenated (or plain 32-hex-digit) text form.
+/// Parses UUID text in the four forms Qdrant accepts (those of the `uuid` crate's
+/// `Uuid::parse_str`): 32 hex digits (`simple`), hyphenated 8-4-4-4-12, hyphenated in
+/// braces (`{...}`), and hyphenated after `urn:uuid:`. Hex digits may be either case;
+/// anything else (a sign, spaces, hyphens elsewhere) is refused.
 pub fn parse_uuid(text: &str) -> Option<u128> {
-    let hex: String = text.chars().filter(|c| *c != '-').collect();
-    let canonical_hyphens = [8, 13, 18, 23];
-    let hyphenated = text.len() == 36
-        && canonical_hyphens
-            .iter()
-            .all(|i| text.as_bytes().get(*i) == Some(&b'-'))
-        && text.matches('-').count() == 4;
-    if hex.len() != 32 || !(hyphenated || text.len() == 32) {
+    let bytes = text.as_bytes();
+    let hyphenated = match bytes.len() {
+        32 => return hex_digits(bytes),
+        36 => bytes,
+        38 if bytes[0] == b'{' && bytes[37] == b'}' => &bytes[1..37],
+        45 if bytes.starts_with(b"urn:uuid:") => &bytes[9..],
+        _ => return None,
+    };
+    let mut digits = [0u8; 32];
+    let mut count = 0;
+    for (position, byte) in hyphenated.iter().enumerate() {
+        let hyphen_here = matches!(position, 8 | 13 | 18 | 23);
+        if hyphen_here != (*byte == b'-') {
+            return None;
+        }
+        if !hyphen_here {
+            digits[count] = *byte;
+            count += 1;
+        }
+    }
+    hex_digits(&digits)
+}
+
+/// The value of exactly 32 ASCII hex digits (no sign, no separators).
+fn hex_digits(digits: &[u8]) -> Option<u128> {
+    if digits.len() != 32 {
         return None;
     }
-    u128::from_str_radix(&hex, 16).ok()
+    digits.iter().try_fold(0u128, |value, byte| {
+        let digit = char::from(*byte).to_digit(16)?;
+        Some((value << 4) | u128::from(digit))
+    })
 }
 
 /// Qdrant's distance names. Scores: similarity for Cosine and Dot (higher is closer),
@@ -91,4 +115,43 @@ pub struct Point {
     pub id: PointId,
     pub vector: Vec<f32>,
     pub payload: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuid_text_forms() {
+        let value = 0x5c56_c793_69f3_4fbf_87e6_c4bf_54c2_8c26_u128;
+        for text in [
+            "5c56c793-69f3-4fbf-87e6-c4bf54c28c26",
+            "5C56C793-69F3-4FBF-87E6-C4BF54C28C26",
+            "5c56c79369f34fbf87e6c4bf54c28c26",
+            "{5c56c793-69f3-4fbf-87e6-c4bf54c28c26}",
+            "urn:uuid:5c56c793-69f3-4fbf-87e6-c4bf54c28c26",
+        ] {
+            assert_eq!(parse_uuid(text), Some(value), "{text}");
+        }
+        for text in [
+            "+f9619ff8b86d011b42d00c04fc964ff",
+            "+c56c793-69f3-4fbf-87e6-c4bf54c28c26",
+            "5c56c793-69f3-4fbf-87e6-c4bf54c28c2g",
+            "5c56c79-369f3-4fbf-87e6-c4bf54c28c26",
+            "5c56c793-69f3-4fbf-87e6c-4bf54c28c26",
+            "{5c56c79369f34fbf87e6c4bf54c28c26}",
+            "(5c56c793-69f3-4fbf-87e6-c4bf54c28c26)",
+            "URN:UUID:5c56c793-69f3-4fbf-87e6-c4bf54c28c26",
+            " 5c56c79369f34fbf87e6c4bf54c28c2",
+            "5c56c793-69f3-4fbf-87e6-c4bf54c28c26 ",
+            "",
+            "7",
+        ] {
+            assert_eq!(parse_uuid(text), None, "{text}");
+        }
+        assert_eq!(
+            PointId::Uuid(value).to_string(),
+            "5c56c793-69f3-4fbf-87e6-c4bf54c28c26"
+        );
+    }
 }

@@ -356,10 +356,13 @@ pub async fn retrieve(
     Ok(ok(records, started))
 }
 
+/// An id in a URL path: decimal digits (no sign: `u64::from_str` would take `+1`), or
+/// UUID text.
 fn parse_path_id(text: &str) -> ApiResult<PointId> {
-    text.parse::<u64>()
-        .ok()
-        .map(PointId::Number)
+    let digits = !text.is_empty() && text.bytes().all(|byte| byte.is_ascii_digit());
+    digits
+        .then(|| text.parse::<u64>().ok().map(PointId::Number))
+        .flatten()
         .or_else(|| parse_uuid(text).map(PointId::Uuid))
         .ok_or_else(|| {
             ApiError::bad_request(format!(

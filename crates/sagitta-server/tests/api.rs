@@ -879,3 +879,167 @@ async fn graceful_shutdown_flushes_unsynced_writes() {
     let collection = database.collection("docs").unwrap();
     assert_eq!(collection.count(None), 20);
 }
+
+/// Ids parse as Qdrant parses them: an unsigned integer, or UUID text in the `uuid`
+/// crate's four forms; a sign, misplaced hyphens or other text are refused on every path
+/// an id comes in by (issue 13 §2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn point_ids_parse_exactly_as_qdrant_does() {
+    let server = server();
+    make_collection(&server, "docs", 4, 3).await;
+    let expect_bad = |reply: Reply, words: &[&str]| {
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{}", reply.body);
+        let message = reply.body["status"]["error"].as_str().unwrap().to_string();
+        for word in words {
+            assert!(message.contains(word), "{word:?} not in {message:?}");
+        }
+    };
+    let signed = [
+        "+f9619ff8b86d011b42d00c04fc964ff",
+        "+c56c793-69f3-4fbf-87e6-c4bf54c28c26",
+    ];
+    let malformed = [
+        "5c56c793-69f3-4fbf-87e6-c4bf54c28c2g",
+        "5c56c79-369f3-4fbf-87e6-c4bf54c28c26",
+        "{5c56c79369f34fbf87e6c4bf54c28c26}",
+        "12",
+    ];
+    for id in signed.iter().chain(&malformed) {
+        let upsert = "/collections/docs/points?wait=true";
+        expect_bad(
+            server
+                .call(
+                    "PUT",
+                    upsert,
+                    json!({"points": [{"id": id, "vector": [1, 0, 0, 0]}]}),
+                )
+                .await,
+            &["points[0].id"],
+        );
+        expect_bad(
+            server
+                .call(
+                    "PUT",
+                    upsert,
+                    json!({"batch": {"ids": [id], "vectors": [[1, 0, 0, 0]]}}),
+                )
+                .await,
+            &["batch.ids[0]"],
+        );
+        expect_bad(
+            server
+                .call("POST", "/collections/docs/points", json!({"ids": [1, id]}))
+                .await,
+            &["ids[1]"],
+        );
+        expect_bad(
+            server
+                .call(
+                    "POST",
+                    "/collections/docs/points/delete",
+                    json!({"points": [id]}),
+                )
+                .await,
+            &["points[0]"],
+        );
+        expect_bad(
+            server
+                .call(
+                    "POST",
+                    "/collections/docs/points/payload",
+                    json!({"payload": {"a": 1}, "points": [id]}),
+                )
+                .await,
+            &["points[0]"],
+        );
+        expect_bad(
+            server
+                .call(
+                    "POST",
+                    "/collections/docs/points/scroll",
+                    json!({"offset": id}),
+                )
+                .await,
+            &["offset"],
+        );
+        expect_bad(
+            server
+                .call(
+                    "POST",
+                    "/collections/docs/points/count",
+                    json!({"filter": {"must": [{"has_id": [0, id]}]}}),
+                )
+                .await,
+            &["has_id[1]"],
+        );
+        expect_bad(
+            server
+                .call(
+                    "POST",
+                    "/collections/docs/points/query",
+                    json!({"query": id}),
+                )
+                .await,
+            &["query"],
+        );
+    }
+    // In a URL path an id is decimal digits or UUID text; `%2B1` is "+1".
+    for path in [
+        "%2B1",
+        "+1",
+        "-1",
+        "1.0",
+        "0x1",
+        "%2Bf9619ff8b86d011b42d00c04fc964ff",
+    ] {
+        expect_bad(
+            server
+                .call(
+                    "GET",
+                    &format!("/collections/docs/points/{path}"),
+                    json!(null),
+                )
+                .await,
+            &["point id"],
+        );
+    }
+    assert_eq!(server.count("docs").await, 3);
+    // Every accepted UUID form names the same point, answered in the hyphenated form.
+    let canonical = "5c56c793-69f3-4fbf-87e6-c4bf54c28c26";
+    for (index, id) in [
+        canonical,
+        "5C56C793-69F3-4FBF-87E6-C4BF54C28C26",
+        "5c56c79369f34fbf87e6c4bf54c28c26",
+        "{5c56c793-69f3-4fbf-87e6-c4bf54c28c26}",
+        "urn:uuid:5c56c793-69f3-4fbf-87e6-c4bf54c28c26",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        server
+            .ok(
+                "PUT",
+                "/collections/docs/points?wait=true",
+                json!({"points": [{"id": id, "vector": [1, 0, 0, 0], "payload": {"form": index}}]}),
+            )
+            .await;
+        let record = server
+            .ok("POST", "/collections/docs/points", json!({"ids": [id]}))
+            .await;
+        assert_eq!(record[0]["id"], canonical);
+        assert_eq!(record[0]["payload"]["form"], index);
+        let one = server
+            .ok(
+                "GET",
+                &format!("/collections/docs/points/{id}"),
+                json!(null),
+            )
+            .await;
+        assert_eq!(one["id"], canonical);
+    }
+    assert_eq!(server.count("docs").await, 4);
+    let one = server
+        .ok("GET", "/collections/docs/points/2", json!(null))
+        .await;
+    assert_eq!(one["id"], 2);
+}
