@@ -7,6 +7,8 @@ use std::time::Instant;
 use axum::extract::{Path, State};
 use axum::http::Uri;
 use axum::response::Response;
+use sagitta_engine::collection::MAX_LIMIT;
+use sagitta_engine::filter::Condition;
 use sagitta_engine::point::parse_uuid;
 use sagitta_engine::{Collection, Filter, PointId, SearchRequest, Strategy};
 use serde_json::{json, Value};
@@ -26,6 +28,32 @@ use crate::SharedState;
 
 /// Results returned when a request gives no `limit`.
 const DEFAULT_LIMIT: usize = 10;
+
+/// `limit` as the client sent it (or the default), checked before anything is derived
+/// from it: 0 is refused as Qdrant refuses it, and so is anything over [`MAX_LIMIT`].
+fn checked_limit(limit: Option<usize>, field: &str) -> ApiResult<usize> {
+    match limit.unwrap_or(DEFAULT_LIMIT) {
+        0 => Err(ApiError::bad_request(format!(
+            "Wrong input: `{field}limit`: value 0 invalid, must be 1 or larger"
+        ))),
+        limit if limit > MAX_LIMIT => Err(ApiError::bad_request(format!(
+            "Wrong input: `{field}limit` = {limit}: must be at most {MAX_LIMIT}"
+        ))),
+        limit => Ok(limit),
+    }
+}
+
+/// `filter` with the point a query by id starts from left out (as Qdrant does, before
+/// `offset` and `limit` apply).
+fn without_point(filter: Option<Filter>, id: PointId) -> Filter {
+    Filter {
+        must: filter
+            .map(|filter| vec![Condition::Nested(Box::new(filter))])
+            .unwrap_or_default(),
+        must_not: vec![Condition::HasId(vec![id])],
+        ..Filter::default()
+    }
+}
 
 /// A write slot, or 429 with `Retry-After` when every slot is taken.
 fn write_slot(state: &SharedState) -> ApiResult<OwnedSemaphorePermit> {
@@ -69,8 +97,6 @@ pub async fn upsert(
 /// A search with everything owned, ready for the blocking pool.
 struct PreparedSearch {
     vector: Vec<f32>,
-    /// The point a query-by-id starts from: left out of its results.
-    exclude: Option<PointId>,
     limit: usize,
     offset: usize,
     filter: Option<Filter>,
@@ -107,6 +133,7 @@ fn prepare_query(
             return Err(unknown_vector_name(&format!("{field}using"), using));
         }
     }
+    let limit = checked_limit(request.limit, field)?;
     let (vector, exclude) = match request.query {
         None => {
             return Err(ApiError::bad_request(format!(
@@ -134,12 +161,15 @@ fn prepare_query(
             )))
         }
     };
+    let filter = parse_filter(request.filter.as_ref(), &format!("{field}filter"))?;
     Ok(PreparedSearch {
         vector,
-        exclude,
-        limit: request.limit.unwrap_or(DEFAULT_LIMIT),
+        limit,
         offset: request.offset.unwrap_or(0),
-        filter: parse_filter(request.filter.as_ref(), &format!("{field}filter"))?,
+        filter: match exclude {
+            Some(id) => Some(without_point(filter, id)),
+            None => filter,
+        },
         score_threshold: request.score_threshold,
         strategy: strategy(request.params.as_ref()),
         with_payload: request.with_payload.unwrap_or(WithPayload::Flag(false)),
@@ -159,8 +189,7 @@ fn prepare_search(request: SearchRequestInput, field: &str) -> ApiResult<Prepare
     };
     Ok(PreparedSearch {
         vector,
-        exclude: None,
-        limit: request.limit,
+        limit: checked_limit(Some(request.limit), field)?,
         offset: request.offset.unwrap_or(0),
         filter: parse_filter(request.filter.as_ref(), &format!("{field}filter"))?,
         score_threshold: request.score_threshold,
@@ -180,8 +209,7 @@ fn run_searches(
         .iter()
         .map(|search| SearchRequest {
             vector: &search.vector,
-            // One extra result stands in for the excluded query point.
-            limit: search.limit + usize::from(search.exclude.is_some()),
+            limit: search.limit,
             offset: search.offset,
             filter: search.filter.as_ref(),
             score_threshold: search.score_threshold,
@@ -201,8 +229,6 @@ fn run_searches(
         .zip(searches)
         .map(|(hits, search)| {
             hits.into_iter()
-                .filter(|hit| Some(hit.id) != search.exclude)
-                .take(search.limit)
                 .map(|hit| scored_output(hit, &search.with_payload, search.with_vector))
                 .collect()
         })
@@ -301,7 +327,7 @@ pub async fn scroll(
         ));
     }
     let filter = parse_filter(request.filter.as_ref(), "filter")?;
-    let limit = request.limit.unwrap_or(DEFAULT_LIMIT);
+    let limit = checked_limit(request.limit, "")?;
     let with_payload = request.with_payload.unwrap_or(WithPayload::Flag(true));
     let with_vector = WithVector::wanted(request.with_vector.as_ref());
     let offset = request.offset.map(|id| id.0);

@@ -1043,3 +1043,109 @@ async fn point_ids_parse_exactly_as_qdrant_does() {
         .await;
     assert_eq!(one["id"], 2);
 }
+
+/// `limit` is checked as sent (issue 13 §3): 0 is refused everywhere a limit is taken,
+/// the largest allowed value works for a query by id too, and huge values are named as
+/// sent, never wrapped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limits_are_checked_as_sent() {
+    let server = server();
+    let dim = 4;
+    make_collection(&server, "docs", dim, 30).await;
+    let expect_limit = |reply: Reply, words: &[&str]| {
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{}", reply.body);
+        let message = reply.body["status"]["error"].as_str().unwrap().to_string();
+        for word in words {
+            assert!(message.contains(word), "{word:?} not in {message:?}");
+        }
+    };
+    let query = "/collections/docs/points/query";
+    let by_id = server
+        .ok("POST", query, json!({"query": 1, "limit": 10_000}))
+        .await;
+    assert_eq!(by_id["points"].as_array().unwrap().len(), 29);
+    let by_id_nearest = server
+        .ok(
+            "POST",
+            query,
+            json!({"query": {"nearest": 1}, "limit": 10_000}),
+        )
+        .await;
+    assert_eq!(by_id_nearest["points"].as_array().unwrap().len(), 29);
+    expect_limit(
+        server
+            .send("POST", query, r#"{"query": 1, "limit": 10001}"#, None)
+            .await,
+        &["limit", "10001"],
+    );
+    expect_limit(
+        server
+            .send(
+                "POST",
+                query,
+                r#"{"query": 1, "limit": 18446744073709551615}"#,
+                None,
+            )
+            .await,
+        &["limit", "18446744073709551615"],
+    );
+    let zero_limit: [(&str, Value, &str); 7] = [
+        (query, json!({"query": 1, "limit": 0}), "limit"),
+        (query, json!({"query": [1, 0, 0, 0], "limit": 0}), "limit"),
+        (
+            "/collections/docs/points/query/batch",
+            json!({"searches": [{"query": [1, 0, 0, 0]}, {"query": 2, "limit": 0}]}),
+            "searches[1].limit",
+        ),
+        (
+            "/collections/docs/points/search",
+            json!({"vector": [1, 0, 0, 0], "limit": 0}),
+            "limit",
+        ),
+        (
+            "/collections/docs/points/search/batch",
+            json!({"searches": [{"vector": [1, 0, 0, 0], "limit": 0}]}),
+            "searches[0].limit",
+        ),
+        (
+            "/collections/docs/points/scroll",
+            json!({"limit": 0}),
+            "limit",
+        ),
+        (
+            "/collections/docs/points/scroll",
+            json!({"limit": 0, "filter": {"must": [{"has_id": [1]}]}}),
+            "limit",
+        ),
+    ];
+    for (path, body, field) in zero_limit {
+        expect_limit(server.call("POST", path, body).await, &[field, "0"]);
+    }
+    // A query by id leaves its point out before `offset` and `limit` apply.
+    let from = vector(7, dim);
+    let mut expected: Vec<(u64, f32)> = (0..30)
+        .filter(|i| *i != 7)
+        .map(|i| (i, cosine(&from, &vector(i, dim))))
+        .collect();
+    expected.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    for offset in [0_usize, 1, 2, 5] {
+        let page = server
+            .ok(
+                "POST",
+                query,
+                json!({"query": 7, "limit": 4, "offset": offset, "params": {"exact": true}}),
+            )
+            .await;
+        let ids: Vec<u64> = page["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|hit| hit["id"].as_u64().unwrap())
+            .collect();
+        let wanted: Vec<u64> = expected[offset..offset + 4]
+            .iter()
+            .map(|(id, _)| *id)
+            .collect();
+        assert_eq!(ids, wanted, "offset {offset}");
+    }
+}
