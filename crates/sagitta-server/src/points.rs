@@ -5,12 +5,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{Path, State};
-use axum::http::Uri;
+use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use sagitta_engine::collection::MAX_LIMIT;
 use sagitta_engine::filter::Condition;
 use sagitta_engine::point::parse_uuid;
-use sagitta_engine::{Collection, Filter, PointId, SearchRequest, Strategy};
+use sagitta_engine::{Collection, Filter, PointId, ScoredPoint, SearchRequest, Strategy};
 use serde_json::{json, Value};
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -224,6 +224,7 @@ fn run_searches(
         collection.query_batch(&requests)
     }
     .map_err(|error| ApiError::from_engine(error, name))?;
+    results.iter().try_for_each(|hits| check_scores(hits))?;
     Ok(results
         .into_iter()
         .zip(searches)
@@ -233,6 +234,23 @@ fn run_searches(
                 .collect()
         })
         .collect())
+}
+
+/// Every score must be a finite number: JSON has no NaN or infinity, and serde would
+/// answer `null` in a 200. The engine refuses vectors and queries whose scores could
+/// overflow; should one slip through anyway, the request fails loudly instead.
+fn check_scores(hits: &[ScoredPoint]) -> ApiResult<()> {
+    match hits.iter().find(|hit| !hit.score.is_finite()) {
+        None => Ok(()),
+        Some(hit) => Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!(
+                "Service internal error: point {} scored {} (not a finite number); \
+                 scores are never answered as null",
+                hit.id, hit.score
+            ),
+        )),
+    }
 }
 
 pub async fn query(
@@ -566,4 +584,25 @@ pub async fn clear_payload(
         PayloadChange::Overwrite("{}".to_string()),
     )
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_score_that_is_not_finite_is_never_answered() {
+        let hit = |id, score| ScoredPoint {
+            id: PointId::Number(id),
+            score,
+            payload: None,
+            vector: Vec::new(),
+        };
+        assert!(check_scores(&[hit(1, 0.5), hit(2, -3.0e38)]).is_ok());
+        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            let error = check_scores(&[hit(1, 0.5), hit(7, bad)]).unwrap_err();
+            assert_eq!(error.status, StatusCode::INTERNAL_SERVER_ERROR);
+            assert!(error.message.contains("point 7"), "{}", error.message);
+        }
+    }
 }

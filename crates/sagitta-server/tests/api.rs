@@ -1149,3 +1149,64 @@ async fn limits_are_checked_as_sent() {
         assert_eq!(ids, wanted, "offset {offset}");
     }
 }
+
+/// A 200 never carries a `null` score (issue 12 §5): vectors whose components overflow
+/// f32 arithmetic are refused at upsert with the limit named, or every score a plain
+/// query returns is a finite number.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scores_are_finite_numbers_or_the_vector_is_refused() {
+    let server = server();
+    for distance in ["Dot", "Euclid", "Cosine"] {
+        for (index, magnitude) in [1e16_f64, 1e20, 3e38].into_iter().enumerate() {
+            let name = format!("{}{index}", distance.to_lowercase());
+            server
+                .ok(
+                    "PUT",
+                    &format!("/collections/{name}"),
+                    json!({"vectors": {"size": 2, "distance": distance}}),
+                )
+                .await;
+            let upsert = server
+                .call(
+                    "PUT",
+                    &format!("/collections/{name}/points?wait=true"),
+                    json!({"points": [{"id": 1, "vector": [magnitude, magnitude]},
+                                      {"id": 2, "vector": [1, 2]},
+                                      {"id": 3, "vector": [-magnitude, magnitude]}]}),
+                )
+                .await;
+            if upsert.status == StatusCode::BAD_REQUEST {
+                let message = upsert.body["status"]["error"].as_str().unwrap();
+                assert!(message.contains("vector"), "{message}");
+                continue;
+            }
+            assert_eq!(upsert.status, StatusCode::OK, "{}", upsert.body);
+            for body in [
+                json!({"query": [1, 1]}),
+                json!({"query": [0.5, -2]}),
+                json!({"query": 2}),
+                json!({"query": 1}),
+            ] {
+                let reply = server
+                    .call(
+                        "POST",
+                        &format!("/collections/{name}/points/query"),
+                        body.clone(),
+                    )
+                    .await;
+                assert_eq!(
+                    reply.status,
+                    StatusCode::OK,
+                    "{distance} {magnitude:e} {body}: {}",
+                    reply.body
+                );
+                for hit in reply.body["result"]["points"].as_array().unwrap() {
+                    assert!(
+                        hit["score"].as_f64().is_some_and(f64::is_finite),
+                        "{distance} {magnitude:e} {body}: {hit}"
+                    );
+                }
+            }
+        }
+    }
+}
