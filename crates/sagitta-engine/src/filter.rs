@@ -9,8 +9,13 @@
 //! datetime}}`, `{"key": k, "geo_radius": {"center": {"lat", "lon"}, "radius": meters}}`,
 //! `{"has_id": [ids]}`, `{"is_empty": {"key": k}}`, `{"is_null": {"key": k}}`,
 //! `{"has_vector": ""}` (the unnamed vector every point has), or a nested filter; and
-//! `"min_should": {"conditions": [..], "min_count": n}` beside must / should / must_not. Keys are dotted paths; arrays met on the way are flattened, and a condition on an
-//! array field holds when it holds for any element (Qdrant's semantics).
+//! `"min_should": {"conditions": [..], "min_count": n}` beside must / should / must_not.
+//!
+//! Keys are paths in Qdrant's syntax ([`KeyPath`]): `a.b`, `a[0]`, `a[]`, `a[].b`,
+//! `a[0][1]`, `"quoted.key"`. A dotted key does not enter arrays: `[]` does. A field
+//! condition holds when it holds for one value of the field; an array reached by a final key
+//! counts as its elements, one reached by `[N]` or `[]` as one value (qdrant-client's local
+//! mode).
 //!
 //! Every parse error names the path inside the filter (`filter.must[1].range.gt`) and why.
 
@@ -57,33 +62,33 @@ pub enum Scalar {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Condition {
     MatchValue {
-        key: Vec<String>,
+        key: KeyPath,
         value: Scalar,
     },
     MatchAny {
-        key: Vec<String>,
+        key: KeyPath,
         values: Vec<Scalar>,
     },
     MatchExcept {
-        key: Vec<String>,
+        key: KeyPath,
         values: Vec<Scalar>,
     },
     MatchText {
-        key: Vec<String>,
+        key: KeyPath,
         text: String,
     },
     Range {
-        key: Vec<String>,
+        key: KeyPath,
         bounds: Range,
     },
     /// A range whose bounds were RFC 3339 datetimes (as epoch seconds); matches payload
     /// strings that parse as datetimes.
     DatetimeRange {
-        key: Vec<String>,
+        key: KeyPath,
         bounds: Range,
     },
     GeoRadius {
-        key: Vec<String>,
+        key: KeyPath,
         latitude: f64,
         longitude: f64,
         radius_meters: f64,
@@ -92,10 +97,10 @@ pub enum Condition {
     /// `has_vector` of the unnamed vector: every point has it.
     HasVector,
     IsEmpty {
-        key: Vec<String>,
+        key: KeyPath,
     },
     IsNull {
-        key: Vec<String>,
+        key: KeyPath,
     },
     Nested(Box<Filter>),
 }
@@ -275,7 +280,7 @@ impl Parser {
         for (name, make) in [
             (
                 "is_empty",
-                (|key| Condition::IsEmpty { key }) as fn(Vec<String>) -> Condition,
+                (|key| Condition::IsEmpty { key }) as fn(KeyPath) -> Condition,
             ),
             ("is_null", |key| Condition::IsNull { key }),
         ] {
@@ -393,7 +398,7 @@ impl Parser {
     }
 }
 
-fn parse_geo_radius(value: &Value, key: Vec<String>, path: &str) -> Result<Condition> {
+fn parse_geo_radius(value: &Value, key: KeyPath, path: &str) -> Result<Condition> {
     let number = |value: Option<&Value>, field: &str| -> Result<f64> {
         let field_path = format!("{path}.{field}");
         value
@@ -441,18 +446,19 @@ pub fn haversine_meters(from: (f64, f64), to: (f64, f64)) -> f64 {
     2.0 * EARTH_RADIUS_METERS * a.sqrt().min(1.0).asin()
 }
 
-fn parse_key(value: &Value, path: &str) -> Result<Vec<String>> {
+fn parse_key(value: &Value, path: &str) -> Result<KeyPath> {
     let Value::String(key) = value else {
         return Err(invalid(path, "must be a string"));
     };
-    let parts: Vec<String> = key
-        .split('.')
-        .map(|part| part.trim_end_matches("[]").to_string())
-        .collect();
-    if key.is_empty() || parts.iter().any(String::is_empty) {
-        return Err(invalid(path, format!("{key:?} is not a valid key path")));
-    }
-    Ok(parts)
+    KeyPath::parse(key).ok_or_else(|| {
+        invalid(
+            path,
+            format!(
+                "{key:?} is not a valid key path (keys of letters, digits, _ and -, or \
+                 \"quoted\", joined by dots, each followed by any [N] or [])"
+            ),
+        )
+    })
 }
 
 fn parse_scalar(value: &Value, path: &str) -> Result<Scalar> {
@@ -480,30 +486,145 @@ fn parse_id(value: &Value, path: &str) -> Result<PointId> {
     }
 }
 
-/// Every value at `key` (arrays on the way and at the end are flattened).
-pub(crate) fn values_at<'a>(payload: &'a Value, key: &[String], out: &mut Vec<&'a Value>) {
-    match payload {
-        Value::Array(items) => {
-            for item in items {
-                values_at(item, key, out);
+/// One step of a [`KeyPath`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum PathItem {
+    /// `.name` (or the first name): a key of an object.
+    Key(String),
+    /// `[N]`: element `N` of an array.
+    Index(usize),
+    /// `[]`: every element of an array.
+    Wildcard,
+}
+
+/// A payload key path in Qdrant's syntax: a key, then any of `.key`, `[N]` and `[]`; a key
+/// is letters, digits, `_` and `-`, or any text without `"` or `\` in double quotes
+/// (`"a.b"` is one key). A step that does not fit the value it meets (a key of an array, an
+/// index of an object, an index past the end) reaches nothing: arrays are only entered
+/// through `[N]` and `[]`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct KeyPath {
+    items: Vec<PathItem>,
+}
+
+impl KeyPath {
+    /// `None` when `text` is not a key path.
+    pub fn parse(text: &str) -> Option<KeyPath> {
+        let mut items = Vec::new();
+        let mut rest = text;
+        let mut expect_key = true;
+        loop {
+            if expect_key {
+                let (key, after) = split_key(rest)?;
+                items.push(PathItem::Key(key));
+                rest = after;
+                expect_key = false;
             }
-        }
-        Value::Object(object) => {
-            if let Some((first, rest)) = key.split_first() {
-                if let Some(child) = object.get(first) {
-                    if rest.is_empty() {
-                        match child {
-                            Value::Array(items) => out.extend(items.iter()),
-                            other => out.push(other),
-                        }
-                    } else {
-                        values_at(child, rest, out);
-                    }
+            match rest.as_bytes().first() {
+                None => return Some(KeyPath { items }),
+                Some(b'.') => {
+                    rest = &rest[1..];
+                    expect_key = true;
                 }
+                Some(b'[') => {
+                    let close = rest.find(']')?;
+                    let inside = &rest[1..close];
+                    items.push(if inside.is_empty() {
+                        PathItem::Wildcard
+                    } else if inside.bytes().all(|b| b.is_ascii_digit()) {
+                        PathItem::Index(inside.parse().ok()?)
+                    } else {
+                        return None;
+                    });
+                    rest = &rest[close + 1..];
+                }
+                Some(_) => return None,
             }
         }
-        _ => {}
     }
+
+    pub fn items(&self) -> &[PathItem] {
+        &self.items
+    }
+
+    /// A path of `items` (the first a key).
+    pub(crate) fn from_items(items: Vec<PathItem>) -> KeyPath {
+        debug_assert!(matches!(items.first(), Some(PathItem::Key(_))));
+        KeyPath { items }
+    }
+
+    /// Whether the path ends with a key (so that an array found there counts as its
+    /// elements), rather than with `[N]` or `[]`.
+    fn ends_with_key(&self) -> bool {
+        matches!(self.items.last(), Some(PathItem::Key(_)))
+    }
+}
+
+/// The key at the start of `text` (raw or quoted) and what follows it.
+fn split_key(text: &str) -> Option<(String, &str)> {
+    if let Some(quoted) = text.strip_prefix('"') {
+        let end = quoted.find(['"', '\\'])?;
+        if quoted.as_bytes()[end] != b'"' {
+            return None;
+        }
+        return Some((quoted[..end].to_string(), &quoted[end + 1..]));
+    }
+    let end = text
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+        .unwrap_or(text.len());
+    (end > 0).then(|| (text[..end].to_string(), &text[end..]))
+}
+
+/// Whether `visit` holds for some value at `items` below `value` (stopping at the first):
+/// the values the path reaches, as they are (`[]` reaches each element of an array).
+fn any_leaf<'a>(
+    value: &'a Value,
+    items: &[PathItem],
+    visit: &mut dyn FnMut(&'a Value) -> bool,
+) -> bool {
+    let Some((head, rest)) = items.split_first() else {
+        return visit(value);
+    };
+    match (head, value) {
+        (PathItem::Key(key), Value::Object(object)) => object
+            .get(key)
+            .is_some_and(|child| any_leaf(child, rest, visit)),
+        (PathItem::Index(index), Value::Array(elements)) => elements
+            .get(*index)
+            .is_some_and(|child| any_leaf(child, rest, visit)),
+        (PathItem::Wildcard, Value::Array(elements)) => {
+            elements.iter().any(|child| any_leaf(child, rest, visit))
+        }
+        _ => false,
+    }
+}
+
+/// Whether `visit` holds for some value of the field at `key` (stopping at the first): the
+/// values the path reaches, an array reached by a final key counting as its elements.
+fn any_value<'a>(
+    payload: Option<&'a Value>,
+    key: &KeyPath,
+    visit: &mut dyn FnMut(&'a Value) -> bool,
+) -> bool {
+    let Some(payload) = payload else {
+        return false;
+    };
+    if key.ends_with_key() {
+        any_leaf(payload, key.items(), &mut |leaf| match leaf {
+            Value::Array(elements) => elements.iter().any(&mut *visit),
+            other => visit(other),
+        })
+    } else {
+        any_leaf(payload, key.items(), visit)
+    }
+}
+
+/// Every value of the field at `key` (as [`any_value`] visits them).
+pub(crate) fn values_at<'a>(payload: &'a Value, key: &KeyPath, out: &mut Vec<&'a Value>) {
+    any_value(Some(payload), key, &mut |value| {
+        out.push(value);
+        false
+    });
 }
 
 fn scalar_equals(value: &Value, scalar: &Scalar) -> bool {
@@ -517,32 +638,27 @@ fn scalar_equals(value: &Value, scalar: &Scalar) -> bool {
 
 impl Condition {
     fn matches(&self, id: &PointId, payload: Option<&Value>) -> bool {
-        let field = |key: &[String]| {
-            let mut out = Vec::new();
-            if let Some(payload) = payload {
-                values_at(payload, key, &mut out);
-            }
-            out
-        };
         match self {
             Condition::MatchValue { key, value } => {
-                field(key).iter().any(|v| scalar_equals(v, value))
+                any_value(payload, key, &mut |v| scalar_equals(v, value))
             }
-            Condition::MatchAny { key, values } => field(key)
-                .iter()
-                .any(|v| values.iter().any(|s| scalar_equals(v, s))),
+            Condition::MatchAny { key, values } => any_value(payload, key, &mut |v| {
+                values.iter().any(|s| scalar_equals(v, s))
+            }),
             // Qdrant: some value of the field is outside the list; a null is no value, so a
             // missing key, `null`, `[]` or `[null]` never match.
-            Condition::MatchExcept { key, values } => field(key)
-                .iter()
-                .any(|v| !v.is_null() && !values.iter().any(|s| scalar_equals(v, s))),
-            Condition::MatchText { key, text } => field(key)
-                .iter()
-                .any(|v| matches!(v, Value::String(s) if s.contains(text.as_str()))),
-            Condition::Range { key, bounds } => field(key)
-                .iter()
-                .any(|v| v.as_f64().is_some_and(|number| bounds.contains(number))),
-            Condition::DatetimeRange { key, bounds } => field(key).iter().any(|v| {
+            Condition::MatchExcept { key, values } => any_value(payload, key, &mut |v| {
+                !v.is_null() && !values.iter().any(|s| scalar_equals(v, s))
+            }),
+            Condition::MatchText { key, text } => any_value(
+                payload,
+                key,
+                &mut |v| matches!(v, Value::String(s) if s.contains(text.as_str())),
+            ),
+            Condition::Range { key, bounds } => any_value(payload, key, &mut |v| {
+                v.as_f64().is_some_and(|number| bounds.contains(number))
+            }),
+            Condition::DatetimeRange { key, bounds } => any_value(payload, key, &mut |v| {
                 v.as_str()
                     .and_then(parse_timestamp)
                     .is_some_and(|seconds| bounds.contains(seconds))
@@ -552,21 +668,19 @@ impl Condition {
                 latitude,
                 longitude,
                 radius_meters,
-            } => field(key).iter().any(|v| {
-                match (
-                    v.get("lat").and_then(Value::as_f64),
-                    v.get("lon").and_then(Value::as_f64),
-                ) {
-                    (Some(lat), Some(lon)) => {
-                        haversine_meters((*latitude, *longitude), (lat, lon)) <= *radius_meters
-                    }
-                    _ => false,
+            } => any_value(payload, key, &mut |v| match (
+                v.get("lat").and_then(Value::as_f64),
+                v.get("lon").and_then(Value::as_f64),
+            ) {
+                (Some(lat), Some(lon)) => {
+                    haversine_meters((*latitude, *longitude), (lat, lon)) <= *radius_meters
                 }
+                _ => false,
             }),
             Condition::HasId(ids) => ids.contains(id),
             Condition::HasVector => true,
-            Condition::IsEmpty { key } => field(key).iter().all(|v| v.is_null()),
-            Condition::IsNull { key } => field(key).iter().any(|v| v.is_null()),
+            Condition::IsEmpty { key } => !any_value(payload, key, &mut |v| !v.is_null()),
+            Condition::IsNull { key } => any_value(payload, key, &mut Value::is_null),
             Condition::Nested(filter) => filter.matches(id, payload),
         }
     }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::error::{EngineError, Result};
-use crate::filter::{values_at, Condition, Filter, Range, Scalar};
+use crate::filter::{values_at, Condition, Filter, KeyPath, PathItem, Range, Scalar};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FieldType {
@@ -99,8 +99,12 @@ pub fn check_field_name(field: &str) -> Result<()> {
     }
 }
 
-fn key_parts(field: &str) -> Vec<String> {
-    field.split('.').map(str::to_string).collect()
+/// The key path of an indexed field: parsed as a filter's key is, so that a filter names
+/// the same path; a name that is no key path becomes one key (which only a quoted filter key
+/// can name, and then the index holds exactly its values).
+fn key_path(field: &str) -> KeyPath {
+    KeyPath::parse(field)
+        .unwrap_or_else(|| KeyPath::from_items(vec![PathItem::Key(field.to_string())]))
 }
 
 enum FieldIndex {
@@ -113,7 +117,7 @@ enum FieldIndex {
 }
 
 impl FieldIndex {
-    fn build(field: FieldType, key: &[String], payloads: &[Option<Arc<Value>>]) -> FieldIndex {
+    fn build(field: FieldType, key: &KeyPath, payloads: &[Option<Arc<Value>>]) -> FieldIndex {
         let mut index = match field {
             FieldType::Keyword => FieldIndex::Keyword(HashMap::new()),
             FieldType::Integer => FieldIndex::Integer(HashMap::new(), Vec::new()),
@@ -217,7 +221,7 @@ impl FieldIndex {
 /// The payload indexes of one segment.
 #[derive(Default)]
 pub(crate) struct SegmentIndexes {
-    fields: HashMap<Vec<String>, FieldIndex>,
+    fields: HashMap<KeyPath, FieldIndex>,
     /// The schema they were built for.
     schema: PayloadSchema,
 }
@@ -232,14 +236,14 @@ impl SegmentIndexes {
     }
 
     pub fn add(&mut self, field: &str, kind: FieldType, payloads: &[Option<Arc<Value>>]) {
-        let key = key_parts(field);
+        let key = key_path(field);
         let index = FieldIndex::build(kind, &key, payloads);
         self.fields.insert(key, index);
         self.schema.insert(field.to_string(), kind);
     }
 
     pub fn remove(&mut self, field: &str) {
-        self.fields.remove(&key_parts(field));
+        self.fields.remove(&key_path(field));
         self.schema.remove(field);
     }
 

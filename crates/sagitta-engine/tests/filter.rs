@@ -105,8 +105,12 @@ fn conditions_follow_qdrant_semantics() {
     assert!(check(
         json!({"must": [{"key": "items[].n", "match": {"value": 7}}]})
     ));
-    assert!(check(
+    // a dotted key does not go through arrays (Qdrant): `items[].n` does
+    assert!(!check(
         json!({"must": [{"key": "items.n", "range": {"gt": 5}}]})
+    ));
+    assert!(check(
+        json!({"must": [{"key": "items[].n", "range": {"gt": 5}}]})
     ));
     assert!(check(json!({"must": [{"has_id": [1, 5]}]})));
     assert!(!check(json!({"must": [{"has_id": [1]}]})));
@@ -334,6 +338,150 @@ fn sub_filters_may_hold_any_clause() {
     assert!(!check(json!({"must_not": [{}]})));
     assert!(check(json!({"should": {}})));
     assert!(check(json!({"must": [{"must": null}]})));
+}
+
+/// Key paths in Qdrant's syntax: `.key`, `[N]` (one element), `[]` (every element),
+/// `"quoted"` keys. A value reached by a final `.key` that is an array counts as its
+/// elements; one reached by `[N]` or `[]` counts as itself (qdrant-client's local mode).
+#[test]
+fn array_index_key_paths() {
+    let id = PointId::Number(1);
+    let payload = json!({
+        "arr": [[1, 2], [3]],
+        "flat": [10, 20, 30],
+        "objs": [{"n": 1, "tags": ["a", "b"]}, {"n": 7}],
+        "deep": {"list": [{"x": [1, {"y": 5}]}]},
+        "one": {"n": 4},
+        "scalar": 3,
+        "a.b": 6,
+        "sp ace": {"k": 8}
+    });
+    let value = |key: &str, value: Value| {
+        parse(json!({"must": [{"key": key, "match": {"value": value}}]}))
+            .matches(&id, Some(&payload))
+    };
+    let cases = [
+        ("flat[0]", json!(10), true),
+        ("flat[1]", json!(10), false),
+        ("flat[2]", json!(30), true),
+        ("flat[3]", json!(10), false),
+        ("flat", json!(20), true),
+        ("flat[]", json!(20), true),
+        ("arr[0][1]", json!(2), true),
+        ("arr[0][1]", json!(1), false),
+        ("arr[1][0]", json!(3), true),
+        ("arr[][]", json!(3), true),
+        ("arr[][]", json!(1), true),
+        ("arr[][0]", json!(3), true),
+        ("arr[][0]", json!(2), false),
+        // an array reached by [N] or [] is one value, not its elements
+        ("arr[0]", json!(1), false),
+        ("arr[]", json!(1), false),
+        ("arr", json!(1), false),
+        ("objs[0].n", json!(1), true),
+        ("objs[1].n", json!(1), false),
+        ("objs[1].n", json!(7), true),
+        ("objs[].n", json!(7), true),
+        ("objs.n", json!(7), false),
+        ("objs[].tags", json!("b"), true),
+        ("objs[0].tags[1]", json!("b"), true),
+        ("objs[0].tags[0]", json!("b"), false),
+        ("one.n", json!(4), true),
+        ("one[0].n", json!(4), false),
+        ("one[].n", json!(4), false),
+        ("scalar[]", json!(3), false),
+        ("scalar[0]", json!(3), false),
+        ("scalar.x", json!(3), false),
+        ("deep.list[].x[1].y", json!(5), true),
+        ("deep.list[0].x[]", json!(1), true),
+        ("deep.list.x", json!(1), false),
+        ("\"a.b\"", json!(6), true),
+        ("a.b", json!(6), false),
+        ("\"sp ace\".k", json!(8), true),
+    ];
+    for (key, expected_value, expected) in cases {
+        assert_eq!(
+            value(key, expected_value.clone()),
+            expected,
+            "{key} = {expected_value}"
+        );
+    }
+    let check = |filter: Value| parse(filter).matches(&id, Some(&payload));
+    assert!(check(
+        json!({"must": [{"key": "arr[][]", "range": {"gte": 3}}]})
+    ));
+    assert!(check(
+        json!({"must": [{"key": "objs[].n", "match": {"any": [5, 7]}}]})
+    ));
+    // an out-of-range index holds no value: must_not of a match on it passes, and only it
+    assert!(check(
+        json!({"must_not": [{"key": "flat[7]", "match": {"value": 10}}]})
+    ));
+    assert!(!check(
+        json!({"must_not": [{"key": "flat[0]", "match": {"value": 10}}]})
+    ));
+    assert!(check(json!({"must": [{"is_empty": {"key": "flat[7]"}}]})));
+    assert!(!check(json!({"must": [{"is_empty": {"key": "flat[0]"}}]})));
+    for bad in [
+        "a[", "a[x]", "a]", "[0]", "a..b", ".a", "a.", "a b", "a[-1]", "a[0]b", "\"a", "",
+    ] {
+        assert_eq!(
+            error_path(json!({"must": [{"key": bad, "match": {"value": 1}}]})),
+            "filter.must[0].key",
+            "{bad:?}"
+        );
+        assert_eq!(
+            error_path(json!({"must": [{"is_null": {"key": bad}}]})),
+            "filter.must[0].is_null.key",
+            "{bad:?}"
+        );
+    }
+}
+
+/// A payload index on an array path holds the values a filter on that path sees, so counts
+/// are the same with and without it.
+#[test]
+fn indexes_on_array_paths_agree_with_filters() {
+    let fs = SimFileSystem::new();
+    let config = CollectionConfig {
+        dim: 2,
+        distance: Distance::Dot,
+        shard_count: 2,
+    };
+    let collection = Collection::create(&fs, Path::new("/paths"), config).unwrap();
+    let points = (0..300u64)
+        .map(|id| Point {
+            id: PointId::Number(id),
+            vector: vec![1.0, id as f32],
+            payload: Some(
+                json!({"objs": [{"n": id % 5}, {"n": id % 7}], "flat": [id % 3, 10]}).to_string(),
+            ),
+        })
+        .collect();
+    collection.upsert(points, true).unwrap();
+    collection.optimize(&fs).unwrap();
+    let filters: Vec<Filter> = [
+        json!({"must": [{"key": "objs[].n", "match": {"value": 3}}]}),
+        json!({"must": [{"key": "objs[0].n", "match": {"value": 3}}]}),
+        json!({"must": [{"key": "objs.n", "match": {"value": 3}}]}),
+        json!({"must": [{"key": "flat", "range": {"gte": 2, "lt": 5}}]}),
+        json!({"must": [{"key": "flat[1]", "match": {"any": [10, 11]}}]}),
+        json!({"must": [{"key": "flat[0]", "match": {"value": 1}}]}),
+    ]
+    .into_iter()
+    .map(parse)
+    .collect();
+    let counts = |collection: &Collection| -> Vec<usize> {
+        filters.iter().map(|f| collection.count(Some(f))).collect()
+    };
+    let before = counts(&collection);
+    assert_eq!(before, vec![94, 60, 0, 100, 300, 100]);
+    for field in ["objs[].n", "objs[0].n", "objs.n", "flat", "flat[1]"] {
+        collection
+            .create_payload_index(&fs, field, sagitta_engine::FieldType::Integer)
+            .unwrap();
+    }
+    assert_eq!(counts(&collection), before);
 }
 
 fn payload_for(id: u64) -> Value {
