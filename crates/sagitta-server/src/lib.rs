@@ -26,6 +26,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
 use axum::Router;
 use parking_lot::Mutex;
@@ -152,6 +154,9 @@ pub fn router(state: SharedState) -> Router {
             "/collections/{name}/points/payload/clear",
             post(points::clear_payload),
         )
+        // A known path with a method it does not answer: 405 in the envelope (501 for a
+        // Qdrant endpoint this server lacks whose path collides with one of these).
+        .method_not_allowed_fallback(method_not_allowed)
         // Route layers run after routing, so the metrics see the route template; the
         // fallback (404) is neither authenticated nor counted.
         .route_layer(axum::middleware::from_fn_with_state(
@@ -162,27 +167,151 @@ pub fn router(state: SharedState) -> Router {
             Arc::clone(&state),
             metrics::record,
         ))
-        .fallback(collections::no_route);
+        .fallback(no_route);
     api.with_state(state)
 }
 
-/// Serves on `listener` until `shutdown` resolves, then lets requests in flight finish
-/// and flushes every collection's log, so writes acknowledged with `wait=false` are
-/// durable too.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    state: SharedState,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    let app = router(Arc::clone(&state));
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await?;
-    let database = Arc::clone(&state.database);
-    tokio::task::spawn_blocking(move || database.flush())
-        .await
-        .map_err(std::io::Error::other)?
-        .map_err(std::io::Error::other)
+/// Qdrant endpoints SagittaDB does not implement: (path pattern, what it does). `*`
+/// matches one segment, a trailing `**` any rest. Consulted only for requests no route
+/// answers, so a pattern never shadows an endpoint that exists.
+const UNSUPPORTED_QDRANT_ENDPOINTS: [(&str, &str); 18] = [
+    ("/aliases", "collection aliases"),
+    ("/collections/aliases", "collection aliases"),
+    ("/collections/*/aliases", "collection aliases"),
+    (
+        "/collections/*/points/vectors",
+        "updating or deleting vectors of stored points",
+    ),
+    (
+        "/collections/*/points/vectors/delete",
+        "updating or deleting vectors of stored points",
+    ),
+    ("/collections/*/points/batch", "batched update operations"),
+    (
+        "/collections/*/points/recommend/**",
+        "recommendation search",
+    ),
+    ("/collections/*/points/discover/**", "discovery search"),
+    ("/collections/*/points/search/groups", "grouped search"),
+    ("/collections/*/points/query/groups", "grouped search"),
+    (
+        "/collections/*/points/search/matrix/**",
+        "distance matrices",
+    ),
+    ("/collections/*/facet", "facet counts"),
+    ("/collections/*/snapshots/**", "snapshots"),
+    ("/collections/*/shards/**", "shard keys and shard snapshots"),
+    ("/snapshots/**", "snapshots"),
+    ("/collections/*/cluster/**", "cluster (distributed) mode"),
+    ("/cluster/**", "cluster (distributed) mode"),
+    ("/locks", "write locks"),
+];
+
+/// The feature a Qdrant endpoint at `path` provides, if it is one SagittaDB lacks.
+fn unsupported_qdrant_endpoint(path: &str) -> Option<&'static str> {
+    let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
+    UNSUPPORTED_QDRANT_ENDPOINTS
+        .iter()
+        .find(|(pattern, _)| {
+            let pattern: Vec<&str> = pattern.split('/').collect();
+            match pattern.split_last() {
+                Some((&"**", head)) => {
+                    segments.len() >= head.len()
+                        && head.iter().zip(&segments).all(|(p, s)| *p == "*" || p == s)
+                }
+                _ => {
+                    pattern.len() == segments.len()
+                        && pattern
+                            .iter()
+                            .zip(&segments)
+                            .all(|(p, s)| *p == "*" || p == s)
+                }
+            }
+        })
+        .map(|(_, feature)| *feature)
+}
+
+fn not_supported(method: &axum::http::Method, path: &str, feature: &str) -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::NOT_IMPLEMENTED,
+        format!(
+            "Not implemented: {method} {path} is Qdrant's endpoint for {feature}, which is \
+             not supported by SagittaDB"
+        ),
+    )
+}
+
+/// Answers a request that matches no route: 501 for a Qdrant endpoint SagittaDB lacks,
+/// else 404.
+async fn no_route(method: axum::http::Method, uri: axum::http::Uri) -> Response {
+    match unsupported_qdrant_endpoint(uri.path()) {
+        Some(feature) => not_supported(&method, uri.path(), feature).into_response(),
+        None => collections::no_route(uri).await.into_response(),
+    }
+}
+
+/// The methods each route template of [`router`] answers (`get` answers HEAD too), for the
+/// `Allow` header and the message of a 405. A unit test checks it against the router.
+const ROUTE_METHODS: [(&str, &str); 23] = [
+    ("/", "GET, HEAD"),
+    ("/healthz", "GET, HEAD"),
+    ("/livez", "GET, HEAD"),
+    ("/readyz", "GET, HEAD"),
+    ("/metrics", "GET, HEAD"),
+    ("/telemetry", "GET, HEAD"),
+    ("/collections", "GET, HEAD"),
+    ("/collections/{name}", "GET, HEAD, PUT, PATCH, DELETE"),
+    ("/collections/{name}/exists", "GET, HEAD"),
+    ("/collections/{name}/index", "PUT"),
+    ("/collections/{name}/index/{field}", "DELETE"),
+    ("/collections/{name}/points", "PUT, POST"),
+    ("/collections/{name}/points/{id}", "GET, HEAD"),
+    ("/collections/{name}/points/query", "POST"),
+    ("/collections/{name}/points/query/batch", "POST"),
+    ("/collections/{name}/points/search", "POST"),
+    ("/collections/{name}/points/search/batch", "POST"),
+    ("/collections/{name}/points/scroll", "POST"),
+    ("/collections/{name}/points/count", "POST"),
+    ("/collections/{name}/points/delete", "POST"),
+    ("/collections/{name}/points/payload", "POST, PUT"),
+    ("/collections/{name}/points/payload/delete", "POST"),
+    ("/collections/{name}/points/payload/clear", "POST"),
+];
+
+/// The answer to a method a route does not answer: 405 naming the request, the endpoint
+/// it matched and the methods that endpoint answers, with `Allow`; 501 instead for a
+/// Qdrant endpoint SagittaDB lacks whose path collides with a route of another method
+/// (`POST /collections/aliases` with `/collections/{name}`).
+async fn method_not_allowed(
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+    matched: Option<axum::extract::MatchedPath>,
+) -> Response {
+    let path = uri.path();
+    if let Some(feature) = unsupported_qdrant_endpoint(path) {
+        return not_supported(&method, path, feature).into_response();
+    }
+    let template = matched.map_or_else(|| path.to_string(), |m| m.as_str().to_string());
+    let allowed = ROUTE_METHODS
+        .iter()
+        .find(|(route, _)| *route == template)
+        .map(|(_, methods)| *methods);
+    let message = match allowed {
+        Some(methods) => format!(
+            "Method not allowed: {method} {path}: the endpoint {template} answers {methods} only"
+        ),
+        None => format!(
+            "Method not allowed: {method} {path}: the endpoint {template} answers other methods"
+        ),
+    };
+    let mut response =
+        ApiError::new(axum::http::StatusCode::METHOD_NOT_ALLOWED, message).into_response();
+    if let Some(methods) = allowed {
+        response
+            .headers_mut()
+            .insert(header::ALLOW, header::HeaderValue::from_static(methods));
+    }
+    response
 }
 
 /// Resolves on SIGINT or SIGTERM.
@@ -204,5 +333,64 @@ pub async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = interrupt.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use axum::http::{Method, Request, StatusCode};
+    use tower::ServiceExt;
+
+    /// `ROUTE_METHODS` lists exactly the methods each route answers.
+    #[tokio::test]
+    async fn route_methods_match_the_router() {
+        let directory = tempfile::tempdir().unwrap();
+        let state = AppState::open(ServerConfig {
+            data_dir: directory.path().to_path_buf(),
+            ..ServerConfig::default()
+        })
+        .unwrap();
+        let app = router(Arc::new(state));
+        let methods = [
+            Method::GET,
+            Method::HEAD,
+            Method::PUT,
+            Method::POST,
+            Method::PATCH,
+            Method::DELETE,
+        ];
+        for (template, allowed) in ROUTE_METHODS {
+            let path = template
+                .replace("{name}", "docs")
+                .replace("{field}", "f")
+                .replace("{id}", "1");
+            for method in &methods {
+                let request = Request::builder()
+                    .method(method)
+                    .uri(&path)
+                    .body(Body::from("{}"))
+                    .unwrap();
+                let status = app.clone().oneshot(request).await.unwrap().status();
+                let listed = allowed.split(", ").any(|m| m == method.as_str());
+                assert_eq!(
+                    status == StatusCode::METHOD_NOT_ALLOWED,
+                    !listed,
+                    "{method} {path}: {status}, listed {allowed}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn unsupported_endpoints_match_by_segment() {
+        assert!(unsupported_qdrant_endpoint("/collections/aliases").is_some());
+        assert!(unsupported_qdrant_endpoint("/collections/a/snapshots").is_some());
+        assert!(unsupported_qdrant_endpoint("/collections/a/snapshots/s1/recover").is_some());
+        assert!(unsupported_qdrant_endpoint("/collections/a/points/recommend/batch").is_some());
+        assert!(unsupported_qdrant_endpoint("/collections/a").is_none());
+        assert!(unsupported_qdrant_endpoint("/collections/a/points/search").is_none());
+        assert!(unsupported_qdrant_endpoint("/collections/a/points/vectorsx").is_none());
     }
 }
