@@ -233,12 +233,7 @@ impl Segment {
             unreachable!("built as an upsert above")
         };
         let file_bytes = index_bytes + encoded.len() as u64;
-        let segment = Segment::assemble(id, index, listing, file_bytes, shape.schema);
-        let deleted = (0..u32::try_from(segment.ids.len()).expect("segment size"))
-            .filter(|node| segment.index.is_deleted(*node))
-            .count();
-        segment.deleted.store(deleted, Ordering::Relaxed);
-        Ok(segment)
+        Ok(Segment::assemble(id, index, listing, file_bytes, shape.schema))
     }
 
     fn assemble(
@@ -264,13 +259,19 @@ impl Segment {
             })
             .collect::<Vec<_>>();
         let indexes = RwLock::new(SegmentIndexes::build(schema, &payloads));
+        // Nodes the graph already holds as deleted (slots a write buffer retired before it
+        // was saved as this segment) count as deleted from the start: counting only the
+        // tombstones marked later overstated live points after every reload (issue 13 §4).
+        let deleted = (0..u32::try_from(ids.len()).expect("segment size"))
+            .filter(|node| index.is_deleted(*node))
+            .count();
         Segment {
             id,
             index,
             ids,
             nodes,
             payloads,
-            deleted: AtomicUsize::new(0),
+            deleted: AtomicUsize::new(deleted),
             file_bytes,
             indexes,
         }

@@ -145,6 +145,23 @@ impl Simulation {
             differences(&expected, &got)
         );
         self.check_indexes(collection);
+        self.check_status_counts(collection, moment);
+    }
+
+    /// Collection info counts points exactly (they may only be approximate while the
+    /// collection is yellow, but never above the points written).
+    fn check_status_counts(&self, collection: &Collection, moment: &str) {
+        let status = collection.status();
+        let exact = collection.count(None);
+        assert!(
+            status.points == exact,
+            "seed {}: {moment}: status counts {} points ({} indexed), exactly {exact} live ({:?})",
+            self.seed,
+            status.points,
+            status.indexed,
+            status.health
+        );
+        assert!(status.indexed <= status.points, "seed {}", self.seed);
     }
 
     /// After power loss: each shard holds a prefix of its writes, at least the synced ones.
@@ -177,6 +194,7 @@ impl Simulation {
             model.synced = prefix;
         }
         self.check_indexes(collection);
+        self.check_status_counts(collection, "after a crash");
     }
 
     fn mark_all_synced(&mut self, counts: &[usize]) {
