@@ -599,6 +599,15 @@ fn any_leaf<'a>(
     }
 }
 
+/// [`any_leaf`] from the root of a payload (none: no value).
+fn any_leaf_of<'a>(
+    payload: Option<&'a Value>,
+    key: &KeyPath,
+    visit: &mut dyn FnMut(&'a Value) -> bool,
+) -> bool {
+    payload.is_some_and(|payload| any_leaf(payload, key.items(), visit))
+}
+
 /// Whether `visit` holds for some value of the field at `key` (stopping at the first): the
 /// values the path reaches, an array reached by a final key counting as its elements.
 fn any_value<'a>(
@@ -679,8 +688,14 @@ impl Condition {
             }),
             Condition::HasId(ids) => ids.contains(id),
             Condition::HasVector => true,
-            Condition::IsEmpty { key } => !any_value(payload, key, &mut |v| !v.is_null()),
-            Condition::IsNull { key } => any_value(payload, key, &mut Value::is_null),
+            // Both see the values as they are (`[null]` is one value, neither null nor
+            // empty), as Qdrant's local mode does.
+            Condition::IsEmpty { key } => !any_leaf_of(payload, key, &mut |v| match v {
+                Value::Null => false,
+                Value::Array(elements) => !elements.is_empty(),
+                _ => true,
+            }),
+            Condition::IsNull { key } => any_leaf_of(payload, key, &mut Value::is_null),
             Condition::Nested(filter) => filter.matches(id, payload),
         }
     }

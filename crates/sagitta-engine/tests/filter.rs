@@ -484,6 +484,46 @@ fn indexes_on_array_paths_agree_with_filters() {
     assert_eq!(counts(&collection), before);
 }
 
+/// `is_empty` holds when the key reaches nothing, or only `null`s and `[]`s; `is_null` when
+/// it reaches a `null`. Both look at the values as they are: `[null]` is neither empty nor
+/// null, while `a[]` reaches the elements.
+#[test]
+fn is_empty_and_is_null_see_values_as_they_are() {
+    let id = PointId::Number(1);
+    let payload = json!({
+        "n": null, "e": [], "one_null": [null], "mixed": [null, 1], "v": 1, "o": {},
+        "nested_empty": [[]], "objs": [{"x": null}, {"x": 1}]
+    });
+    let holds = |kind: &str, key: &str| {
+        parse(json!({"must": [{kind: {"key": key}}]})).matches(&id, Some(&payload))
+    };
+    let cases = [
+        // key, is_empty, is_null
+        ("missing", true, false),
+        ("n", true, true),
+        ("e", true, false),
+        ("one_null", false, false),
+        ("mixed", false, false),
+        ("v", false, false),
+        ("o", false, false),
+        ("nested_empty", false, false),
+        ("one_null[]", true, true),
+        ("mixed[]", false, true),
+        ("e[]", true, false),
+        ("nested_empty[]", true, false),
+        ("objs[].x", false, true),
+        ("objs[0].x", true, true),
+        ("objs[1].x", false, false),
+        ("v.x", true, false),
+    ];
+    for (key, empty, null) in cases {
+        assert_eq!(holds("is_empty", key), empty, "is_empty {key}");
+        assert_eq!(holds("is_null", key), null, "is_null {key}");
+    }
+    assert!(parse(json!({"must": [{"is_empty": {"key": "a"}}]})).matches(&id, None));
+    assert!(!parse(json!({"must": [{"is_null": {"key": "a"}}]})).matches(&id, None));
+}
+
 fn payload_for(id: u64) -> Value {
     let group = ["red", "green", "blue"][(id % 3) as usize];
     json!({"group": group, "rank": id % 10, "even": id.is_multiple_of(2)})
