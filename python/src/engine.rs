@@ -400,7 +400,10 @@ impl Collection {
                     return Err(SagittaError::new_err(format!(
                         "collection {} is red: {}",
                         self.name,
-                        status.optimizer_error.unwrap_or_default()
+                        status
+                            .write_error
+                            .or(status.optimizer_error)
+                            .unwrap_or_default()
                     )))
                 }
                 Health::Yellow => {}
@@ -764,9 +767,10 @@ impl Collection {
     }
 
     /// The optimizer's view: `{"status": "green" | "yellow" | "red", "points_count",
-    /// "indexed_vectors_count", "segments_count", "optimizer_error"}`. Green: every point
-    /// is in an HNSW segment and no work is planned; yellow: points wait in a write
-    /// buffer or a seal/merge runs; red: a shard refuses writes after an I/O error.
+    /// "indexed_vectors_count", "segments_count", "optimizer_error", "write_error"}`.
+    /// Green: every point is in an HNSW segment and no work is planned; yellow: points wait
+    /// in a write buffer or a seal/merge runs; red: a shard refuses writes after an I/O
+    /// error (`write_error` says why) until the database is reopened.
     fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let status = self.inner.status();
         let dict = PyDict::new(py);
@@ -775,6 +779,7 @@ impl Collection {
         dict.set_item("indexed_vectors_count", status.indexed)?;
         dict.set_item("segments_count", status.segments)?;
         dict.set_item("optimizer_error", status.optimizer_error)?;
+        dict.set_item("write_error", status.write_error)?;
         Ok(dict)
     }
 

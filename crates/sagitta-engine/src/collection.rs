@@ -309,6 +309,9 @@ pub struct CollectionStatus {
     pub segments: usize,
     /// The optimizer's last error, until a later unit of work succeeds.
     pub optimizer_error: Option<String>,
+    /// Why a shard refuses writes (health is red), until the collection is reopened
+    /// ([`crate::Database::reopen_collection`]) after the cause is fixed.
+    pub write_error: Option<String>,
 }
 
 fn shard_path(directory: &Path, index: usize) -> PathBuf {
@@ -624,7 +627,18 @@ impl Collection {
 
     pub fn status(&self) -> CollectionStatus {
         let policy = self.policy();
-        let health = if self.shards.iter().any(Shard::is_poisoned) {
+        // The reason names files relative to the collection: messages reach clients, and
+        // the server's absolute paths are not theirs to see.
+        let prefix = format!("{}/", self.directory.display());
+        let write_error = self.shards.iter().enumerate().find_map(|(index, shard)| {
+            shard.write_failure().map(|cause| {
+                format!(
+                    "shard {index} refuses writes: {}",
+                    cause.replace(&prefix, "")
+                )
+            })
+        });
+        let health = if write_error.is_some() {
             Health::Red
         } else if self
             .shards
@@ -642,6 +656,7 @@ impl Collection {
             indexed,
             segments: self.shards.iter().map(Shard::segment_count).sum(),
             optimizer_error: self.maintenance.lock().last_error.clone(),
+            write_error,
         }
     }
 

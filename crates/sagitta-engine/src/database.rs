@@ -260,6 +260,29 @@ impl Database {
     }
 
     /// Drops a collection: unlisted first (durably), then its files are removed.
+    /// Closes collection `name` and opens it again from its files: the operator's way back
+    /// after a shard refused writes (red health: a log append or a seal's publication
+    /// failed) and the cause — a full disk, a file size limit — has been fixed. Waits for
+    /// running optimizer work; writes acknowledged before the failure are kept (they are in
+    /// the logs), the failed one was never acknowledged. If opening fails, the closed
+    /// collection stays listed (refusing writes) and the error is returned.
+    pub fn reopen_collection(&self, name: &str) -> Result<Arc<Collection>> {
+        let mut collections = self.collections.write();
+        let Some(old) = collections.get(name).cloned() else {
+            return Err(EngineError::CollectionNotFound {
+                path: name.to_string(),
+            });
+        };
+        old.close();
+        let policy = old.policy();
+        let directory = old.directory().to_path_buf();
+        drop(old);
+        let reopened = Arc::new(Collection::open(self.fs.as_ref(), &directory)?);
+        reopened.set_policy(policy);
+        collections.insert(name.to_string(), Arc::clone(&reopened));
+        Ok(reopened)
+    }
+
     pub fn drop_collection(&self, name: &str) -> Result<()> {
         let mut collections = self.collections.write();
         let Some(collection) = collections.get(name).cloned() else {

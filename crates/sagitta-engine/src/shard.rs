@@ -950,8 +950,15 @@ impl Shard {
         waiting || self.planned_work(policy).is_some()
     }
 
-    pub fn is_poisoned(&self) -> bool {
-        self.writer.lock().poisoned.is_some()
+    /// Why the shard refuses writes, if it does: a seal or merge whose publication failed,
+    /// or an I/O error on its log (EFBIG, EIO, ENOSPC...). Either lasts until the shard is
+    /// reopened.
+    pub fn write_failure(&self) -> Option<String> {
+        let writer = self.writer.lock();
+        writer
+            .poisoned
+            .clone()
+            .or_else(|| writer.wal.poisoned().map(str::to_string))
     }
 
     /// Waits for a running seal or merge, then refuses new ones and new writes (the

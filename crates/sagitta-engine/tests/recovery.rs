@@ -4,7 +4,11 @@
 use std::path::Path;
 use std::time::Duration;
 
-use sagitta_engine::{Collection, CollectionConfig, Distance, OptimizerPolicy, Point, PointId};
+use sagitta_engine::collection::Health;
+use sagitta_engine::database::DatabaseOptions;
+use sagitta_engine::{
+    Collection, CollectionConfig, Database, Distance, OptimizerPolicy, Point, PointId,
+};
 use sagitta_storage::fs::FileSystem;
 use sagitta_storage::sim::SimFileSystem;
 
@@ -83,4 +87,50 @@ fn crashes_during_seals_do_not_pile_up_logs() {
     let reopened = Collection::open(&fs, directory).unwrap();
     assert_eq!(reopened.count(None), 50);
     assert_eq!(reopened.get(&PointId::Number(49)).unwrap(), point(49, 19));
+}
+
+/// A shard whose log append failed refuses writes: the collection reports red with the
+/// reason (no absolute paths in it), and reopening it once the cause is fixed brings it
+/// back with every acknowledged write.
+#[test]
+fn a_failed_log_append_is_red_until_the_collection_is_reopened() {
+    let fs = SimFileSystem::new();
+    let root = Path::new("/srv/db");
+    let options = DatabaseOptions {
+        background_optimizer: false,
+        ..DatabaseOptions::default()
+    };
+    let database = Database::open_with(std::sync::Arc::new(fs.clone()), root, options).unwrap();
+    let config = CollectionConfig {
+        dim: DIM,
+        distance: Distance::Dot,
+        shard_count: 1,
+    };
+    let collection = database.create_collection("c", config).unwrap();
+    collection.upsert(vec![point(1, 0)], true).unwrap();
+    assert_ne!(collection.status().health, Health::Red);
+
+    fs.set_space_left(Some(0)); // the disk is full: the next append fails
+    assert!(collection.upsert(vec![point(2, 0)], true).is_err());
+    fs.set_space_left(None);
+    let status = collection.status();
+    assert_eq!(status.health, Health::Red, "{status:?}");
+    let reason = status.write_error.expect("the reason is reported");
+    assert!(reason.contains("refuses writes"), "{reason}");
+    assert!(
+        !reason.contains("/srv/db"),
+        "an absolute path reaches clients: {reason}"
+    );
+    // still refused, though the disk has room again: which bytes reached the log is unknown
+    assert!(collection.upsert(vec![point(3, 0)], true).is_err());
+
+    let collection = database.reopen_collection("c").unwrap();
+    let status = collection.status();
+    assert_ne!(status.health, Health::Red, "{status:?}");
+    assert_eq!(status.write_error, None);
+    collection.upsert(vec![point(4, 0)], true).unwrap();
+    assert_eq!(collection.get(&PointId::Number(1)), Some(point(1, 0)));
+    assert_eq!(collection.get(&PointId::Number(2)), None);
+    assert_eq!(collection.get(&PointId::Number(4)), Some(point(4, 0)));
+    assert!(database.reopen_collection("absent").is_err());
 }

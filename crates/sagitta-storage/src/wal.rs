@@ -142,6 +142,11 @@ impl Wal {
         self.file.len()
     }
 
+    /// Why the log refuses writes (the I/O error that poisoned it), if it does.
+    pub fn poisoned(&self) -> Option<&str> {
+        self.poisoned.as_deref()
+    }
+
     fn check_poisoned(&self) -> Result<()> {
         match &self.poisoned {
             Some(cause) => Err(StorageError::Poisoned {
