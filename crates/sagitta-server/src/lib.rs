@@ -314,6 +314,25 @@ async fn method_not_allowed(
     response
 }
 
+/// Serves on `listener` until `shutdown` resolves, then lets requests in flight finish
+/// and flushes every collection's log, so writes acknowledged with `wait=false` are
+/// durable too.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: SharedState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = router(Arc::clone(&state));
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await?;
+    let database = Arc::clone(&state.database);
+    tokio::task::spawn_blocking(move || database.flush())
+        .await
+        .map_err(std::io::Error::other)?
+        .map_err(std::io::Error::other)
+}
+
 /// Resolves on SIGINT or SIGTERM.
 pub async fn shutdown_signal() {
     let interrupt = tokio::signal::ctrl_c();
