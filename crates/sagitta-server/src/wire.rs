@@ -12,9 +12,13 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::error::{ApiError, ApiResult};
+
+mod select;
+
+pub use select::{select_payload, PayloadOutput, PayloadSelector, WithPayload, WithVector};
 
 /// The name of the unnamed default vector in Qdrant's API.
 pub const DEFAULT_VECTOR_NAME: &str = "";
@@ -356,122 +360,6 @@ pub fn parse_filter(value: Option<&Value>, field: &str) -> ApiResult<Option<Filt
         Some(value) => Filter::parse(value, field)
             .map(Some)
             .map_err(|error| ApiError::bad_request(format!("Wrong input: {error}"))),
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// Selectors
-
-/// `with_payload`: a flag, a list of keys, or `{"include": [..]}` / `{"exclude": [..]}`.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(untagged)]
-pub enum WithPayload {
-    Flag(bool),
-    Keys(Vec<String>),
-    Selector(PayloadSelector),
-}
-
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(rename_all = "lowercase")]
-pub enum PayloadSelector {
-    Include(Vec<String>),
-    Exclude(Vec<String>),
-}
-
-/// `with_vector`: a flag or a list of vector names.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(untagged)]
-pub enum WithVector {
-    Flag(bool),
-    Names(Vec<String>),
-}
-
-impl WithVector {
-    pub fn wanted(option: Option<&WithVector>) -> bool {
-        match option {
-            None | Some(WithVector::Flag(false)) => false,
-            Some(WithVector::Flag(true)) => true,
-            Some(WithVector::Names(names)) => names.iter().any(|n| n == DEFAULT_VECTOR_NAME),
-        }
-    }
-}
-
-/// A stored payload shaped for a response.
-pub enum PayloadOutput {
-    Raw(Box<RawValue>),
-    Value(Map<String, Value>),
-}
-
-impl Serialize for PayloadOutput {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            PayloadOutput::Raw(raw) => raw.serialize(serializer),
-            PayloadOutput::Value(map) => map.serialize(serializer),
-        }
-    }
-}
-
-/// Applies `selector` to a stored payload (`None` = the point has none: `{}`).
-pub fn select_payload(stored: Option<String>, selector: &WithPayload) -> Option<PayloadOutput> {
-    let text = stored.unwrap_or_else(|| "{}".to_string());
-    match selector {
-        WithPayload::Flag(false) => None,
-        WithPayload::Flag(true) => RawValue::from_string(text).ok().map(PayloadOutput::Raw),
-        WithPayload::Keys(keys) | WithPayload::Selector(PayloadSelector::Include(keys)) => {
-            let full: Map<String, Value> = serde_json::from_str(&text).unwrap_or_default();
-            let mut kept = Map::new();
-            for key in keys {
-                if let Some(value) = lookup(&full, key) {
-                    insert_path(&mut kept, key, value.clone());
-                }
-            }
-            Some(PayloadOutput::Value(kept))
-        }
-        WithPayload::Selector(PayloadSelector::Exclude(keys)) => {
-            let mut full: Map<String, Value> = serde_json::from_str(&text).unwrap_or_default();
-            for key in keys {
-                remove_path(&mut full, key);
-            }
-            Some(PayloadOutput::Value(full))
-        }
-    }
-}
-
-fn lookup<'a>(map: &'a Map<String, Value>, path: &str) -> Option<&'a Value> {
-    let mut parts = path.split('.');
-    let mut current = map.get(parts.next()?)?;
-    for part in parts {
-        current = current.as_object()?.get(part)?;
-    }
-    Some(current)
-}
-
-fn insert_path(map: &mut Map<String, Value>, path: &str, value: Value) {
-    match path.split_once('.') {
-        None => {
-            map.insert(path.to_string(), value);
-        }
-        Some((head, rest)) => {
-            let entry = map
-                .entry(head.to_string())
-                .or_insert_with(|| Value::Object(Map::new()));
-            if let Value::Object(inner) = entry {
-                insert_path(inner, rest, value);
-            }
-        }
-    }
-}
-
-fn remove_path(map: &mut Map<String, Value>, path: &str) {
-    match path.split_once('.') {
-        None => {
-            map.remove(path);
-        }
-        Some((head, rest)) => {
-            if let Some(Value::Object(inner)) = map.get_mut(head) {
-                remove_path(inner, rest);
-            }
-        }
     }
 }
 

@@ -1210,3 +1210,73 @@ async fn scores_are_finite_numbers_or_the_vector_is_refused() {
         }
     }
 }
+
+/// `with_payload` keys and `include` / `exclude` selectors follow nested and `[]` array
+/// paths as Qdrant's do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn payload_selectors_follow_nested_and_array_paths() {
+    let server = server();
+    make_collection(&server, "docs", 2, 0).await;
+    let payload = json!({"objs": [{"n": 1, "m": 2}, {"n": 3, "m": 4}, 5],
+                         "x": {"y": 1, "z": [{"w": 1}, {"v": 2}]}, "k": 5});
+    server
+        .ok(
+            "PUT",
+            "/collections/docs/points?wait=true",
+            json!({"points": [{"id": 1, "vector": [1, 0], "payload": payload}]}),
+        )
+        .await;
+    let cases = [
+        (
+            json!(["objs[].n"]),
+            json!({"objs": [{"n": 1}, {"n": 3}, 5]}),
+        ),
+        (
+            json!({"include": ["objs[].n", "k"]}),
+            json!({"objs": [{"n": 1}, {"n": 3}, 5], "k": 5}),
+        ),
+        (
+            json!({"exclude": ["objs[].n"]}),
+            json!({"objs": [{"m": 2}, {"m": 4}, 5], "x": {"y": 1, "z": [{"w": 1}, {"v": 2}]},
+                   "k": 5}),
+        ),
+        (json!(["x.y"]), json!({"x": {"y": 1}})),
+        (json!(["x.z[].w"]), json!({"x": {"z": [{"w": 1}, {}]}})),
+        (
+            json!({"exclude": ["x.y", "k", "objs[]"]}),
+            json!({"objs": [], "x": {"z": [{"w": 1}, {"v": 2}]}}),
+        ),
+        (
+            json!(["objs"]),
+            json!({"objs": [{"n": 1, "m": 2}, {"n": 3, "m": 4}, 5]}),
+        ),
+        (json!(["nothing.here"]), json!({})),
+        (json!({"exclude": []}), payload.clone()),
+    ];
+    for (selector, expected) in cases {
+        let record = server
+            .ok(
+                "POST",
+                "/collections/docs/points",
+                json!({"ids": [1], "with_payload": selector}),
+            )
+            .await;
+        assert_eq!(record[0]["payload"], expected, "retrieve {selector}");
+        let page = server
+            .ok(
+                "POST",
+                "/collections/docs/points/scroll",
+                json!({"with_payload": selector}),
+            )
+            .await;
+        assert_eq!(page["points"][0]["payload"], expected, "scroll {selector}");
+        let hits = server
+            .ok(
+                "POST",
+                "/collections/docs/points/query",
+                json!({"query": [1, 0], "with_payload": selector}),
+            )
+            .await;
+        assert_eq!(hits["points"][0]["payload"], expected, "query {selector}");
+    }
+}

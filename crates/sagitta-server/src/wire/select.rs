@@ -1,0 +1,234 @@
+//! `with_payload` and `with_vector`: what a response carries of each point.
+//!
+//! Payload keys are paths as in Qdrant: `a.b` steps into objects, `a[]` into every
+//! element of an array (`objs[].n`). An include pattern keeps a value when the pattern and
+//! the value's path agree step by step as far as both go: the containers on the way to
+//! the pattern are kept (holding only what lies on the way), and everything under it. An
+//! exclude pattern drops a value when the pattern is its path or a prefix of it. Scalars
+//! met on the way are kept as they are; an index step (`a[0]`) never equals the
+//! all-elements step, so it selects nothing, as in Qdrant.
+
+use serde::ser::Serializer;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::DEFAULT_VECTOR_NAME;
+
+/// `with_payload`: a flag, a list of keys, or `{"include": [..]}` / `{"exclude": [..]}`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum WithPayload {
+    Flag(bool),
+    Keys(Vec<String>),
+    Selector(PayloadSelector),
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(rename_all = "lowercase")]
+pub enum PayloadSelector {
+    Include(Vec<String>),
+    Exclude(Vec<String>),
+}
+
+/// `with_vector`: a flag or a list of vector names.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum WithVector {
+    Flag(bool),
+    Names(Vec<String>),
+}
+
+impl WithVector {
+    pub fn wanted(option: Option<&WithVector>) -> bool {
+        match option {
+            None | Some(WithVector::Flag(false)) => false,
+            Some(WithVector::Flag(true)) => true,
+            Some(WithVector::Names(names)) => names.iter().any(|n| n == DEFAULT_VECTOR_NAME),
+        }
+    }
+}
+
+/// A stored payload shaped for a response.
+pub enum PayloadOutput {
+    Raw(Box<RawValue>),
+    Value(Map<String, Value>),
+}
+
+impl Serialize for PayloadOutput {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            PayloadOutput::Raw(raw) => raw.serialize(serializer),
+            PayloadOutput::Value(map) => map.serialize(serializer),
+        }
+    }
+}
+
+/// Applies `selector` to a stored payload (`None` = the point has none: `{}`).
+pub fn select_payload(stored: Option<String>, selector: &WithPayload) -> Option<PayloadOutput> {
+    let text = stored.unwrap_or_else(|| "{}".to_string());
+    let (patterns, include) = match selector {
+        WithPayload::Flag(false) => return None,
+        WithPayload::Flag(true) => {
+            return RawValue::from_string(text).ok().map(PayloadOutput::Raw);
+        }
+        WithPayload::Keys(keys) | WithPayload::Selector(PayloadSelector::Include(keys)) => {
+            (keys, true)
+        }
+        WithPayload::Selector(PayloadSelector::Exclude(keys)) => (keys, false),
+    };
+    let full: Map<String, Value> = serde_json::from_str(&text).unwrap_or_default();
+    let patterns: Vec<Vec<Step<'_>>> = patterns.iter().map(|key| steps(key)).collect();
+    let keep = |at: &[Step<'_>]| {
+        if include {
+            patterns.iter().any(|pattern| agree(pattern, at))
+        } else {
+            !patterns
+                .iter()
+                .any(|pattern| pattern.len() <= at.len() && agree(pattern, at))
+        }
+    };
+    Some(PayloadOutput::Value(kept_object(
+        &full,
+        &mut Vec::new(),
+        &keep,
+    )))
+}
+
+/// One step of a payload path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step<'a> {
+    Key(&'a str),
+    /// `[]`: every element of an array.
+    Elements,
+    /// `[n]` (or anything else in brackets, or stray text): never met in a payload walk.
+    Other(&'a str),
+}
+
+/// The steps of a key path: `a.b[].c` is `a`, `b`, `[]`, `c`.
+fn steps(path: &str) -> Vec<Step<'_>> {
+    let mut out = Vec::new();
+    for segment in path.split('.') {
+        let (name, mut rest) = segment.split_at(segment.find('[').unwrap_or(segment.len()));
+        out.push(Step::Key(name));
+        while !rest.is_empty() {
+            match rest
+                .strip_prefix('[')
+                .and_then(|inner| inner.split_once(']'))
+            {
+                Some(("", after)) => {
+                    out.push(Step::Elements);
+                    rest = after;
+                }
+                Some((inner, after)) => {
+                    out.push(Step::Other(inner));
+                    rest = after;
+                }
+                None => {
+                    out.push(Step::Other(rest));
+                    rest = "";
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether `pattern` and the path `at` agree on every step both have.
+fn agree(pattern: &[Step<'_>], at: &[Step<'_>]) -> bool {
+    pattern.iter().zip(at).all(|(a, b)| a == b)
+}
+
+fn kept_object<'a>(
+    map: &'a Map<String, Value>,
+    at: &mut Vec<Step<'a>>,
+    keep: &dyn Fn(&[Step<'_>]) -> bool,
+) -> Map<String, Value> {
+    let mut out = Map::new();
+    for (key, value) in map {
+        at.push(Step::Key(key));
+        if keep(at) {
+            out.insert(key.clone(), kept_value(value, at, keep));
+        }
+        at.pop();
+    }
+    out
+}
+
+fn kept_value<'a>(
+    value: &'a Value,
+    at: &mut Vec<Step<'a>>,
+    keep: &dyn Fn(&[Step<'_>]) -> bool,
+) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(kept_object(map, at, keep)),
+        Value::Array(items) => {
+            at.push(Step::Elements);
+            let kept = if keep(at) {
+                items
+                    .iter()
+                    .map(|item| kept_value(item, at, keep))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            at.pop();
+            Value::Array(kept)
+        }
+        scalar => scalar.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_split_into_steps() {
+        assert_eq!(
+            steps("a.b[].c"),
+            vec![
+                Step::Key("a"),
+                Step::Key("b"),
+                Step::Elements,
+                Step::Key("c")
+            ]
+        );
+        assert_eq!(
+            steps("a[0][]"),
+            vec![Step::Key("a"), Step::Other("0"), Step::Elements]
+        );
+        assert_eq!(steps("a[x"), vec![Step::Key("a"), Step::Other("[x")]);
+    }
+
+    #[test]
+    fn selections() {
+        let stored = Some(r#"{"a":1,"b":{"c":2,"d":3},"l":[{"n":1,"m":2},7]}"#.to_string());
+        let render = |selector: &WithPayload| {
+            serde_json::to_string(&select_payload(stored.clone(), selector)).unwrap()
+        };
+        let keys = |keys: &[&str]| keys.iter().map(ToString::to_string).collect::<Vec<_>>();
+        assert_eq!(render(&WithPayload::Flag(false)), "null");
+        assert_eq!(
+            render(&WithPayload::Keys(keys(&["b.c"]))),
+            r#"{"b":{"c":2}}"#
+        );
+        assert_eq!(
+            render(&WithPayload::Keys(keys(&["l[].m", "a.x"]))),
+            r#"{"a":1,"l":[{"m":2},7]}"#
+        );
+        assert_eq!(render(&WithPayload::Keys(keys(&["l[0]"]))), r#"{"l":[]}"#);
+        assert_eq!(
+            render(&WithPayload::Selector(PayloadSelector::Exclude(keys(&[
+                "b.d", "a", "l[].n"
+            ])))),
+            r#"{"b":{"c":2},"l":[{"m":2},7]}"#
+        );
+        assert_eq!(
+            render(&WithPayload::Selector(PayloadSelector::Exclude(keys(&[
+                "b.c.x"
+            ])))),
+            r#"{"a":1,"b":{"c":2,"d":3},"l":[{"m":2,"n":1},7]}"#
+        );
+    }
+}
