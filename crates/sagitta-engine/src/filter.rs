@@ -2,24 +2,34 @@
 //! a point's id and JSON payload.
 //!
 //! ```json
-//! {"must": [...], "should": [...], "must_not": [...]}
+//! {"must": [...], "should": [...], "must_not": [...], "min_should": {...}}
 //! ```
-//! Conditions: `{"key": "a.b", "match": {"value": v} | {"any": [..]} | {"except": [..]} |
-//! {"text": "..."}}`, `{"key": k, "range": {"gt"|"gte"|"lt"|"lte": number or RFC 3339
-//! datetime}}`, `{"key": k, "geo_radius": {"center": {"lat", "lon"}, "radius": meters}}`,
-//! `{"has_id": [ids]}`, `{"is_empty": {"key": k}}`, `{"is_null": {"key": k}}`,
-//! `{"has_vector": ""}` (the unnamed vector every point has), or a nested filter; and
-//! `"min_should": {"conditions": [..], "min_count": n}` beside must / should / must_not.
+//! `must`: all hold; `should`: one holds (an empty list: none does, so nothing matches);
+//! `must_not`: none holds; `min_should: {"conditions": [..], "min_count": n}`: at least `n`
+//! hold. A clause may be one condition instead of a list; `null` is an absent clause.
+//!
+//! A condition is exactly one of: a field condition `{"key": k, "match": {"value": v} |
+//! {"any": [..]} | {"except": [..]} | {"text": ".."} | {"text_any": ".."} | {"phrase":
+//! ".."}}`, `{"key": k, "range": {"gt"|"gte"|"lt"|"lte": number or RFC 3339 datetime}}`,
+//! `{"key": k, "geo_radius": {"center": {"lat", "lon"}, "radius": meters}}`; `{"has_id":
+//! [ids]}`, `{"has_vector": ""}` (the unnamed vector every point has), `{"is_empty": {"key":
+//! k}}`, `{"is_null": {"key": k}}`, `{"nested": {"key": k, "filter": {..}}}`; or a filter
+//! object (`{}` included: it matches everything). Two kinds in one condition, an unknown
+//! field, or a kind Qdrant defines that is not evaluated here (`values_count`,
+//! `geo_bounding_box`, `geo_polygon`) is an error, never ignored; a field whose value is
+//! `null` is absent.
 //!
 //! Keys are paths in Qdrant's syntax ([`KeyPath`]): `a.b`, `a[0]`, `a[]`, `a[].b`,
 //! `a[0][1]`, `"quoted.key"`. A dotted key does not enter arrays: `[]` does. A field
 //! condition holds when it holds for one value of the field; an array reached by a final key
 //! counts as its elements, one reached by `[N]` or `[]` as one value (qdrant-client's local
-//! mode).
+//! mode). `match` compares typed values (`true` is not `1`, `1.0` is not `1`); `except`
+//! holds for a non-null value outside its list; `is_empty` and `is_null` see the values as
+//! they are (`[null]` is neither).
 //!
 //! Every parse error names the path inside the filter (`filter.must[1].range.gt`) and why.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::datetime::parse_timestamp;
 use crate::error::{EngineError, Result};
@@ -73,9 +83,15 @@ pub enum Condition {
         key: KeyPath,
         values: Vec<Scalar>,
     },
+    /// `text` and `phrase` (no full-text index: the text holds it).
     MatchText {
         key: KeyPath,
         text: String,
+    },
+    /// `text_any`: the text holds one of the words.
+    MatchTextAny {
+        key: KeyPath,
+        words: Vec<String>,
     },
     Range {
         key: KeyPath,
@@ -102,7 +118,14 @@ pub enum Condition {
     IsNull {
         key: KeyPath,
     },
+    /// A filter object among the conditions.
     Nested(Box<Filter>),
+    /// Qdrant's `nested`: `filter` holds for one object of the array at `key` (a path
+    /// ending with `[]`), checked as if it were the payload.
+    NestedArray {
+        key: KeyPath,
+        filter: Box<Filter>,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
@@ -141,22 +164,74 @@ impl Filter {
 
     /// Whether the point with `id` and `payload` passes.
     pub fn matches(&self, id: &PointId, payload: Option<&Value>) -> bool {
-        self.must.iter().all(|c| c.matches(id, payload))
+        self.holds(Some(id), payload)
+    }
+
+    /// Whether the filter holds; `id` is `None` inside a `nested` condition, where the
+    /// payload is an element of an array (has_id and has_vector hold for no element).
+    fn holds(&self, id: Option<&PointId>, payload: Option<&Value>) -> bool {
+        self.must.iter().all(|c| c.holds(id, payload))
             && self
                 .should
                 .as_ref()
-                .is_none_or(|should| should.iter().any(|c| c.matches(id, payload)))
-            && !self.must_not.iter().any(|c| c.matches(id, payload))
+                .is_none_or(|should| should.iter().any(|c| c.holds(id, payload)))
+            && !self.must_not.iter().any(|c| c.holds(id, payload))
             && self.min_should.as_ref().is_none_or(|min| {
                 min.conditions
                     .iter()
-                    .filter(|c| c.matches(id, payload))
+                    .filter(|c| c.holds(id, payload))
                     .take(min.min_count)
                     .count()
                     >= min.min_count
             })
     }
 }
+
+/// The entries of a JSON object that are not `null` (a `null` is an absent field: clients
+/// send unused kinds as `null`).
+fn present(object: &Map<String, Value>) -> Vec<(&str, &Value)> {
+    object
+        .iter()
+        .filter(|(_, value)| !value.is_null())
+        .map(|(name, value)| (name.as_str(), value))
+        .collect()
+}
+
+/// Refuses the entries of `object` not named in `allowed` (`null`s aside), naming the first.
+fn only_fields(object: &Map<String, Value>, allowed: &[&str], path: &str) -> Result<()> {
+    match present(object)
+        .into_iter()
+        .find(|(name, _)| !allowed.contains(name))
+    {
+        Some((name, _)) => Err(invalid(
+            &format!("{path}.{name}"),
+            format!("unknown field (expected {})", allowed.join(", ")),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `value` as a JSON object, or an error naming `what` it should hold.
+fn as_object<'a>(value: &'a Value, path: &str, what: &str) -> Result<&'a Map<String, Value>> {
+    value
+        .as_object()
+        .ok_or_else(|| invalid(path, format!("must be an object with {what}")))
+}
+
+/// Field-condition kinds (beside `key`) SagittaDB evaluates.
+const FIELD_KINDS: [&str; 3] = ["match", "range", "geo_radius"];
+/// Field-condition kinds Qdrant defines that SagittaDB does not evaluate.
+const UNSUPPORTED_FIELD_KINDS: [&str; 5] = [
+    "geo_bounding_box",
+    "geo_polygon",
+    "values_count",
+    "is_empty",
+    "is_null",
+];
+/// Conditions that are one field of their own.
+const OTHER_KINDS: [&str; 5] = ["has_id", "has_vector", "is_empty", "is_null", "nested"];
+/// `match` kinds.
+const MATCH_KINDS: [&str; 6] = ["value", "any", "except", "text", "text_any", "phrase"];
 
 impl Parser {
     fn filter(&mut self, value: &Value, path: &str, depth: usize) -> Result<Filter> {
@@ -166,30 +241,28 @@ impl Parser {
                 format!("nested deeper than {MAX_FILTER_DEPTH} levels"),
             ));
         }
-        let Value::Object(object) = value else {
-            return Err(invalid(
-                path,
-                "must be an object with must / should / must_not",
-            ));
-        };
+        let object = as_object(value, path, "must / should / must_not / min_should")?;
         let mut filter = Filter::default();
-        for (name, clauses) in object {
+        for (name, clauses) in present(object) {
             if name == "min_should" {
                 filter.min_should =
-                    self.min_should(clauses, &format!("{path}.min_should"), depth)?;
+                    Some(self.min_should(clauses, &format!("{path}.min_should"), depth)?);
                 continue;
             }
-            let target = match name.as_str() {
+            let target = match name {
                 "must" => &mut filter.must,
-                "should" if clauses.is_null() => continue,
                 "should" => filter.should.get_or_insert_with(Vec::new),
                 "must_not" => &mut filter.must_not,
                 // Fields of newer clients we do not act on must not change results silently.
-                other => return Err(invalid(&format!("{path}.{other}"), "unknown filter clause")),
+                other => {
+                    return Err(invalid(
+                        &format!("{path}.{other}"),
+                        "unknown filter clause (expected must, should, must_not, min_should)",
+                    ))
+                }
             };
             let clause_path = format!("{path}.{name}");
             match clauses {
-                Value::Null => {}
                 Value::Array(items) => {
                     for (index, item) in items.iter().enumerate() {
                         let item_path = format!("{clause_path}[{index}]");
@@ -205,19 +278,13 @@ impl Parser {
         Ok(filter)
     }
 
-    fn min_should(&mut self, value: &Value, path: &str, depth: usize) -> Result<Option<MinShould>> {
-        if value.is_null() {
-            return Ok(None);
-        }
-        let Value::Object(object) = value else {
-            return Err(invalid(
-                path,
-                "must be an object with conditions and min_count",
-            ));
-        };
+    fn min_should(&mut self, value: &Value, path: &str, depth: usize) -> Result<MinShould> {
+        let object = as_object(value, path, "conditions and min_count")?;
+        only_fields(object, &["conditions", "min_count"], path)?;
         let count_path = format!("{path}.min_count");
         let min_count = object
             .get("min_count")
+            .filter(|count| !count.is_null())
             .ok_or_else(|| invalid(&count_path, "is required"))?
             .as_u64()
             .ok_or_else(|| invalid(&count_path, "must be an unsigned integer"))?;
@@ -230,12 +297,15 @@ impl Parser {
             .enumerate()
             .map(|(index, item)| self.condition(item, &format!("{list_path}[{index}]"), depth))
             .collect::<Result<Vec<_>>>()?;
-        Ok(Some(MinShould {
+        Ok(MinShould {
             conditions,
             min_count: usize::try_from(min_count).unwrap_or(usize::MAX),
-        }))
+        })
     }
 
+    /// One condition: exactly one kind — a field condition (`key` and one of `match`,
+    /// `range`, `geo_radius`), `has_id`, `has_vector`, `is_empty`, `is_null`, `nested`, or a
+    /// filter object (any of its clauses, or none: `{}` matches everything).
     fn condition(&mut self, value: &Value, path: &str, depth: usize) -> Result<Condition> {
         self.conditions += 1;
         if self.conditions > MAX_FILTER_CONDITIONS {
@@ -247,158 +317,308 @@ impl Parser {
         let Value::Object(object) = value else {
             return Err(invalid(path, "a condition must be an object"));
         };
-        // A filter object (any of its clauses, or none: `{}` matches everything) nests.
-        if object.is_empty() || FILTER_CLAUSES.iter().any(|name| object.contains_key(*name)) {
+        let fields = present(object);
+        let names: Vec<&str> = fields.iter().map(|(name, _)| *name).collect();
+        let two = |first: &str, second: &str| {
+            invalid(
+                path,
+                format!(
+                    "{first:?} and {second:?} in one condition: a condition is exactly one \
+                     kind (join conditions with must / should)"
+                ),
+            )
+        };
+        if let Some(clause) = names.iter().find(|name| FILTER_CLAUSES.contains(name)) {
+            if let Some(other) = names.iter().find(|name| !FILTER_CLAUSES.contains(name)) {
+                return Err(two(clause, other));
+            }
+        }
+        if fields.is_empty() || FILTER_CLAUSES.contains(&names[0]) {
             return Ok(Condition::Nested(Box::new(self.filter(
                 value,
                 path,
                 depth + 1,
             )?)));
         }
-        if let Some(ids) = object.get("has_id") {
-            let Value::Array(ids) = ids else {
-                return Err(invalid(&format!("{path}.has_id"), "must be a list of ids"));
-            };
-            let ids = ids
+        if let Some(key) = object.get("key").filter(|key| !key.is_null()) {
+            let kinds: Vec<(&str, &Value)> = fields
                 .iter()
-                .enumerate()
-                .map(|(index, id)| parse_id(id, &format!("{path}.has_id[{index}]")))
-                .collect::<Result<Vec<_>>>()?;
-            return Ok(Condition::HasId(ids));
-        }
-        if let Some(name) = object.get("has_vector") {
-            let vector_path = format!("{path}.has_vector");
-            return match name {
-                Value::String(name) if name.is_empty() => Ok(Condition::HasVector),
-                Value::String(name) => Err(invalid(
-                    &vector_path,
-                    format!("no vector named {name:?}: points have one unnamed vector (\"\")"),
-                )),
-                _ => Err(invalid(&vector_path, "must be a vector name (a string)")),
-            };
-        }
-        for (name, make) in [
-            (
-                "is_empty",
-                (|key| Condition::IsEmpty { key }) as fn(KeyPath) -> Condition,
-            ),
-            ("is_null", |key| Condition::IsNull { key }),
-        ] {
-            if let Some(inner) = object.get(name) {
-                let key_path = format!("{path}.{name}.key");
-                let key = inner
-                    .get("key")
-                    .ok_or_else(|| invalid(&key_path, "is required"))?;
-                return Ok(make(parse_key(key, &key_path)?));
-            }
-        }
-        let key_path = format!("{path}.key");
-        let key = parse_key(
-            object
-                .get("key")
-                .ok_or_else(|| invalid(&key_path, "is required"))?,
-            &key_path,
-        )?;
-        if let Some(matcher) = object.get("match") {
-            let match_path = format!("{path}.match");
-            if let Some(value) = matcher.get("value") {
-                return Ok(Condition::MatchValue {
-                    key,
-                    value: parse_scalar(value, &format!("{match_path}.value"))?,
-                });
-            }
-            for (name, any) in [("any", true), ("except", false)] {
-                if let Some(values) = matcher.get(name) {
-                    let list_path = format!("{match_path}.{name}");
-                    let Value::Array(values) = values else {
-                        return Err(invalid(&list_path, "must be a list"));
-                    };
-                    let values = values
-                        .iter()
-                        .enumerate()
-                        .map(|(index, v)| parse_scalar(v, &format!("{list_path}[{index}]")))
-                        .collect::<Result<Vec<_>>>()?;
-                    return Ok(if any {
-                        Condition::MatchAny { key, values }
+                .copied()
+                .filter(|(name, _)| *name != "key")
+                .collect();
+            for (name, _) in &kinds {
+                if !FIELD_KINDS.contains(name) && !UNSUPPORTED_FIELD_KINDS.contains(name) {
+                    let reason = if OTHER_KINDS.contains(name) {
+                        format!("cannot be beside \"key\": {name} is a condition of its own")
                     } else {
-                        Condition::MatchExcept { key, values }
-                    });
+                        format!(
+                            "unknown field of a field condition (\"key\" with one of {})",
+                            FIELD_KINDS.join(", ")
+                        )
+                    };
+                    return Err(invalid(&format!("{path}.{name}"), reason));
                 }
             }
-            if let Some(text) = matcher.get("text") {
-                let Value::String(text) = text else {
-                    return Err(invalid(&format!("{match_path}.text"), "must be a string"));
-                };
-                return Ok(Condition::MatchText {
-                    key,
-                    text: text.clone(),
-                });
-            }
-            return Err(invalid(
-                &match_path,
-                "expected one of value, any, except, text",
-            ));
-        }
-        if let Some(range) = object.get("range") {
-            let range_path = format!("{path}.range");
-            let Value::Object(bounds_object) = range else {
-                return Err(invalid(&range_path, "must be an object"));
-            };
-            let mut bounds = Range::default();
-            let mut datetimes = None;
-            for (name, bound) in bounds_object {
-                let bound_path = format!("{range_path}.{name}");
-                let (number, is_datetime) = match bound {
-                    Value::Null => continue,
-                    Value::Number(number) => (number.as_f64(), false),
-                    Value::String(text) => (
-                        Some(parse_timestamp(text).ok_or_else(|| {
-                            invalid(
-                                &bound_path,
-                                format!("{text:?} is neither a number nor an RFC 3339 datetime"),
-                            )
-                        })?),
-                        true,
-                    ),
-                    _ => {
-                        return Err(invalid(
-                            &bound_path,
-                            "must be a number or an RFC 3339 datetime",
-                        ))
-                    }
-                };
-                if *datetimes.get_or_insert(is_datetime) != is_datetime {
+            let (kind, body) = match kinds.as_slice() {
+                [] => {
                     return Err(invalid(
-                        &bound_path,
-                        "mixes a number and a datetime in one range",
+                        path,
+                        format!("expected one of {} beside \"key\"", FIELD_KINDS.join(", ")),
+                    ))
+                }
+                [one] => *one,
+                [first, second, ..] => return Err(two(first.0, second.0)),
+            };
+            let key = parse_key(key, &format!("{path}.key"))?;
+            let kind_path = format!("{path}.{kind}");
+            return match kind {
+                "match" => parse_match(body, key, &kind_path),
+                "range" => parse_range(body, key, &kind_path),
+                "geo_radius" => parse_geo_radius(body, key, &kind_path),
+                "is_empty" | "is_null" => Err(invalid(
+                    &kind_path,
+                    format!(
+                        "is not supported in a field condition: use {{\"{kind}\": {{\"key\": \
+                         ...}}}}"
+                    ),
+                )),
+                _ => Err(invalid(&kind_path, "is not supported by SagittaDB")),
+            };
+        }
+        let (name, body) = match fields.as_slice() {
+            [one] => *one,
+            [first, second, ..] => {
+                if let Some(unknown) = names
+                    .iter()
+                    .find(|name| !OTHER_KINDS.contains(name) && !FIELD_KINDS.contains(name))
+                {
+                    return Err(invalid(
+                        &format!("{path}.{unknown}"),
+                        "unknown field of a condition",
                     ));
                 }
-                match name.as_str() {
-                    "gt" => bounds.gt = number,
-                    "gte" => bounds.gte = number,
-                    "lt" => bounds.lt = number,
-                    "lte" => bounds.lte = number,
-                    _ => return Err(invalid(&format!("{range_path}.{name}"), "unknown bound")),
-                }
+                return Err(two(first.0, second.0));
             }
-            return Ok(if datetimes == Some(true) {
-                Condition::DatetimeRange { key, bounds }
-            } else {
-                Condition::Range { key, bounds }
-            });
+            [] => unreachable!("an empty condition is the empty filter"),
+        };
+        let body_path = format!("{path}.{name}");
+        match name {
+            "has_id" => {
+                let Value::Array(ids) = body else {
+                    return Err(invalid(&body_path, "must be a list of ids"));
+                };
+                let ids = ids
+                    .iter()
+                    .enumerate()
+                    .map(|(index, id)| parse_id(id, &format!("{body_path}[{index}]")))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(Condition::HasId(ids))
+            }
+            "has_vector" => match body {
+                Value::String(name) if name.is_empty() => Ok(Condition::HasVector),
+                Value::String(name) => Err(invalid(
+                    &body_path,
+                    format!("no vector named {name:?}: points have one unnamed vector (\"\")"),
+                )),
+                _ => Err(invalid(&body_path, "must be a vector name (a string)")),
+            },
+            "is_empty" | "is_null" => {
+                let inner = as_object(body, &body_path, "key")?;
+                only_fields(inner, &["key"], &body_path)?;
+                let key_path = format!("{body_path}.key");
+                let key = inner
+                    .get("key")
+                    .filter(|key| !key.is_null())
+                    .ok_or_else(|| invalid(&key_path, "is required"))?;
+                let key = parse_key(key, &key_path)?;
+                Ok(if name == "is_empty" {
+                    Condition::IsEmpty { key }
+                } else {
+                    Condition::IsNull { key }
+                })
+            }
+            "nested" => {
+                let inner = as_object(body, &body_path, "key and filter")?;
+                only_fields(inner, &["key", "filter"], &body_path)?;
+                let key_path = format!("{body_path}.key");
+                let key = inner
+                    .get("key")
+                    .filter(|key| !key.is_null())
+                    .ok_or_else(|| invalid(&key_path, "is required"))?;
+                let key = parse_key(key, &key_path)?.elements();
+                let filter_path = format!("{body_path}.filter");
+                let filter = inner
+                    .get("filter")
+                    .filter(|filter| !filter.is_null())
+                    .ok_or_else(|| invalid(&filter_path, "is required"))?;
+                let filter = self.filter(filter, &filter_path, depth + 1)?;
+                Ok(Condition::NestedArray {
+                    key,
+                    filter: Box::new(filter),
+                })
+            }
+            kind if FIELD_KINDS.contains(&kind) || UNSUPPORTED_FIELD_KINDS.contains(&kind) => {
+                Err(invalid(&format!("{path}.key"), "is required"))
+            }
+            other => Err(invalid(
+                &format!("{path}.{other}"),
+                format!(
+                    "unknown field of a condition (expected a field condition with \"key\", \
+                     {}, or a filter)",
+                    OTHER_KINDS.join(", ")
+                ),
+            )),
         }
-        if let Some(geo) = object.get("geo_radius") {
-            return parse_geo_radius(geo, key, &format!("{path}.geo_radius"));
-        }
-        Err(invalid(
-            path,
-            "expected match, range, geo_radius, has_id, has_vector, is_empty, is_null or a \
-             nested filter",
-        ))
     }
 }
 
+/// `match`: exactly one of value, any, except, text, text_any, phrase.
+fn parse_match(value: &Value, key: KeyPath, path: &str) -> Result<Condition> {
+    let object = as_object(
+        value,
+        path,
+        "one of value, any, except, text, text_any, phrase",
+    )?;
+    only_fields(object, &MATCH_KINDS, path)?;
+    let (kind, body) = match present(object).as_slice() {
+        [one] => *one,
+        [] => {
+            return Err(invalid(
+                path,
+                "expected one of value, any, except, text, text_any, phrase",
+            ))
+        }
+        [first, second, ..] => {
+            return Err(invalid(
+                path,
+                format!(
+                    "{:?} and {:?} in one match: a match is exactly one kind",
+                    first.0, second.0
+                ),
+            ))
+        }
+    };
+    let kind_path = format!("{path}.{kind}");
+    let text = |body: &Value| -> Result<String> {
+        body.as_str()
+            .map(str::to_string)
+            .ok_or_else(|| invalid(&kind_path, "must be a string"))
+    };
+    Ok(match kind {
+        "value" => Condition::MatchValue {
+            key,
+            value: parse_scalar(body, &kind_path)?,
+        },
+        "any" => Condition::MatchAny {
+            key,
+            values: parse_any_list(body, &kind_path)?,
+        },
+        "except" => Condition::MatchExcept {
+            key,
+            values: parse_any_list(body, &kind_path)?,
+        },
+        // Without a full-text index Qdrant matches text and phrases as substrings.
+        "text" | "phrase" => Condition::MatchText {
+            key,
+            text: text(body)?,
+        },
+        _ => Condition::MatchTextAny {
+            key,
+            words: text(body)?.split_whitespace().map(str::to_string).collect(),
+        },
+    })
+}
+
+/// The list of `match.any` / `match.except`: all strings or all integers (as Qdrant's).
+fn parse_any_list(value: &Value, path: &str) -> Result<Vec<Scalar>> {
+    let Value::Array(items) = value else {
+        return Err(invalid(path, "must be a list"));
+    };
+    let mut strings = None;
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let item_path = format!("{path}[{index}]");
+            let scalar = match item {
+                Value::String(text) => Scalar::Keyword(text.clone()),
+                Value::Number(number) => Scalar::Integer(
+                    number
+                        .as_i64()
+                        .ok_or_else(|| invalid(&item_path, "must be a string or an integer"))?,
+                ),
+                _ => return Err(invalid(&item_path, "must be a string or an integer")),
+            };
+            let is_string = matches!(scalar, Scalar::Keyword(_));
+            if *strings.get_or_insert(is_string) != is_string {
+                return Err(invalid(
+                    &item_path,
+                    "mixes strings and integers: a list holds one or the other",
+                ));
+            }
+            Ok(scalar)
+        })
+        .collect()
+}
+
+/// `range`: bounds gt, gte, lt, lte, all numbers or all RFC 3339 datetimes.
+fn parse_range(value: &Value, key: KeyPath, path: &str) -> Result<Condition> {
+    let bounds_object = as_object(value, path, "gt, gte, lt, lte")?;
+    let mut bounds = Range::default();
+    let mut datetimes = None;
+    for (name, bound) in present(bounds_object) {
+        let bound_path = format!("{path}.{name}");
+        let slot = match name {
+            "gt" => &mut bounds.gt,
+            "gte" => &mut bounds.gte,
+            "lt" => &mut bounds.lt,
+            "lte" => &mut bounds.lte,
+            _ => {
+                return Err(invalid(
+                    &bound_path,
+                    "unknown bound (expected gt, gte, lt, lte)",
+                ))
+            }
+        };
+        let (number, is_datetime) = match bound {
+            Value::Number(number) => (number.as_f64(), false),
+            Value::String(text) => (
+                Some(parse_timestamp(text).ok_or_else(|| {
+                    invalid(
+                        &bound_path,
+                        format!("{text:?} is neither a number nor an RFC 3339 datetime"),
+                    )
+                })?),
+                true,
+            ),
+            _ => {
+                return Err(invalid(
+                    &bound_path,
+                    "must be a number or an RFC 3339 datetime",
+                ))
+            }
+        };
+        if *datetimes.get_or_insert(is_datetime) != is_datetime {
+            return Err(invalid(
+                &bound_path,
+                "mixes a number and a datetime in one range",
+            ));
+        }
+        *slot = number;
+    }
+    Ok(if datetimes == Some(true) {
+        Condition::DatetimeRange { key, bounds }
+    } else {
+        Condition::Range { key, bounds }
+    })
+}
+
 fn parse_geo_radius(value: &Value, key: KeyPath, path: &str) -> Result<Condition> {
+    let object = as_object(value, path, "center and radius")?;
+    only_fields(object, &["center", "radius"], path)?;
+    if let Some(center) = object.get("center").and_then(Value::as_object) {
+        only_fields(center, &["lat", "lon"], &format!("{path}.center"))?;
+    }
     let number = |value: Option<&Value>, field: &str| -> Result<f64> {
         let field_path = format!("{path}.{field}");
         value
@@ -553,6 +773,14 @@ impl KeyPath {
         KeyPath { items }
     }
 
+    /// The path to the elements of the array at this path (`a` and `a[]` give `a[]`).
+    fn elements(mut self) -> KeyPath {
+        if self.items.last() != Some(&PathItem::Wildcard) {
+            self.items.push(PathItem::Wildcard);
+        }
+        self
+    }
+
     /// Whether the path ends with a key (so that an array found there counts as its
     /// elements), rather than with `[N]` or `[]`.
     fn ends_with_key(&self) -> bool {
@@ -646,7 +874,7 @@ fn scalar_equals(value: &Value, scalar: &Scalar) -> bool {
 }
 
 impl Condition {
-    fn matches(&self, id: &PointId, payload: Option<&Value>) -> bool {
+    fn holds(&self, id: Option<&PointId>, payload: Option<&Value>) -> bool {
         match self {
             Condition::MatchValue { key, value } => {
                 any_value(payload, key, &mut |v| scalar_equals(v, value))
@@ -686,8 +914,13 @@ impl Condition {
                 }
                 _ => false,
             }),
-            Condition::HasId(ids) => ids.contains(id),
-            Condition::HasVector => true,
+            Condition::MatchTextAny { key, words } => any_value(
+                payload,
+                key,
+                &mut |v| matches!(v, Value::String(s) if words.iter().any(|word| s.contains(word.as_str()))),
+            ),
+            Condition::HasId(ids) => id.is_some_and(|id| ids.contains(id)),
+            Condition::HasVector => id.is_some(),
             // Both see the values as they are (`[null]` is one value, neither null nor
             // empty), as Qdrant's local mode does.
             Condition::IsEmpty { key } => !any_leaf_of(payload, key, &mut |v| match v {
@@ -696,7 +929,10 @@ impl Condition {
                 _ => true,
             }),
             Condition::IsNull { key } => any_leaf_of(payload, key, &mut Value::is_null),
-            Condition::Nested(filter) => filter.matches(id, payload),
+            Condition::Nested(filter) => filter.holds(id, payload),
+            Condition::NestedArray { key, filter } => any_leaf_of(payload, key, &mut |element| {
+                element.is_object() && filter.holds(None, Some(element))
+            }),
         }
     }
 }

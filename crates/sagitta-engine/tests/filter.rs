@@ -21,6 +21,14 @@ fn error_path(value: Value) -> String {
     }
 }
 
+/// The path and the reason of the error parsing `value`.
+fn error(value: Value) -> (String, String) {
+    match Filter::parse(&value, "filter") {
+        Err(EngineError::InvalidFilter { path, reason }) => (path, reason),
+        other => panic!("expected an invalid filter, got {other:?}"),
+    }
+}
+
 #[test]
 fn malformed_filters_name_the_path() {
     assert_eq!(error_path(json!([1])), "filter");
@@ -522,6 +530,219 @@ fn is_empty_and_is_null_see_values_as_they_are() {
     }
     assert!(parse(json!({"must": [{"is_empty": {"key": "a"}}]})).matches(&id, None));
     assert!(!parse(json!({"must": [{"is_null": {"key": "a"}}]})).matches(&id, None));
+}
+
+/// A condition is exactly one kind: two kinds, an unknown key, or a kind Qdrant defines but
+/// SagittaDB does not evaluate is an error naming the condition and the key (a delete with
+/// `match` and `range` in one condition used to ignore the range and delete the wrong
+/// points). The same holds inside `match`, `range` and the other condition objects. A key
+/// whose value is `null` is absent.
+#[test]
+fn a_condition_is_exactly_one_kind() {
+    let mut cases = vec![
+        // (condition, error path, words the reason must hold)
+        (
+            json!({"key": "a", "match": {"value": 1}, "range": {"gt": 100}}),
+            "filter.must[0]",
+            vec!["match", "range"],
+        ),
+        (
+            json!({"key": "a", "match": {"value": 1}, "bogus": true}),
+            "filter.must[0].bogus",
+            vec!["unknown"],
+        ),
+        (
+            json!({"bogus": true}),
+            "filter.must[0].bogus",
+            vec!["unknown"],
+        ),
+        (
+            json!({"has_id": [1], "is_empty": {"key": "a"}}),
+            "filter.must[0]",
+            vec!["has_id", "is_empty"],
+        ),
+        (
+            json!({"has_id": [1], "key": "a"}),
+            "filter.must[0].has_id",
+            vec!["key"],
+        ),
+        (
+            json!({"must": [], "key": "a", "match": {"value": 1}}),
+            "filter.must[0]",
+            vec!["must", "key"],
+        ),
+        (
+            json!({"is_empty": {"key": "a", "x": 1}}),
+            "filter.must[0].is_empty.x",
+            vec!["unknown"],
+        ),
+        (
+            json!({"is_null": {"key": "a"}, "is_empty": {"key": "a"}}),
+            "filter.must[0]",
+            vec!["is_null", "is_empty"],
+        ),
+        (
+            json!({"key": "a", "match": {"value": 1, "any": [1]}}),
+            "filter.must[0].match",
+            vec!["value", "any"],
+        ),
+        (
+            json!({"key": "a", "match": {"value": 1, "bogus": 1}}),
+            "filter.must[0].match.bogus",
+            vec!["unknown"],
+        ),
+        (
+            json!({"key": "a", "match": {}}),
+            "filter.must[0].match",
+            vec!["value"],
+        ),
+        (
+            json!({"key": "a", "match": {"any": [1, "x"]}}),
+            "filter.must[0].match.any[1]",
+            vec!["strings and integers"],
+        ),
+        (
+            json!({"key": "a", "match": {"except": [true]}}),
+            "filter.must[0].match.except[0]",
+            vec!["string or an integer"],
+        ),
+        (
+            json!({"key": "a", "range": {"gt": 1, "between": 2}}),
+            "filter.must[0].range.between",
+            vec!["unknown"],
+        ),
+        (
+            json!({"key": "a", "values_count": {"gt": 1}}),
+            "filter.must[0].values_count",
+            vec!["not supported"],
+        ),
+        (
+            json!({"key": "a", "geo_bounding_box": {}}),
+            "filter.must[0].geo_bounding_box",
+            vec!["not supported"],
+        ),
+        (
+            json!({"key": "a", "geo_polygon": {}}),
+            "filter.must[0].geo_polygon",
+            vec!["not supported"],
+        ),
+        (
+            json!({"key": "a", "is_empty": true}),
+            "filter.must[0].is_empty",
+            vec!["not supported"],
+        ),
+        (
+            json!({"key": "a", "geo_radius": {"center": {"lat": 1, "lon": 2}, "radius": 1, "x": 0}}),
+            "filter.must[0].geo_radius.x",
+            vec!["unknown"],
+        ),
+        (
+            json!({"key": "a", "geo_radius": {"center": {"lat": 1, "lon": 2, "alt": 0}, "radius": 1}}),
+            "filter.must[0].geo_radius.center.alt",
+            vec!["unknown"],
+        ),
+        (
+            json!({"nested": {"key": "a", "filter": {}, "x": 1}}),
+            "filter.must[0].nested.x",
+            vec!["unknown"],
+        ),
+        (
+            json!({"nested": {"key": "a"}}),
+            "filter.must[0].nested.filter",
+            vec!["required"],
+        ),
+        (
+            json!({"min_should": {"conditions": [], "min_count": 0, "x": 1}}),
+            "filter.must[0].min_should.x",
+            vec!["unknown"],
+        ),
+    ];
+    for (condition, path, words) in cases.drain(..) {
+        let (got_path, reason) = error(json!({"must": [condition.clone()]}));
+        assert_eq!(got_path, path, "{condition}: {reason}");
+        for word in words {
+            assert!(
+                reason.contains(word),
+                "{condition}: {reason:?} names no {word:?}"
+            );
+        }
+    }
+    // a null kind is absent; Qdrant-defined match kinds SagittaDB evaluates parse
+    for condition in [
+        json!({"key": "a", "match": {"value": 1}, "range": null, "geo_radius": null}),
+        json!({"key": "a", "match": {"value": 1, "any": null, "except": null}}),
+        json!({"key": "a", "range": {"gt": null, "lt": 3}, "match": null}),
+        json!({"is_empty": {"key": "a"}, "has_id": null, "key": null}),
+        json!({"must": null, "should": [], "min_should": null}),
+        json!({"key": "a", "match": {"text_any": "x y"}}),
+        json!({"key": "a", "match": {"phrase": "x y"}}),
+        json!({"key": "a", "match": {"any": []}}),
+        json!({"nested": {"key": "a", "filter": {}}}),
+    ] {
+        Filter::parse(&json!({"must": [condition.clone()]}), "filter")
+            .unwrap_or_else(|e| panic!("{condition}: {e}"));
+    }
+}
+
+/// `nested` checks its filter against each object of an array, so two conditions must hold
+/// on one element (has_id and has_vector never hold inside); `text_any` holds when a word of
+/// it is in the text, `phrase` when the text holds it (no full-text index: substrings).
+#[test]
+fn nested_text_any_and_phrase_conditions() {
+    let id = PointId::Number(1);
+    let payload = json!({
+        "objs": [{"n": 1, "c": "red"}, {"n": 2, "c": "blue"}],
+        "single": {"n": 1},
+        "scalars": [1, 2],
+        "deep": [{"inner": [{"x": 1}, {"x": 2}]}],
+        "t": "hello world",
+        "ts": ["abc", "xyz"]
+    });
+    let check = |filter: Value| parse(filter).matches(&id, Some(&payload));
+    let nested =
+        |key: &str, filter: Value| json!({"must": [{"nested": {"key": key, "filter": filter}}]});
+    let n = |value: i64| json!({"key": "n", "match": {"value": value}});
+    let c = |value: &str| json!({"key": "c", "match": {"value": value}});
+    assert!(check(nested("objs", json!({"must": [n(1), c("red")]}))));
+    assert!(!check(nested("objs", json!({"must": [n(1), c("blue")]}))));
+    // without nested, the two conditions may hold on different elements
+    assert!(check(json!({"must": [
+        {"key": "objs[].n", "match": {"value": 1}},
+        {"key": "objs[].c", "match": {"value": "blue"}}
+    ]})));
+    assert!(check(nested("objs", json!({"must_not": [n(1)]}))));
+    assert!(check(nested("objs[]", json!({"must": [n(2)]}))));
+    assert!(check(nested("objs", json!({}))));
+    assert!(!check(nested("single", json!({"must": [n(1)]}))));
+    assert!(!check(nested("scalars", json!({}))));
+    assert!(!check(nested("missing", json!({}))));
+    assert!(check(
+        json!({"must_not": [{"nested": {"key": "missing", "filter": {}}}]})
+    ));
+    assert!(check(nested(
+        "deep",
+        json!({"must": [{"nested": {"key": "inner", "filter": {"must": [{"key": "x", "match": {"value": 2}}]}}}]})
+    )));
+    assert!(!check(nested("objs", json!({"must": [{"has_id": [1]}]}))));
+    assert!(!check(nested(
+        "objs",
+        json!({"must": [{"has_vector": ""}]})
+    )));
+    assert!(check(nested(
+        "objs",
+        json!({"must_not": [{"has_id": [1]}]})
+    )));
+
+    let text = |key: &str, kind: &str, text: &str| {
+        check(json!({"must": [{"key": key, "match": {kind: text}}]}))
+    };
+    assert!(text("t", "text_any", "foo wor"));
+    assert!(!text("t", "text_any", "foo bar"));
+    assert!(!text("t", "text_any", ""));
+    assert!(text("ts", "text_any", "y q"));
+    assert!(text("t", "phrase", "lo wo"));
+    assert!(!text("t", "phrase", "world hello"));
+    assert!(!text("objs", "phrase", "red"));
 }
 
 fn payload_for(id: u64) -> Value {
