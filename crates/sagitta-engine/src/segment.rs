@@ -233,7 +233,13 @@ impl Segment {
             unreachable!("built as an upsert above")
         };
         let file_bytes = index_bytes + encoded.len() as u64;
-        Ok(Segment::assemble(id, index, listing, file_bytes, shape.schema))
+        Ok(Segment::assemble(
+            id,
+            index,
+            listing,
+            file_bytes,
+            shape.schema,
+        ))
     }
 
     fn assemble(
