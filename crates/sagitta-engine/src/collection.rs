@@ -299,6 +299,17 @@ pub enum Health {
     Red,
 }
 
+impl Health {
+    /// The name Qdrant's collection info uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Health::Green => "green",
+            Health::Yellow => "yellow",
+            Health::Red => "red",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct CollectionStatus {
     pub health: Health,
