@@ -486,17 +486,18 @@ class RemoteCollection:
 
     def status(self) -> dict:
         """``{"status", "points_count", "indexed_vectors_count", "segments_count",
-        "optimizer_error"}`` as the embedded backend reports it."""
+        "optimizer_error", "write_error"}`` as the embedded backend reports it (the
+        server reports a red collection's reason as its optimizer error)."""
         info = self._info()
         optimizer = info.get("optimizer_status")
+        error = optimizer.get("error") if isinstance(optimizer, dict) else None
         return {
             "status": info["status"],
             "points_count": info.get("points_count"),
             "indexed_vectors_count": info.get("indexed_vectors_count"),
             "segments_count": info["segments_count"],
-            "optimizer_error": optimizer.get("error")
-            if isinstance(optimizer, dict)
-            else None,
+            "optimizer_error": error,
+            "write_error": error if info["status"] == "red" else None,
         }
 
     def wait_until_indexed(

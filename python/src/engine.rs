@@ -774,7 +774,7 @@ impl Collection {
     fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let status = self.inner.status();
         let dict = PyDict::new(py);
-        dict.set_item("status", health_name(status.health))?;
+        dict.set_item("status", status.health.name())?;
         dict.set_item("points_count", status.points)?;
         dict.set_item("indexed_vectors_count", status.indexed)?;
         dict.set_item("segments_count", status.segments)?;
@@ -912,14 +912,6 @@ fn strategy(hnsw_ef: Option<usize>, exact: bool) -> Strategy {
         (true, _) => Strategy::Exact,
         (false, Some(ef)) => Strategy::Beam(ef),
         (false, None) => Strategy::Auto,
-    }
-}
-
-fn health_name(health: Health) -> &'static str {
-    match health {
-        Health::Green => "green",
-        Health::Yellow => "yellow",
-        Health::Red => "red",
     }
 }
 
