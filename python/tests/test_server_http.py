@@ -93,7 +93,6 @@ def bench(http):
                     "scalar": {"type": "int8", "quantile": 0.99, "always_ram": True}
                 },
                 "on_disk_payload": False,
-                "some_future_field": {"ignored": True},
             },
         )
     )
@@ -532,6 +531,74 @@ def test_bad_ids(http, small):
         400,
         "points[0].id",
     )
+    assert_unchanged(http)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "field"),
+    [
+        (
+            "PUT",
+            "/collections/bad",
+            {"vectors": {"size": 4, "distance": "Dot"}, "some_future_field": 1},
+            "some_future_field",
+        ),
+        (
+            "PUT",
+            "/collections/bad",
+            {"vectors": {"size": 4, "distance": "Dot"}, "hnsw_config": {"mm": 16}},
+            "hnsw_config.mm",
+        ),
+        (
+            "PUT",
+            f"/collections/{SMALL}/points?wait=true",
+            {"points": [{"id": 7, "vector": [1, 2, 3, 4], "paylod": {"a": 7}}]},
+            "points[0].paylod",
+        ),
+        (
+            "POST",
+            f"/collections/{SMALL}/points/query",
+            {"query": [1, 0, 0, 0], "params": {"hnsw_eff": 8}},
+            "params.hnsw_eff",
+        ),
+        (
+            "POST",
+            f"/collections/{SMALL}/points/scroll",
+            {"limit": 2, "with_payload": {"includ": ["a"]}},
+            "with_payload",
+        ),
+        (
+            "POST",
+            f"/collections/{SMALL}/points/query",
+            {"query": [1, 0, 0, 0], "shard_key": "tenant-1"},
+            "shard_key",
+        ),
+    ],
+)
+def test_unknown_and_unserved_fields_are_refused_by_path(
+    http, small, method, path, body, field
+):
+    refused(http.request(method, path, json=body), 400, field)
+    assert_unchanged(http)
+    assert ok(http.get("/collections/bad/exists")) == {"exists": False}
+
+
+@pytest.mark.parametrize(
+    "bad_uuid",
+    ["+f9619ff8b86d011b42d00c04fc964ff", "+c56c793-69f3-4fbf-87e6-c4bf54c28c26"],
+)
+def test_signed_uuid_text_is_not_an_id(http, small, bad_uuid):
+    refused(
+        upsert(http, {"points": [{"id": bad_uuid, "vector": [1, 2, 3, 4]}]}),
+        400,
+        "points[0].id",
+    )
+    refused(
+        http.post(f"/collections/{SMALL}/points", json={"ids": [bad_uuid]}),
+        400,
+        "ids[0]",
+    )
+    refused(http.get(f"/collections/{SMALL}/points/%2B1"), 400, "point id")
     assert_unchanged(http)
 
 

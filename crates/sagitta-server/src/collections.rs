@@ -3,19 +3,58 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::extract::{Path, State};
+use axum::extract::path::ErrorKind;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{FromRequestParts, State};
+use axum::http::request::Parts;
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use sagitta_engine::collection::MAX_SHARDS;
-use sagitta_engine::{Collection, CollectionConfig, Distance, FieldType, Health};
-use serde::de::IgnoredAny;
-use serde::Deserialize;
+use sagitta_engine::{Collection, CollectionConfig, Distance, FieldType};
+use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
 use crate::body::{ok, wait_flag, JsonBody};
 use crate::error::{ApiError, ApiResult};
-use crate::wire::{UpdateResult, DEFAULT_VECTOR_NAME};
+use crate::wire::config::{
+    CreateCollectionRequest, CreateIndexRequest, FieldSchemaInput, OptimizationThreads,
+    UpdateCollectionRequest,
+};
+use crate::wire::UpdateResult;
 use crate::{SharedState, QDRANT_COMPATIBLE_VERSION};
+
+/// Path parameters (`{name}`, `{id}`, `{field}`) whose rejections come in Qdrant's
+/// envelope: a parameter that is not valid UTF-8 names nothing that can exist, so it is a
+/// 404 (as Qdrant's router answers), naming the parameter.
+pub(crate) struct Path<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for Path<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match axum::extract::Path::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Path(value)) => Ok(Path(value)),
+            Err(PathRejection::FailedToDeserializePathParams(error)) => match error.kind() {
+                ErrorKind::InvalidUtf8InPathParam { key } => Err(ApiError::not_found(format!(
+                    "Not found: the path parameter `{key}` is not valid UTF-8, so nothing \
+                     has that name"
+                ))),
+                _ => Err(ApiError::bad_request(format!(
+                    "Wrong input: {}",
+                    error.body_text()
+                ))),
+            },
+            Err(other) => Err(ApiError::bad_request(format!(
+                "Wrong input: {}",
+                other.body_text()
+            ))),
+        }
+    }
+}
 
 /// Runs a blocking engine call on tokio's blocking pool.
 pub(crate) async fn blocking<T: Send + 'static>(
@@ -88,114 +127,11 @@ pub async fn exists(State(state): State<SharedState>, Path(name): Path<String>) 
     ok(json!({ "exists": exists }), started)
 }
 
-/// `vectors` of a create request: `{size, distance, ..}` or a map of one name (`""`) to
-/// that.
-#[derive(Deserialize)]
-#[serde(untagged)]
-pub enum VectorsConfigInput {
-    Single(VectorParamsInput),
-    Named(std::collections::BTreeMap<String, VectorParamsInput>),
-}
-
-#[derive(Deserialize)]
-pub struct VectorParamsInput {
-    size: usize,
-    distance: String,
-    #[serde(default)]
-    datatype: Option<String>,
-    #[serde(default, rename = "multivector_config")]
-    multivector: Option<IgnoredAny>,
-}
-
-#[derive(Deserialize)]
-pub struct CreateCollectionRequest {
-    vectors: VectorsConfigInput,
-    #[serde(default)]
-    shard_number: Option<usize>,
-    #[serde(default)]
-    sparse_vectors: Option<Map<String, Value>>,
-    #[serde(default)]
-    optimizers_config: Option<OptimizersInput>,
-}
-
-#[derive(Deserialize, Default, Clone)]
-#[serde(default)]
-pub struct OptimizersInput {
-    max_optimization_threads: Option<u64>,
-    indexing_threshold: Option<u64>,
-}
-
-fn parse_distance(name: &str) -> ApiResult<Distance> {
-    match name {
-        "Cosine" => Ok(Distance::Cosine),
-        "Dot" => Ok(Distance::Dot),
-        "Euclid" => Ok(Distance::Euclid),
-        other => Err(ApiError::bad_request(format!(
-            "Wrong input: `vectors.distance` = {other:?}: use Cosine, Dot or Euclid"
-        ))),
-    }
-}
-
 fn distance_name(distance: Distance) -> &'static str {
     match distance {
         Distance::Cosine => "Cosine",
         Distance::Dot => "Dot",
         Distance::Euclid => "Euclid",
-    }
-}
-
-impl CreateCollectionRequest {
-    fn into_config(self) -> ApiResult<CollectionConfig> {
-        let vectors = match self.vectors {
-            VectorsConfigInput::Single(params) => params,
-            VectorsConfigInput::Named(mut named) => {
-                if named.len() != 1 || !named.contains_key(DEFAULT_VECTOR_NAME) {
-                    let names: Vec<&String> = named.keys().collect();
-                    return Err(ApiError::bad_request(format!(
-                        "Wrong input: `vectors`: named vectors {names:?} are not supported; \
-                         a collection has one unnamed vector ({{\"size\", \"distance\"}})"
-                    )));
-                }
-                named.remove(DEFAULT_VECTOR_NAME).expect("checked above")
-            }
-        };
-        if self
-            .sparse_vectors
-            .as_ref()
-            .is_some_and(|map| !map.is_empty())
-        {
-            return Err(ApiError::bad_request(
-                "Wrong input: `sparse_vectors` are not supported",
-            ));
-        }
-        if vectors.multivector.is_some() {
-            return Err(ApiError::bad_request(
-                "Wrong input: `vectors.multivector_config`: multi-vectors are not supported",
-            ));
-        }
-        if let Some(datatype) = vectors.datatype.as_deref() {
-            if datatype != "float32" {
-                return Err(ApiError::bad_request(format!(
-                    "Wrong input: `vectors.datatype` = {datatype:?}: only float32 is supported"
-                )));
-            }
-        }
-        if vectors.size == 0 {
-            return Err(ApiError::bad_request(
-                "Wrong input: `vectors.size` must be at least 1",
-            ));
-        }
-        let shard_count = self.shard_number.unwrap_or(1);
-        if shard_count == 0 || shard_count > MAX_SHARDS {
-            return Err(ApiError::bad_request(format!(
-                "Wrong input: `shard_number` = {shard_count}: must be 1..={MAX_SHARDS}"
-            )));
-        }
-        Ok(CollectionConfig {
-            dim: vectors.size,
-            distance: parse_distance(&vectors.distance)?,
-            shard_count,
-        })
     }
 }
 
@@ -206,7 +142,12 @@ pub async fn create(
 ) -> ApiResult<Response> {
     let started = Instant::now();
     let optimizers = request.optimizers_config.clone().unwrap_or_default();
-    let config = request.into_config()?;
+    let checked = request.checked(MAX_SHARDS)?;
+    let config = CollectionConfig {
+        dim: checked.dim,
+        distance: checked.distance,
+        shard_count: checked.shard_count,
+    };
     let database = Arc::clone(&state.database);
     let created_name = name.clone();
     blocking(move || {
@@ -218,20 +159,17 @@ pub async fn create(
     .await?;
     let mut echoed = state.echoed.lock();
     let entry = echoed.entry(name).or_default();
-    entry.max_optimization_threads = optimizers.max_optimization_threads;
+    entry.max_optimization_threads = optimizers
+        .max_optimization_threads
+        .and_then(OptimizationThreads::echoed);
     entry.indexing_threshold = optimizers.indexing_threshold;
     std::mem::drop(echoed);
     Ok(ok(true, started))
 }
 
-#[derive(Deserialize)]
-pub struct UpdateCollectionRequest {
-    #[serde(default)]
-    optimizers_config: Option<OptimizersInput>,
-}
-
-/// `PATCH /collections/{c}`: accepted for the fields clients send; optimizer settings are
-/// echoed by `GET`, the engine's optimizer keeps its own policy.
+/// `PATCH /collections/{c}`: optimizer settings are echoed by `GET` (the engine's
+/// optimizer keeps its own policy); tuning hints are checked and accepted; the rest is
+/// refused (see `wire::config`).
 pub async fn update(
     State(state): State<SharedState>,
     Path(name): Path<String>,
@@ -239,11 +177,11 @@ pub async fn update(
 ) -> ApiResult<Response> {
     let started = Instant::now();
     collection(&state, &name)?;
-    if let Some(optimizers) = request.optimizers_config {
+    if let Some(optimizers) = request.checked()? {
         let mut echoed = state.echoed.lock();
         let entry = echoed.entry(name).or_default();
-        if optimizers.max_optimization_threads.is_some() {
-            entry.max_optimization_threads = optimizers.max_optimization_threads;
+        if let Some(threads) = optimizers.max_optimization_threads {
+            entry.max_optimization_threads = threads.echoed();
         }
         if optimizers.indexing_threshold.is_some() {
             entry.indexing_threshold = optimizers.indexing_threshold;
@@ -285,12 +223,14 @@ fn collection_info(collection: &Collection, echoed: &crate::EchoedSettings) -> V
     let status = collection.status();
     let config = collection.config();
     let policy = collection.policy();
-    let health = match status.health {
-        Health::Green => "green",
-        Health::Yellow => "yellow",
-        Health::Red => "red",
-    };
-    let optimizer_status = match &status.optimizer_error {
+    let health = status.health.name();
+    // A shard that refuses writes is the reason a collection is red: Qdrant clients read
+    // the reason of a red collection from optimizer_status.error.
+    let optimizer_status = match status
+        .write_error
+        .as_ref()
+        .or(status.optimizer_error.as_ref())
+    {
         None => json!("ok"),
         Some(error) => json!({ "error": error }),
     };
@@ -351,23 +291,6 @@ fn indexed_points(collection: &Collection, field: &str) -> usize {
         .map_or(0, |filter| collection.count(Some(&filter)))
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
-pub enum FieldSchemaInput {
-    Name(String),
-    Params {
-        #[serde(rename = "type")]
-        kind: String,
-    },
-}
-
-#[derive(Deserialize)]
-pub struct CreateIndexRequest {
-    field_name: String,
-    #[serde(default)]
-    field_schema: Option<FieldSchemaInput>,
-}
-
 pub async fn create_index(
     State(state): State<SharedState>,
     Path(name): Path<String>,
@@ -377,9 +300,7 @@ pub async fn create_index(
     let started = Instant::now();
     let wait = wait_flag(uri.query())?;
     let target = collection(&state, &name)?;
-    let Some(FieldSchemaInput::Name(kind_name) | FieldSchemaInput::Params { kind: kind_name }) =
-        request.field_schema
-    else {
+    let Some(FieldSchemaInput(kind_name)) = request.field_schema else {
         return Err(ApiError::bad_request(
             "Wrong input: `field_schema` is required (keyword, integer, float or bool)",
         ));

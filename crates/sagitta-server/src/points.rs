@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use sagitta_engine::collection::MAX_LIMIT;
@@ -15,14 +15,14 @@ use serde_json::{json, Value};
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::body::{ok, wait_flag, JsonBody};
-use crate::collections::{blocking, collection, read, update_result};
+use crate::collections::{blocking, collection, read, update_result, Path};
 use crate::error::{ApiError, ApiResult};
 use crate::wire::{
     check_count, parse_filter, record_output, scored_output, unknown_vector_name, IdInput,
     IdOutput, PointSelector, QueryBatchRequest, QueryInput, QueryRequest, RecordOutput,
     RetrieveRequest, ScoredPointOutput, ScrollRequest, SearchBatchRequest, SearchParamsInput,
-    SearchRequestInput, SearchVectorInput, SetPayloadRequest, UpsertRequest, VectorInput,
-    WithPayload, WithVector, DEFAULT_VECTOR_NAME,
+    SearchRequestInput, SearchVectorInput, SetPayloadRequest, UpdateMode, UpsertRequest,
+    VectorInput, WithPayload, WithVector, DEFAULT_VECTOR_NAME,
 };
 use crate::SharedState;
 
@@ -75,11 +75,21 @@ pub async fn upsert(
     State(state): State<SharedState>,
     Path(name): Path<String>,
     uri: Uri,
-    JsonBody(request): JsonBody<UpsertRequest>,
+    JsonBody(mut request): JsonBody<UpsertRequest>,
 ) -> ApiResult<Response> {
     let started = Instant::now();
     let wait = wait_flag(uri.query())?;
     let target = collection(&state, &name)?;
+    if request
+        .update_filter
+        .take()
+        .is_some_and(|filter| !filter.is_null())
+        || request.update_mode.unwrap_or_default() != UpdateMode::Upsert
+    {
+        return Err(ApiError::bad_request(
+            "Wrong input: `update_filter` and `update_mode` are not supported yet",
+        ));
+    }
     let points = request.into_points(state.config.max_batch_points)?;
     let slot = write_slot(&state)?;
     let count = points.len() as u64;
@@ -123,9 +133,9 @@ fn prepare_query(
     request: QueryRequest,
     field: &str,
 ) -> ApiResult<PreparedSearch> {
-    if request.prefetch.is_some() {
+    if request.lookup_from.is_some() {
         return Err(ApiError::bad_request(format!(
-            "Wrong input: `{field}prefetch` is not supported (one dense vector per collection)"
+            "Wrong input: `{field}lookup_from` is not supported yet"
         )));
     }
     if let Some(using) = request.using.as_deref() {
@@ -339,11 +349,6 @@ pub async fn scroll(
 ) -> ApiResult<Response> {
     let started = Instant::now();
     let target = collection(&state, &name)?;
-    if request.order_by.is_some() {
-        return Err(ApiError::bad_request(
-            "Wrong input: `order_by` is not supported; scroll pages go in id order",
-        ));
-    }
     let filter = parse_filter(request.filter.as_ref(), "filter")?;
     let limit = checked_limit(request.limit, "")?;
     let with_payload = request.with_payload.unwrap_or(WithPayload::Flag(true));

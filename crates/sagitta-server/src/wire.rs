@@ -16,8 +16,12 @@ use serde_json::Value;
 
 use crate::error::{ApiError, ApiResult};
 
+pub mod config;
+mod fields;
 mod select;
 
+pub use fields::NullOnly;
+use fields::{refuse_value, unknown_field, NoMmr, NoOrderBy, NoPrefetch, NoShardKeys};
 pub use select::{select_payload, PayloadOutput, PayloadSelector, WithPayload, WithVector};
 
 /// The name of the unnamed default vector in Qdrant's API.
@@ -231,6 +235,7 @@ impl<'de> Deserialize<'de> for BatchVectors {
 // Points in
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PointInput {
     pub id: IdInput,
     pub vector: VectorInput,
@@ -239,6 +244,7 @@ pub struct PointInput {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BatchInput {
     pub ids: Vec<IdInput>,
     pub vectors: BatchVectors,
@@ -248,11 +254,32 @@ pub struct BatchInput {
 
 /// `PUT /collections/{c}/points`: the list form or the batch form.
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct UpsertRequest {
     #[serde(default)]
     pub points: Option<Vec<PointInput>>,
     #[serde(default)]
     pub batch: Option<BatchInput>,
+    #[serde(default)]
+    pub shard_key: Option<NullOnly<NoShardKeys>>,
+    /// Existing points are replaced only where this filter matches them.
+    #[serde(default)]
+    pub update_filter: Option<Value>,
+    #[serde(default)]
+    pub update_mode: Option<UpdateMode>,
+}
+
+/// `update_mode` of an upsert.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum UpdateMode {
+    /// Insert new points, replace existing ones.
+    #[default]
+    Upsert,
+    /// Insert new points; existing ones keep their state.
+    InsertOnly,
+    /// Replace existing points; new ones are not inserted.
+    UpdateOnly,
 }
 
 /// Payload JSON text for the engine: `null` means none; anything but an object is refused
@@ -446,19 +473,47 @@ impl<'de> Deserialize<'de> for QueryInput {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<QueryInput, A::Error> {
                 let mut result = None;
                 while let Some(key) = map.next_key::<String>()? {
-                    if key == "nearest" {
-                        result = Some(map.next_value::<NearestInput>()?.0);
-                    } else {
-                        map.next_value::<IgnoredAny>()?;
-                        result.get_or_insert(QueryInput::Unsupported(key));
+                    match key.as_str() {
+                        "nearest" => result = Some(map.next_value::<NearestInput>()?.0),
+                        "mmr" => {
+                            map.next_value::<Option<NullOnly<NoMmr>>>()?;
+                        }
+                        _ if QUERY_KINDS.contains(&key.as_str()) => {
+                            return Err(refuse_value(
+                                &mut map,
+                                format!(
+                                    "{key:?} queries are not supported; use \
+                                     {{\"nearest\": vector or point id}}"
+                                ),
+                            ))
+                        }
+                        _ => {
+                            return Err(refuse_value(
+                                &mut map,
+                                unknown_field(&key, &["nearest", "mmr"]),
+                            ))
+                        }
                     }
                 }
-                result.ok_or_else(|| de::Error::custom("empty query object"))
+                result.ok_or_else(|| de::Error::custom("the query object needs `nearest`"))
             }
         }
         deserializer.deserialize_any(QueryVisitor)
     }
 }
+
+/// The query kinds of Qdrant's `query` object besides `nearest`.
+const QUERY_KINDS: &[&str] = &[
+    "recommend",
+    "discover",
+    "context",
+    "order_by",
+    "fusion",
+    "rrf",
+    "formula",
+    "sample",
+    "relevance_feedback",
+];
 
 fn signed_id<E: de::Error>(value: i64) -> Result<PointId, E> {
     u64::try_from(value)
@@ -516,20 +571,40 @@ impl<'de> Deserialize<'de> for NearestInput {
     }
 }
 
-/// `params` of a query or search.
+/// `params` of a query or search. `hnsw_ef` and `exact` choose the strategy; the rest
+/// are accepted as the hints they are in Qdrant: every search re-scores its SQ8
+/// candidates on f32 (`quantization`), searches every segment, indexed or not
+/// (`indexed_only` allows that), and checks filters inside the graph walk (`acorn`).
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct SearchParamsInput {
     pub hnsw_ef: Option<usize>,
     pub exact: Option<bool>,
-    /// Accepted and ignored: every search re-scores its SQ8 candidates on f32.
-    pub quantization: Option<IgnoredAny>,
+    pub quantization: Option<QuantizationSearchInput>,
     pub indexed_only: Option<bool>,
+    pub acorn: Option<AcornInput>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct QuantizationSearchInput {
+    pub ignore: Option<bool>,
+    pub rescore: Option<bool>,
+    pub oversampling: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AcornInput {
+    pub enable: Option<bool>,
+    pub max_selectivity: Option<f64>,
 }
 
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct QueryRequest {
+    pub shard_key: Option<NullOnly<NoShardKeys>>,
+    pub prefetch: Option<NullOnly<NoPrefetch>>,
     pub query: Option<QueryInput>,
     pub using: Option<String>,
     pub filter: Option<Value>,
@@ -539,28 +614,82 @@ pub struct QueryRequest {
     pub score_threshold: Option<f32>,
     pub with_payload: Option<WithPayload>,
     pub with_vector: Option<WithVector>,
-    pub prefetch: Option<IgnoredAny>,
+    pub lookup_from: Option<LookupLocation>,
+}
+
+/// `lookup_from`: the collection (and vector) a query by point id takes its vector from.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LookupLocation {
+    pub collection: String,
+    #[serde(default)]
+    pub vector: Option<String>,
+    #[serde(default)]
+    pub shard_key: Option<NullOnly<NoShardKeys>>,
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct QueryBatchRequest {
     pub searches: Vec<QueryRequest>,
 }
 
-/// `vector` of the pre-1.16 `POST /points/search`: a list, or `{"name","vector"}`.
-#[derive(Deserialize)]
-#[serde(untagged)]
+/// `vector` of the pre-1.16 `POST /points/search`: a list, or `{"name", "vector"}`.
 pub enum SearchVectorInput {
-    Dense(#[serde(deserialize_with = "dense_vector")] Vec<f32>),
+    Dense(Vec<f32>),
     Named { name: String, vector: Vec<f32> },
 }
 
-fn dense_vector<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<f32>, D::Error> {
-    deserializer.deserialize_seq(DenseVisitor)
+impl<'de> Deserialize<'de> for SearchVectorInput {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<SearchVectorInput, D::Error> {
+        struct SearchVectorVisitor;
+        impl<'de> Visitor<'de> for SearchVectorVisitor {
+            type Value = SearchVectorInput;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a list of numbers, or {\"name\": .., \"vector\": [..]}")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<SearchVectorInput, A::Error> {
+                DenseVisitor.visit_seq(seq).map(SearchVectorInput::Dense)
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<SearchVectorInput, A::Error> {
+                let (mut name, mut vector) = (None, None);
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "name" => name = Some(map.next_value::<String>()?),
+                        "vector" => match map.next_value::<NamedVector>()? {
+                            NamedVector::Dense(values) => vector = Some(values),
+                            NamedVector::Other => {
+                                return Err(de::Error::custom(
+                                    "sparse vectors are not supported; send a list of numbers",
+                                ))
+                            }
+                        },
+                        _ => {
+                            return Err(refuse_value(
+                                &mut map,
+                                unknown_field(&key, &["name", "vector"]),
+                            ))
+                        }
+                    }
+                }
+                Ok(SearchVectorInput::Named {
+                    name: name.ok_or_else(|| de::Error::missing_field("name"))?,
+                    vector: vector.ok_or_else(|| de::Error::missing_field("vector"))?,
+                })
+            }
+        }
+        deserializer.deserialize_any(SearchVectorVisitor)
+    }
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SearchRequestInput {
+    #[serde(default)]
+    pub shard_key: Option<NullOnly<NoShardKeys>>,
     pub vector: SearchVectorInput,
     #[serde(default)]
     pub filter: Option<Value>,
@@ -578,6 +707,7 @@ pub struct SearchRequestInput {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SearchBatchRequest {
     pub searches: Vec<SearchRequestInput>,
 }
@@ -586,33 +716,40 @@ pub struct SearchBatchRequest {
 // Other point requests
 
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct ScrollRequest {
+    pub shard_key: Option<NullOnly<NoShardKeys>>,
     pub offset: Option<IdInput>,
     pub limit: Option<usize>,
     pub filter: Option<Value>,
     pub with_payload: Option<WithPayload>,
     pub with_vector: Option<WithVector>,
-    pub order_by: Option<IgnoredAny>,
+    pub order_by: Option<NullOnly<NoOrderBy>>,
 }
 
+/// `exact: false` allows an estimate; the exact count SagittaDB always gives is one.
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct CountRequest {
+    pub shard_key: Option<NullOnly<NoShardKeys>>,
     pub filter: Option<Value>,
     pub exact: Option<bool>,
 }
 
 /// Points chosen by id or by filter (delete, payload updates).
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct PointSelector {
     pub points: Option<Vec<IdInput>>,
     pub filter: Option<Value>,
+    pub shard_key: Option<NullOnly<NoShardKeys>>,
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RetrieveRequest {
+    #[serde(default)]
+    pub shard_key: Option<NullOnly<NoShardKeys>>,
     pub ids: Vec<IdInput>,
     #[serde(default)]
     pub with_payload: Option<WithPayload>,
@@ -621,12 +758,15 @@ pub struct RetrieveRequest {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SetPayloadRequest {
     pub payload: Box<RawValue>,
     #[serde(default)]
     pub points: Option<Vec<IdInput>>,
     #[serde(default)]
     pub filter: Option<Value>,
+    #[serde(default)]
+    pub shard_key: Option<NullOnly<NoShardKeys>>,
     /// Nested target key: not supported (refused, never silently ignored).
     #[serde(default)]
     pub key: Option<String>,
@@ -640,12 +780,15 @@ impl SetPayloadRequest {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct DeletePayloadRequest {
     pub keys: Vec<String>,
     #[serde(default)]
     pub points: Option<Vec<IdInput>>,
     #[serde(default)]
     pub filter: Option<Value>,
+    #[serde(default)]
+    pub shard_key: Option<NullOnly<NoShardKeys>>,
 }
 
 /// `UpdateResult`.
@@ -719,11 +862,14 @@ mod tests {
         let sparse: QueryRequest =
             parse(br#"{"query":{"nearest":{"indices":[1],"values":[0.5]}}}"#).unwrap();
         assert!(matches!(sparse.query, Some(QueryInput::Unsupported(_))));
-        let fusion: QueryRequest = parse(br#"{"query":{"fusion":"rrf"}}"#).unwrap();
-        assert_eq!(
-            fusion.query,
-            Some(QueryInput::Unsupported("fusion".to_string()))
-        );
+        let error = parse::<QueryRequest>(br#"{"query":{"fusion":"rrf"}}"#)
+            .err()
+            .unwrap();
+        assert!(error.message.contains("query.fusion"), "{}", error.message);
+        let error = parse::<QueryRequest>(br#"{"query":{"nearest":[1],"foo":1}}"#)
+            .err()
+            .unwrap();
+        assert!(error.message.contains("query.foo"), "{}", error.message);
     }
 
     #[test]

@@ -124,7 +124,7 @@ async fn make_collection(server: &Server, name: &str, dim: usize, count: u64) {
             "PUT",
             &format!("/collections/{name}"),
             json!({"vectors": {"size": dim, "distance": "Cosine"}, "hnsw_config": {"m": 16},
-                   "optimizers_config": {"max_optimization_threads": 0}, "unknown": 1}),
+                   "optimizers_config": {"max_optimization_threads": 0}}),
         )
         .await;
     let points: Vec<Value> = (0..count)
@@ -1279,4 +1279,439 @@ async fn payload_selectors_follow_nested_and_array_paths() {
             .await;
         assert_eq!(hits["points"][0]["payload"], expected, "query {selector}");
     }
+}
+
+/// Errors come in Qdrant's envelope and name the field: a path that is not UTF-8, and
+/// the alternatives of `vectors`, `with_payload`, `with_vector`, a search `vector` and
+/// `field_schema`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_are_enveloped_and_name_the_field() {
+    let server = server();
+    make_collection(&server, "docs", 4, 3).await;
+    let expect = |reply: Reply, status: StatusCode, words: &[&str]| {
+        assert_eq!(reply.status, status, "{}", reply.body);
+        let message = reply.body["status"]["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("not in the envelope: {}", reply.body))
+            .to_string();
+        assert!(reply.body["time"].is_number(), "{}", reply.body);
+        for word in words {
+            assert!(message.contains(word), "{word:?} not in {message:?}");
+        }
+    };
+    for (method, path) in [
+        ("GET", "/collections/%FF"),
+        ("GET", "/collections/%C3%28/exists"),
+        ("POST", "/collections/%FF/points/count"),
+        ("PUT", "/collections/%FF"),
+        ("GET", "/collections/docs/points/%FF"),
+        ("DELETE", "/collections/docs/index/%FF"),
+    ] {
+        let body = if method == "PUT" {
+            r#"{"vectors": {"size": 4, "distance": "Dot"}}"#
+        } else {
+            "{}"
+        };
+        expect(
+            server.send(method, path, body, None).await,
+            StatusCode::NOT_FOUND,
+            &["UTF-8"],
+        );
+    }
+    let create = |body: Value| server.call("PUT", "/collections/other", body);
+    for (body, words) in [
+        (
+            json!({"vectors": {"size": 4, "distance": "Dott"}}),
+            &["vectors.distance", "Dott"][..],
+        ),
+        (
+            json!({"vectors": {"size": "four", "distance": "Dot"}}),
+            &["vectors.size"],
+        ),
+        (json!({"vectors": {"size": 4}}), &["vectors", "distance"]),
+        (
+            json!({"vectors": {"": {"size": 4, "distance": "Manhattan"}}}),
+            &["distance", "Manhattan"],
+        ),
+        (
+            json!({"vectors": {"size": 4, "distance": "Dot", "on_dsk": true}}),
+            &["vectors.on_dsk"],
+        ),
+        (json!({"vectors": [4, "Dot"]}), &["vectors"]),
+    ] {
+        expect(create(body).await, StatusCode::BAD_REQUEST, words);
+    }
+    let query = "/collections/docs/points/query";
+    for (body, words) in [
+        (
+            json!({"query": [1, 0, 0, 0], "with_payload": {"includ": ["a"]}}),
+            &["with_payload", "includ"][..],
+        ),
+        (
+            json!({"query": [1, 0, 0, 0], "with_payload": {"include": "a"}}),
+            &["with_payload.include"],
+        ),
+        (
+            json!({"query": [1, 0, 0, 0], "with_payload": 3}),
+            &["with_payload"],
+        ),
+        (
+            json!({"query": [1, 0, 0, 0], "with_vector": "yes"}),
+            &["with_vector"],
+        ),
+        (
+            json!({"searches": [{"query": [1, 0, 0, 0], "with_vector": [1]}]}),
+            &["searches[0].with_vector[0]"],
+        ),
+    ] {
+        let path = if body.get("searches").is_some() {
+            "/collections/docs/points/query/batch"
+        } else {
+            query
+        };
+        expect(
+            server.call("POST", path, body).await,
+            StatusCode::BAD_REQUEST,
+            words,
+        );
+    }
+    expect(
+        server
+            .call(
+                "POST",
+                "/collections/docs/points/search",
+                json!({"vector": {"name": "", "vectr": [1, 0, 0, 0]}, "limit": 1}),
+            )
+            .await,
+        StatusCode::BAD_REQUEST,
+        &["vector", "vectr"],
+    );
+    expect(
+        server
+            .call(
+                "PUT",
+                "/collections/docs/index",
+                json!({"field_name": "a", "field_schema": {"typ": "keyword"}}),
+            )
+            .await,
+        StatusCode::BAD_REQUEST,
+        &["field_schema", "typ"],
+    );
+    expect(
+        server
+            .call(
+                "PUT",
+                "/collections/docs/index",
+                json!({"field_name": "a", "field_schema": 5}),
+            )
+            .await,
+        StatusCode::BAD_REQUEST,
+        &["field_schema"],
+    );
+    let exists = server
+        .ok("GET", "/collections/other/exists", json!(null))
+        .await;
+    assert_eq!(exists["exists"], false);
+}
+
+/// Fields Qdrant does not define are refused with their path; fields it defines are
+/// honoured, or refused unless null; the tuning settings real clients send are accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_fields_are_refused_with_their_path() {
+    let server = server();
+    make_collection(&server, "docs", 4, 3).await;
+    let cases: Vec<(&str, &str, Value, &[&str])> = vec![
+        (
+            "PUT",
+            "/collections/other",
+            json!({"vectors": {"size": 4, "distance": "Dot"}, "unknown": 1}),
+            &["unknown"],
+        ),
+        (
+            "PUT",
+            "/collections/other",
+            json!({"vectors": {"size": 4, "distance": "Dot"}, "hnsw_config": {"mm": 16}}),
+            &["hnsw_config.mm"],
+        ),
+        (
+            "PUT",
+            "/collections/other",
+            json!({"vectors": {"size": 4, "distance": "Dot"},
+                   "optimizers_config": {"indexing_treshold": 1}}),
+            &["optimizers_config.indexing_treshold"],
+        ),
+        (
+            "PUT",
+            "/collections/other",
+            json!({"vectors": {"size": 4, "distance": "Dot"},
+                   "quantization_config": {"scalar": {"type": "int8", "quantil": 0.9}}}),
+            &["quantization_config.scalar.quantil"],
+        ),
+        (
+            "PUT",
+            "/collections/other",
+            json!({"vectors": {"size": 4, "distance": "Dot"}, "sharding_method": "custom"}),
+            &["sharding_method"],
+        ),
+        (
+            "PUT",
+            "/collections/other",
+            json!({"vectors": {"size": 4, "distance": "Dot"}, "replication_factor": 2}),
+            &["replication_factor"],
+        ),
+        (
+            "PUT",
+            "/collections/other",
+            json!({"vectors": {"size": 4, "distance": "Dot"}, "init_from": {"collection": "docs"}}),
+            &["init_from"],
+        ),
+        (
+            "PATCH",
+            "/collections/docs",
+            json!({"optimizers_config": {"max_optimization_threads": 1}, "paramz": {}}),
+            &["paramz"],
+        ),
+        (
+            "PATCH",
+            "/collections/docs",
+            json!({"vectors": {"text": {"on_disk": true}}}),
+            &["vectors", "text"],
+        ),
+        (
+            "PUT",
+            "/collections/docs/points?wait=true",
+            json!({"points": [{"id": 9, "vector": [1, 0, 0, 0], "paylod": {}}]}),
+            &["points[0].paylod"],
+        ),
+        (
+            "PUT",
+            "/collections/docs/points?wait=true",
+            json!({"batch": {"ids": [9], "vectors": [[1, 0, 0, 0]], "payload": [{}]}}),
+            &["batch.payload"],
+        ),
+        (
+            "PUT",
+            "/collections/docs/points?wait=true",
+            json!({"points": [{"id": 9, "vector": [1, 0, 0, 0]}], "ordering": "strong"}),
+            &["ordering"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/query",
+            json!({"query": [1, 0, 0, 0], "limitt": 3}),
+            &["limitt"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/query",
+            json!({"query": [1, 0, 0, 0], "params": {"hnsw_eff": 3}}),
+            &["params.hnsw_eff"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/query",
+            json!({"query": [1, 0, 0, 0], "params": {"quantization": {"rescor": true}}}),
+            &["params.quantization.rescor"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/query",
+            json!({"query": {"nearest": [1, 0, 0, 0], "mmr": {"diversity": 0.5}}}),
+            &["mmr"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/query",
+            json!({"query": [1, 0, 0, 0], "shard_key": "a"}),
+            &["shard_key"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/query",
+            json!({"query": [1, 0, 0, 0], "prefetch": [{"query": [1, 0, 0, 0]}]}),
+            &["prefetch"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/query/batch",
+            json!({"searches": [{"query": [1, 0, 0, 0]}, {"query": [1, 0, 0, 0], "fiter": {}}]}),
+            &["searches[1].fiter"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/search",
+            json!({"vector": [1, 0, 0, 0], "limit": 1, "with_vectors": true}),
+            &["with_vectors"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/search/batch",
+            json!({"searches": [{"vector": [1, 0, 0, 0], "limit": 1, "top": 1}]}),
+            &["searches[0].top"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/scroll",
+            json!({"limit": 2, "filtr": {}}),
+            &["filtr"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/scroll",
+            json!({"order_by": "rank"}),
+            &["order_by"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/count",
+            json!({"exact": true, "approximate": false}),
+            &["approximate"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points",
+            json!({"ids": [1], "with_vectors": true}),
+            &["with_vectors"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/delete",
+            json!({"points": [1], "wait": true}),
+            &["wait"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/payload",
+            json!({"payload": {"a": 1}, "points": [1], "merge": true}),
+            &["merge"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/payload/delete",
+            json!({"keys": ["a"], "points": [1], "all": true}),
+            &["all"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/payload/clear",
+            json!({"points": [1], "keys": ["a"]}),
+            &["keys"],
+        ),
+        (
+            "PUT",
+            "/collections/docs/index",
+            json!({"field_name": "group", "field_schema": "keyword", "field_type": "x"}),
+            &["field_type"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/query",
+            json!({"query": [1, 0, 0, 0], "with_vector": ["text"]}),
+            &["with_vector", "text"],
+        ),
+    ];
+    for (method, path, body, words) in cases {
+        let reply = server.call(method, path, body.clone()).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::BAD_REQUEST,
+            "{method} {path} {body}: {}",
+            reply.body
+        );
+        let message = reply.body["status"]["error"].as_str().unwrap();
+        for word in words {
+            assert!(message.contains(word), "{word:?} not in {message:?}");
+        }
+    }
+    assert_eq!(server.count("docs").await, 3);
+    let exists = server
+        .ok("GET", "/collections/other/exists", json!(null))
+        .await;
+    assert_eq!(exists["exists"], false);
+    // The settings benchmark tools and clients send are accepted, and nulls everywhere.
+    server
+        .ok(
+            "PUT",
+            "/collections/tuned",
+            json!({"vectors": {"size": 4, "distance": "Euclid", "on_disk": true,
+                               "datatype": "float32", "hnsw_config": {"m": 32},
+                               "quantization_config": null, "multivector_config": null},
+                   "shard_number": 2, "sharding_method": "auto", "replication_factor": 1,
+                   "write_consistency_factor": 1, "on_disk_payload": true,
+                   "hnsw_config": {"m": 16, "ef_construct": 128, "full_scan_threshold": 10,
+                                   "max_indexing_threads": 0, "on_disk": false,
+                                   "payload_m": 16, "inline_storage": false},
+                   "wal_config": {"wal_capacity_mb": 32, "wal_segments_ahead": 0},
+                   "optimizers_config": {"deleted_threshold": 0.2,
+                                         "vacuum_min_vector_number": 1000,
+                                         "default_segment_number": 2,
+                                         "max_segment_size": null, "memmap_threshold": 20000,
+                                         "indexing_threshold": 20000, "flush_interval_sec": 5,
+                                         "max_optimization_threads": "auto"},
+                   "quantization_config": {"scalar": {"type": "int8", "quantile": 0.99,
+                                                      "always_ram": true}},
+                   "sparse_vectors": {}, "strict_mode_config": null, "metadata": null}),
+        )
+        .await;
+    server
+        .ok(
+            "PATCH",
+            "/collections/tuned",
+            json!({"optimizers_config": {"indexing_threshold": 0},
+                   "hnsw_config": {"ef_construct": 64},
+                   "vectors": {"": {"on_disk": false}},
+                   "params": {"replication_factor": 1, "on_disk_payload": false},
+                   "quantization_config": "Disabled"}),
+        )
+        .await;
+    server
+        .ok(
+            "PUT",
+            "/collections/tuned/index",
+            json!({"field_name": "pk", "field_schema": {"type": "integer", "lookup": true,
+                                                         "range": true, "is_principal": false,
+                                                         "on_disk": false}}),
+        )
+        .await;
+    server
+        .ok(
+            "PUT",
+            "/collections/tuned/points?wait=true",
+            json!({"points": [{"id": 1, "vector": [1, 0, 0, 0], "payload": null}],
+                   "shard_key": null, "update_filter": null, "update_mode": null}),
+        )
+        .await;
+    let hits = server
+        .ok(
+            "POST",
+            "/collections/tuned/points/query",
+            json!({"query": {"nearest": [1, 0, 0, 0], "mmr": null}, "using": null,
+                   "filter": null, "params": {"hnsw_ef": 32, "exact": false,
+                                             "indexed_only": false,
+                                             "quantization": {"ignore": false, "rescore": true,
+                                                              "oversampling": 2.0},
+                                             "acorn": {"enable": false}},
+                   "limit": 3, "offset": null, "score_threshold": null,
+                   "with_payload": {"include": ["pk"]}, "with_vector": [""],
+                   "prefetch": null, "shard_key": null, "lookup_from": null}),
+        )
+        .await;
+    assert_eq!(hits["points"][0]["id"], 1);
+    assert_eq!(hits["points"][0]["vector"], json!([1.0, 0.0, 0.0, 0.0]));
+    server
+        .ok(
+            "POST",
+            "/collections/tuned/points/scroll",
+            json!({"shard_key": null, "offset": null, "limit": 5, "filter": null,
+                   "with_payload": {"exclude": ["a"]}, "with_vector": false,
+                   "order_by": null}),
+        )
+        .await;
+    server
+        .ok(
+            "POST",
+            "/collections/tuned/points/count",
+            json!({"shard_key": null, "filter": null, "exact": false}),
+        )
+        .await;
 }

@@ -8,35 +8,125 @@
 //! met on the way are kept as they are; an index step (`a[0]`) never equals the
 //! all-elements step, so it selects nothing, as in Qdrant.
 
+use std::fmt;
+
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::fields::{refuse_value, unknown_field};
 use super::DEFAULT_VECTOR_NAME;
 
 /// `with_payload`: a flag, a list of keys, or `{"include": [..]}` / `{"exclude": [..]}`.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(untagged)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum WithPayload {
     Flag(bool),
     Keys(Vec<String>),
     Selector(PayloadSelector),
 }
 
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Debug, PartialEq)]
 pub enum PayloadSelector {
     Include(Vec<String>),
     Exclude(Vec<String>),
 }
 
-/// `with_vector`: a flag or a list of vector names.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(untagged)]
+impl<'de> Deserialize<'de> for WithPayload {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<WithPayload, D::Error> {
+        struct WithPayloadVisitor;
+        impl<'de> Visitor<'de> for WithPayloadVisitor {
+            type Value = WithPayload;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(
+                    "true, false, a list of payload keys, or {\"include\": [..]} or \
+                     {\"exclude\": [..]}",
+                )
+            }
+            fn visit_bool<E: de::Error>(self, flag: bool) -> Result<WithPayload, E> {
+                Ok(WithPayload::Flag(flag))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<WithPayload, A::Error> {
+                let mut keys = Vec::new();
+                while let Some(key) = seq.next_element::<String>()? {
+                    keys.push(key);
+                }
+                Ok(WithPayload::Keys(keys))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<WithPayload, A::Error> {
+                let mut selector = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    if selector.is_some() {
+                        return Err(refuse_value(
+                            &mut map,
+                            "give one of `include` or `exclude`, not both".to_string(),
+                        ));
+                    }
+                    selector = Some(match key.as_str() {
+                        "include" => PayloadSelector::Include(map.next_value()?),
+                        "exclude" => PayloadSelector::Exclude(map.next_value()?),
+                        _ => {
+                            return Err(refuse_value(
+                                &mut map,
+                                unknown_field(&key, &["include", "exclude"]),
+                            ))
+                        }
+                    });
+                }
+                selector
+                    .map(WithPayload::Selector)
+                    .ok_or_else(|| de::Error::custom("expected `include` or `exclude`"))
+            }
+        }
+        deserializer.deserialize_any(WithPayloadVisitor)
+    }
+}
+
+/// `with_vector`: a flag or a list of vector names (only `""` exists).
+#[derive(Clone, Debug, PartialEq)]
 pub enum WithVector {
     Flag(bool),
     Names(Vec<String>),
+}
+
+impl<'de> Deserialize<'de> for WithVector {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<WithVector, D::Error> {
+        struct WithVectorVisitor;
+        impl<'de> Visitor<'de> for WithVectorVisitor {
+            type Value = WithVector;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("true, false, or a list of vector names")
+            }
+            fn visit_bool<E: de::Error>(self, flag: bool) -> Result<WithVector, E> {
+                Ok(WithVector::Flag(flag))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<WithVector, A::Error> {
+                let mut names = Vec::new();
+                while let Some(VectorName(name)) = seq.next_element()? {
+                    names.push(name);
+                }
+                Ok(WithVector::Names(names))
+            }
+        }
+        deserializer.deserialize_any(WithVectorVisitor)
+    }
+}
+
+/// A vector name that exists: only the unnamed vector, `""`.
+struct VectorName(String);
+
+impl<'de> Deserialize<'de> for VectorName {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<VectorName, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        if name != DEFAULT_VECTOR_NAME {
+            return Err(de::Error::custom(format!(
+                "Not existing vector name error: {name:?}; collections have one unnamed \
+                 vector (name \"\")"
+            )));
+        }
+        Ok(VectorName(name))
+    }
 }
 
 impl WithVector {

@@ -1,0 +1,568 @@
+//! Collection requests: create (`PUT /collections/{c}`), update (`PATCH`) and payload
+//! index creation, with the hand-written dispatch their alternatives need so that an
+//! error names the field (`vectors.distance`), never "did not match any variant".
+//!
+//! Storage and tuning settings (`hnsw_config`, `quantization_config`, `wal_config`, most
+//! of `optimizers_config`, `on_disk`, `on_disk_payload`, index `is_tenant` / `on_disk`)
+//! are checked for shape and accepted as the hints they are: SagittaDB keeps its own
+//! graph, SQ8 rescoring and storage layout, and answers the same points either way.
+//! Everything that would change what a request does is honoured or refused.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use sagitta_engine::Distance;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::fields::{
+    refuse_value, unknown_field, NoMetadata, NoMultivectors, NoStrictMode, NullOnly,
+};
+use super::DEFAULT_VECTOR_NAME;
+use crate::error::{ApiError, ApiResult};
+
+/// The fields of Qdrant's `VectorParams`.
+const VECTOR_PARAMS: &[&str] = &[
+    "size",
+    "distance",
+    "hnsw_config",
+    "quantization_config",
+    "on_disk",
+    "datatype",
+    "multivector_config",
+];
+
+/// `vectors` of a create request: `{size, distance, ..}`, or a map of vector name to that
+/// (only `""` exists). A map whose first key is a `VectorParams` field is the first form.
+pub enum VectorsConfigInput {
+    Single(VectorParamsInput),
+    Named(Vec<(String, VectorParamsInput)>),
+}
+
+/// The parts of `VectorParams` SagittaDB keeps; the hints are checked and dropped.
+pub struct VectorParamsInput {
+    pub size: usize,
+    pub distance: Distance,
+}
+
+#[derive(Default)]
+struct ParamsBuilder {
+    size: Option<usize>,
+    distance: Option<Distance>,
+}
+
+impl ParamsBuilder {
+    /// Reads the value of `key`, a field of `VectorParams`.
+    fn read<'de, A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "size" => self.size = Some(map.next_value()?),
+            "distance" => self.distance = Some(map.next_value::<DistanceInput>()?.0),
+            "hnsw_config" => {
+                map.next_value::<Option<HnswConfigInput>>()?;
+            }
+            "quantization_config" => {
+                map.next_value::<Option<QuantizationInput>>()?;
+            }
+            "on_disk" => {
+                map.next_value::<Option<bool>>()?;
+            }
+            "datatype" => {
+                map.next_value::<Option<Float32Only>>()?;
+            }
+            "multivector_config" => {
+                map.next_value::<Option<NullOnly<NoMultivectors>>>()?;
+            }
+            _ => return Err(refuse_value(map, unknown_field(key, VECTOR_PARAMS))),
+        }
+        Ok(())
+    }
+
+    fn finish<E: de::Error>(self) -> Result<VectorParamsInput, E> {
+        Ok(VectorParamsInput {
+            size: self.size.ok_or_else(|| E::missing_field("size"))?,
+            distance: self.distance.ok_or_else(|| E::missing_field("distance"))?,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for VectorParamsInput {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<VectorParamsInput, D::Error> {
+        struct ParamsVisitor;
+        impl<'de> Visitor<'de> for ParamsVisitor {
+            type Value = VectorParamsInput;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("vector parameters {\"size\", \"distance\", ..}")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<VectorParamsInput, A::Error> {
+                let mut builder = ParamsBuilder::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    builder.read(&key, &mut map)?;
+                }
+                builder.finish()
+            }
+        }
+        deserializer.deserialize_map(ParamsVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for VectorsConfigInput {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<VectorsConfigInput, D::Error> {
+        struct VectorsVisitor;
+        impl<'de> Visitor<'de> for VectorsVisitor {
+            type Value = VectorsConfigInput;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(
+                    "vector parameters {\"size\", \"distance\", ..}, or a map of vector name \
+                     to them",
+                )
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<VectorsConfigInput, A::Error> {
+                let Some(first) = map.next_key::<String>()? else {
+                    return Ok(VectorsConfigInput::Named(Vec::new()));
+                };
+                if VECTOR_PARAMS.contains(&first.as_str()) {
+                    let mut builder = ParamsBuilder::default();
+                    builder.read(&first, &mut map)?;
+                    while let Some(key) = map.next_key::<String>()? {
+                        builder.read(&key, &mut map)?;
+                    }
+                    return builder.finish().map(VectorsConfigInput::Single);
+                }
+                let mut named = vec![(first, map.next_value::<VectorParamsInput>()?)];
+                while let Some(name) = map.next_key::<String>()? {
+                    let params = map.next_value::<VectorParamsInput>()?;
+                    named.push((name, params));
+                }
+                Ok(VectorsConfigInput::Named(named))
+            }
+        }
+        deserializer.deserialize_map(VectorsVisitor)
+    }
+}
+
+/// `distance`: Cosine, Dot or Euclid (Qdrant's Manhattan is refused).
+struct DistanceInput(Distance);
+
+impl<'de> Deserialize<'de> for DistanceInput {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<DistanceInput, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        match name.as_str() {
+            "Cosine" => Ok(DistanceInput(Distance::Cosine)),
+            "Dot" => Ok(DistanceInput(Distance::Dot)),
+            "Euclid" => Ok(DistanceInput(Distance::Euclid)),
+            "Manhattan" => Err(de::Error::custom(
+                "Manhattan distance is not supported; use Cosine, Dot or Euclid",
+            )),
+            other => Err(de::Error::custom(format!(
+                "unknown variant `{other}`, expected one of `Cosine`, `Dot`, `Euclid`"
+            ))),
+        }
+    }
+}
+
+/// `datatype`: vectors are stored as float32 (with an SQ8 copy for the graph).
+struct Float32Only;
+
+impl<'de> Deserialize<'de> for Float32Only {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Float32Only, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        match name.as_str() {
+            "float32" => Ok(Float32Only),
+            "float16" | "uint8" => Err(de::Error::custom(format!(
+                "datatype {name:?} is not supported; vectors are stored as float32"
+            ))),
+            other => Err(de::Error::custom(format!(
+                "unknown variant `{other}`, expected one of `float32`, `float16`, `uint8`"
+            ))),
+        }
+    }
+}
+
+/// `hnsw_config` (a hint: the engine builds its own graph).
+#[derive(Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct HnswConfigInput {
+    pub m: Option<u64>,
+    pub ef_construct: Option<u64>,
+    pub full_scan_threshold: Option<u64>,
+    pub max_indexing_threads: Option<u64>,
+    pub on_disk: Option<bool>,
+    pub payload_m: Option<u64>,
+    pub inline_storage: Option<bool>,
+}
+
+/// `wal_config` (a hint: each shard keeps its own log).
+#[derive(Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct WalConfigInput {
+    pub wal_capacity_mb: Option<u64>,
+    pub wal_segments_ahead: Option<u64>,
+    pub wal_retain_closed: Option<u64>,
+}
+
+/// `quantization_config`: `{"scalar": ..}`, `{"product": ..}`, `{"binary": ..}`, or (on
+/// update) `"Disabled"` — a hint: searches walk an SQ8 graph and re-score on float32.
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QuantizationInput {
+    Scalar(ScalarQuantizationInput),
+    Product(ProductQuantizationInput),
+    Binary(BinaryQuantizationInput),
+    #[serde(rename = "Disabled")]
+    Disabled,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScalarQuantizationInput {
+    #[serde(rename = "type")]
+    pub kind: ScalarType,
+    #[serde(default)]
+    pub quantile: Option<f64>,
+    #[serde(default)]
+    pub always_ram: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScalarType {
+    Int8,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProductQuantizationInput {
+    pub compression: Compression,
+    #[serde(default)]
+    pub always_ram: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    X4,
+    X8,
+    X16,
+    X32,
+    X64,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct BinaryQuantizationInput {
+    pub always_ram: Option<bool>,
+    pub encoding: Option<BinaryEncoding>,
+    pub query_encoding: Option<BinaryQueryEncoding>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BinaryEncoding {
+    OneBit,
+    TwoBits,
+    OneAndHalfBits,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BinaryQueryEncoding {
+    Default,
+    Binary,
+    Scalar4bits,
+    Scalar8bits,
+}
+
+/// `optimizers_config`. `indexing_threshold` and `max_optimization_threads` are echoed
+/// by `GET /collections/{c}`; the rest are hints (the engine's optimizer has its own
+/// policy).
+#[derive(Deserialize, Default, Clone)]
+#[serde(default, deny_unknown_fields)]
+pub struct OptimizersInput {
+    pub deleted_threshold: Option<f64>,
+    pub vacuum_min_vector_number: Option<u64>,
+    pub default_segment_number: Option<u64>,
+    #[serde(alias = "max_segment_size_kb")]
+    pub max_segment_size: Option<u64>,
+    #[serde(alias = "memmap_threshold_kb")]
+    pub memmap_threshold: Option<u64>,
+    pub indexing_threshold: Option<u64>,
+    pub flush_interval_sec: Option<u64>,
+    pub max_optimization_threads: Option<OptimizationThreads>,
+    pub prevent_unoptimized: Option<bool>,
+}
+
+/// `max_optimization_threads`: a count, or `"auto"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OptimizationThreads {
+    Count(u64),
+    Auto,
+}
+
+impl OptimizationThreads {
+    /// As `GET` reports it: a count, or null for automatic.
+    pub fn echoed(self) -> Option<u64> {
+        match self {
+            OptimizationThreads::Count(count) => Some(count),
+            OptimizationThreads::Auto => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for OptimizationThreads {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<OptimizationThreads, D::Error> {
+        struct ThreadsVisitor;
+        impl Visitor<'_> for ThreadsVisitor {
+            type Value = OptimizationThreads;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number of threads or \"auto\"")
+            }
+            fn visit_u64<E: de::Error>(self, count: u64) -> Result<OptimizationThreads, E> {
+                Ok(OptimizationThreads::Count(count))
+            }
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<OptimizationThreads, E> {
+                match text {
+                    "auto" => Ok(OptimizationThreads::Auto),
+                    other => Err(E::invalid_value(de::Unexpected::Str(other), &self)),
+                }
+            }
+        }
+        deserializer.deserialize_any(ThreadsVisitor)
+    }
+}
+
+/// `PUT /collections/{c}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateCollectionRequest {
+    #[serde(default)]
+    pub vectors: Option<VectorsConfigInput>,
+    #[serde(default)]
+    pub shard_number: Option<usize>,
+    #[serde(default)]
+    pub sharding_method: Option<String>,
+    #[serde(default)]
+    pub replication_factor: Option<u64>,
+    #[serde(default)]
+    pub write_consistency_factor: Option<u64>,
+    #[serde(default)]
+    pub on_disk_payload: Option<bool>,
+    #[serde(default)]
+    pub hnsw_config: Option<HnswConfigInput>,
+    #[serde(default)]
+    pub wal_config: Option<WalConfigInput>,
+    #[serde(default)]
+    pub optimizers_config: Option<OptimizersInput>,
+    #[serde(default)]
+    pub quantization_config: Option<QuantizationInput>,
+    #[serde(default)]
+    pub sparse_vectors: Option<Map<String, Value>>,
+    #[serde(default)]
+    pub strict_mode_config: Option<NullOnly<NoStrictMode>>,
+    #[serde(default)]
+    pub metadata: Option<NullOnly<NoMetadata>>,
+}
+
+/// The collection's vector (dimension and distance) and shard count, checked.
+pub struct CreateCollectionConfig {
+    pub dim: usize,
+    pub distance: Distance,
+    pub shard_count: usize,
+}
+
+impl CreateCollectionRequest {
+    /// The settings the engine keeps; refuses those it cannot honour, naming the field.
+    pub fn checked(self, max_shards: usize) -> ApiResult<CreateCollectionConfig> {
+        let vectors = match self.vectors {
+            None => {
+                return Err(ApiError::bad_request(
+                    "Wrong input: `vectors` is required ({\"size\", \"distance\"}): a \
+                     collection has one unnamed dense vector",
+                ))
+            }
+            Some(VectorsConfigInput::Single(params)) => params,
+            Some(VectorsConfigInput::Named(mut named)) => {
+                if named.len() != 1 || named[0].0 != DEFAULT_VECTOR_NAME {
+                    let names: Vec<&String> = named.iter().map(|(name, _)| name).collect();
+                    return Err(ApiError::bad_request(format!(
+                        "Wrong input: `vectors`: named vectors {names:?} are not supported; \
+                         a collection has one unnamed vector ({{\"size\", \"distance\"}})"
+                    )));
+                }
+                named.remove(0).1
+            }
+        };
+        refuse_sparse(self.sparse_vectors.as_ref())?;
+        if let Some(method) = self.sharding_method.as_deref() {
+            if method != "auto" {
+                return Err(ApiError::bad_request(format!(
+                    "Wrong input: `sharding_method` = {method:?}: only \"auto\" is supported \
+                     (points are sharded by id hash)"
+                )));
+            }
+        }
+        single_copy("replication_factor", self.replication_factor)?;
+        single_copy("write_consistency_factor", self.write_consistency_factor)?;
+        if vectors.size == 0 {
+            return Err(ApiError::bad_request(
+                "Wrong input: `vectors.size` must be at least 1",
+            ));
+        }
+        let shard_count = self.shard_number.unwrap_or(1);
+        if shard_count == 0 || shard_count > max_shards {
+            return Err(ApiError::bad_request(format!(
+                "Wrong input: `shard_number` = {shard_count}: must be 1..={max_shards}"
+            )));
+        }
+        Ok(CreateCollectionConfig {
+            dim: vectors.size,
+            distance: vectors.distance,
+            shard_count,
+        })
+    }
+}
+
+fn refuse_sparse(sparse: Option<&Map<String, Value>>) -> ApiResult<()> {
+    match sparse {
+        Some(map) if !map.is_empty() => Err(ApiError::bad_request(
+            "Wrong input: `sparse_vectors` are not supported (one dense vector per collection)",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Replication settings: a single node keeps one copy, so only 1 can be honoured.
+fn single_copy(field: &str, value: Option<u64>) -> ApiResult<()> {
+    match value {
+        None | Some(1) => Ok(()),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "Wrong input: `{field}` = {other}: SagittaDB runs on one node and keeps one copy \
+             of each shard; only 1 is supported"
+        ))),
+    }
+}
+
+/// `PATCH /collections/{c}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateCollectionRequest {
+    #[serde(default)]
+    pub vectors: Option<BTreeMap<String, VectorParamsDiffInput>>,
+    #[serde(default)]
+    pub optimizers_config: Option<OptimizersInput>,
+    #[serde(default)]
+    pub params: Option<CollectionParamsDiffInput>,
+    #[serde(default)]
+    pub hnsw_config: Option<HnswConfigInput>,
+    #[serde(default)]
+    pub quantization_config: Option<QuantizationInput>,
+    #[serde(default)]
+    pub sparse_vectors: Option<Map<String, Value>>,
+    #[serde(default)]
+    pub strict_mode_config: Option<NullOnly<NoStrictMode>>,
+    #[serde(default)]
+    pub metadata: Option<NullOnly<NoMetadata>>,
+}
+
+/// A vector's updatable settings (all hints).
+#[derive(Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct VectorParamsDiffInput {
+    pub hnsw_config: Option<HnswConfigInput>,
+    pub quantization_config: Option<QuantizationInput>,
+    pub on_disk: Option<bool>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct CollectionParamsDiffInput {
+    pub replication_factor: Option<u64>,
+    pub write_consistency_factor: Option<u64>,
+    pub read_fan_out_factor: Option<u64>,
+    pub read_fan_out_delay_ms: Option<u64>,
+    pub on_disk_payload: Option<bool>,
+}
+
+impl UpdateCollectionRequest {
+    /// Refuses what cannot be honoured; returns the optimizer settings to echo.
+    pub fn checked(self) -> ApiResult<Option<OptimizersInput>> {
+        if let Some(vectors) = &self.vectors {
+            if let Some(name) = vectors.keys().find(|name| *name != DEFAULT_VECTOR_NAME) {
+                return Err(super::unknown_vector_name("vectors", name));
+            }
+        }
+        refuse_sparse(self.sparse_vectors.as_ref())?;
+        if let Some(params) = &self.params {
+            single_copy("params.replication_factor", params.replication_factor)?;
+            single_copy(
+                "params.write_consistency_factor",
+                params.write_consistency_factor,
+            )?;
+        }
+        Ok(self.optimizers_config)
+    }
+}
+
+/// The settings of a payload index besides `type` (hints: indexes live in memory and
+/// serve every match and range filter on their field).
+const INDEX_HINTS: &[&str] = &[
+    "is_tenant",
+    "on_disk",
+    "enable_hnsw",
+    "lookup",
+    "range",
+    "is_principal",
+];
+
+/// `field_schema`: a type name, or `{"type": .., hints}`.
+pub struct FieldSchemaInput(pub String);
+
+impl<'de> Deserialize<'de> for FieldSchemaInput {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<FieldSchemaInput, D::Error> {
+        struct SchemaVisitor;
+        impl<'de> Visitor<'de> for SchemaVisitor {
+            type Value = FieldSchemaInput;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a field type name, or {\"type\": name, ..}")
+            }
+            fn visit_str<E: de::Error>(self, name: &str) -> Result<FieldSchemaInput, E> {
+                Ok(FieldSchemaInput(name.to_string()))
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<FieldSchemaInput, A::Error> {
+                let mut kind = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "type" {
+                        kind = Some(map.next_value::<String>()?);
+                    } else if INDEX_HINTS.contains(&key.as_str()) {
+                        map.next_value::<Option<bool>>()?;
+                    } else {
+                        let mut expected = vec!["type"];
+                        expected.extend_from_slice(INDEX_HINTS);
+                        return Err(refuse_value(&mut map, unknown_field(&key, &expected)));
+                    }
+                }
+                kind.map(FieldSchemaInput)
+                    .ok_or_else(|| de::Error::missing_field("type"))
+            }
+        }
+        deserializer.deserialize_any(SchemaVisitor)
+    }
+}
+
+/// `PUT /collections/{c}/index`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateIndexRequest {
+    pub field_name: String,
+    #[serde(default)]
+    pub field_schema: Option<FieldSchemaInput>,
+}
