@@ -909,8 +909,9 @@ impl Condition {
                 v.get("lat").and_then(Value::as_f64),
                 v.get("lon").and_then(Value::as_f64),
             ) {
+                // strictly inside the circle, as Qdrant
                 (Some(lat), Some(lon)) => {
-                    haversine_meters((*latitude, *longitude), (lat, lon)) <= *radius_meters
+                    haversine_meters((*latitude, *longitude), (lat, lon)) < *radius_meters
                 }
                 _ => false,
             }),

@@ -745,6 +745,21 @@ fn nested_text_any_and_phrase_conditions() {
     assert!(!text("objs", "phrase", "red"));
 }
 
+/// `geo_radius` holds strictly inside the circle, as in Qdrant and its local mode: a point
+/// exactly `radius` away (the center itself, for radius 0) is outside.
+#[test]
+fn geo_radius_excludes_its_boundary() {
+    let id = PointId::Number(1);
+    let payload = json!({"at": {"lat": 52.5, "lon": 13.4}});
+    let within = |radius: f64| {
+        parse(json!({"must": [{"key": "at", "geo_radius":
+            {"center": {"lat": 52.5, "lon": 13.4}, "radius": radius}}]}))
+        .matches(&id, Some(&payload))
+    };
+    assert!(!within(0.0));
+    assert!(within(0.001));
+}
+
 fn payload_for(id: u64) -> Value {
     let group = ["red", "green", "blue"][(id % 3) as usize];
     json!({"group": group, "rank": id % 10, "even": id.is_multiple_of(2)})
