@@ -341,3 +341,28 @@ fn empty_index_returns_nothing() {
         .unwrap()
         .is_empty());
 }
+
+/// An index loaded with spare capacity takes points up to that capacity, SQ8 codes and all,
+/// whether its file stored the codes or they were recomputed (the codes' slab held only the
+/// file's rows: the first add past them panicked, and a restarted server's buffer joining a
+/// loaded segment's graph turned the collection red).
+#[test]
+fn a_loaded_index_takes_points_up_to_its_capacity() {
+    let base = clustered(1_200, DIM, 30);
+    let (first, more) = base.split_at(1_000 * DIM);
+    for codes in [Codes::Stored, Codes::Recomputed] {
+        let index = build(Metric::L2, Quantization::Sq8, first, 2);
+        let mut bytes = Vec::new();
+        index.save_with(&mut bytes, codes).unwrap();
+        let loaded =
+            HnswIndex::load_with_capacity(&mut bytes.as_slice(), |count| 2 * count).unwrap();
+        assert!(loaded.capacity() >= 1_200);
+        let labels: Vec<u64> = (1_000..1_200).collect();
+        loaded.add(more, &labels, 2).unwrap();
+        assert_eq!(loaded.len(), 1_200);
+        let hits = loaded
+            .search(&more[..DIM], HnswSearchParams::new(1, 64))
+            .unwrap();
+        assert_eq!(hits[0].label, 1_000, "{codes:?}");
+    }
+}

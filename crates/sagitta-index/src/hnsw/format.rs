@@ -319,7 +319,9 @@ impl HnswIndex {
         }
         if let Some((quantizer, bytes)) = codes {
             let stride = quantizer.stride();
-            let slab = AppendSlab::new(count, stride);
+            // room for every row the index may hold, as the vectors have: rows past `count`
+            // are written by later adds
+            let slab = AppendSlab::new(index.capacity(), stride);
             let mut row = vec![0i8; stride];
             for node in 0..count {
                 match &bytes {
