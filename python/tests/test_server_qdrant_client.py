@@ -730,6 +730,117 @@ def test_payload_updates(client):
     assert client.delete_collection(name)
 
 
+def test_conditional_upserts(client):
+    name = "conditional"
+    make_collection(client, name, 4, seed=5)
+    vector = [1.0] * DIM
+
+    def payload(point_id):
+        return client.retrieve(name, ids=[point_id])[0].payload
+
+    # insert_only: point 1 keeps its payload, point 10 is inserted.
+    client.upsert(
+        name,
+        points=[
+            models.PointStruct(id=1, vector=vector, payload={"v": "new"}),
+            models.PointStruct(id=10, vector=vector, payload={"v": "new"}),
+        ],
+        update_mode=models.UpdateMode.INSERT_ONLY,
+        wait=True,
+    )
+    assert payload(1)["tag"] == "odd"
+    assert payload(10) == {"v": "new"}
+    # update_only: point 2 is replaced, point 11 is not inserted.
+    client.upsert(
+        name,
+        points=[
+            models.PointStruct(id=2, vector=vector, payload={"v": "upd"}),
+            models.PointStruct(id=11, vector=vector, payload={"v": "upd"}),
+        ],
+        update_mode=models.UpdateMode.UPDATE_ONLY,
+        wait=True,
+    )
+    assert payload(2) == {"v": "upd"}
+    assert client.retrieve(name, ids=[11]) == []
+    # update_filter: only existing points it matches are replaced; new ones inserted.
+    client.upsert(
+        name,
+        points=models.Batch(
+            ids=[0, 3, 12],
+            vectors=[vector, vector, vector],
+            payloads=[{"v": "f"}, {"v": "f"}, {"v": "f"}],
+        ),
+        update_filter=models.Filter(
+            must=[
+                models.FieldCondition(key="tag", match=models.MatchValue(value="even"))
+            ]
+        ),
+        wait=True,
+    )
+    assert payload(0) == {"v": "f"}
+    assert payload(3)["tag"] == "odd"
+    assert payload(12) == {"v": "f"}
+    assert client.count(name).count == 6
+    assert client.delete_collection(name)
+
+
+def test_query_by_id_with_lookup_from(client):
+    source, target = "lookup-source", "lookup-target"
+    vectors = make_collection(client, target, 30, seed=6)
+    client.create_collection(
+        source,
+        vectors_config=models.VectorParams(size=DIM, distance=models.Distance.DOT),
+    )
+    probe = np.random.default_rng(9).standard_normal(DIM).astype(np.float32)
+    client.upsert(
+        source, points=[models.PointStruct(id=3, vector=probe.tolist())], wait=True
+    )
+    response = client.query_points(
+        target,
+        query=3,
+        lookup_from=models.LookupLocation(collection=source),
+        limit=5,
+        search_params=models.SearchParams(exact=True),
+    )
+    scores = normalized(vectors) @ normalized(probe)
+    expected = [int(i) for i in np.argsort(-scores)[:5]]
+    # Point 3 of the target is not the query point, so it may be among the results.
+    assert [point.id for point in response.points] == expected
+    with pytest.raises(UnexpectedResponse) as refused:
+        client.query_points(
+            target, query=3, lookup_from=models.LookupLocation(collection="absent")
+        )
+    assert refused.value.status_code == 404
+    assert client.delete_collection(source)
+    assert client.delete_collection(target)
+
+
+def test_array_payload_selectors(client):
+    name = "selectors"
+    client.create_collection(
+        name,
+        vectors_config=models.VectorParams(size=2, distance=models.Distance.DOT),
+    )
+    client.upsert(
+        name,
+        points=[
+            models.PointStruct(
+                id=1,
+                vector=[1.0, 0.0],
+                payload={"objs": [{"n": 1, "m": 2}, {"n": 3, "m": 4}], "k": 5},
+            )
+        ],
+        wait=True,
+    )
+    included = client.retrieve(name, ids=[1], with_payload=["objs[].n"])[0]
+    assert included.payload == {"objs": [{"n": 1}, {"n": 3}]}
+    excluded = client.retrieve(
+        name, ids=[1], with_payload=models.PayloadSelectorExclude(exclude=["objs[].n"])
+    )[0]
+    assert excluded.payload == {"objs": [{"m": 2}, {"m": 4}], "k": 5}
+    assert client.delete_collection(name)
+
+
 def test_payload_indexes(client):
     name = "indexed"
     make_collection(client, name, 60, seed=3)

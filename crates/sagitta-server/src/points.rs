@@ -1,7 +1,9 @@
 //! Point endpoints: upsert, query (and the pre-1.16 search), scroll, count, retrieve,
 //! delete and payload updates.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Instant;
 
 use axum::extract::State;
@@ -10,7 +12,9 @@ use axum::response::Response;
 use sagitta_engine::collection::MAX_LIMIT;
 use sagitta_engine::filter::Condition;
 use sagitta_engine::point::parse_uuid;
-use sagitta_engine::{Collection, Filter, PointId, ScoredPoint, SearchRequest, Strategy};
+use sagitta_engine::{
+    Collection, Database, Filter, Point, PointId, ScoredPoint, SearchRequest, Strategy,
+};
 use serde_json::{json, Value};
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -19,10 +23,10 @@ use crate::collections::{blocking, collection, read, update_result, Path};
 use crate::error::{ApiError, ApiResult};
 use crate::wire::{
     check_count, parse_filter, record_output, scored_output, unknown_vector_name, IdInput,
-    IdOutput, PointSelector, QueryBatchRequest, QueryInput, QueryRequest, RecordOutput,
-    RetrieveRequest, ScoredPointOutput, ScrollRequest, SearchBatchRequest, SearchParamsInput,
-    SearchRequestInput, SearchVectorInput, SetPayloadRequest, UpdateMode, UpsertRequest,
-    VectorInput, WithPayload, WithVector, DEFAULT_VECTOR_NAME,
+    IdOutput, LookupLocation, PointSelector, QueryBatchRequest, QueryInput, QueryRequest,
+    RecordOutput, RetrieveRequest, ScoredPointOutput, ScrollRequest, SearchBatchRequest,
+    SearchParamsInput, SearchRequestInput, SearchVectorInput, SetPayloadRequest, UpdateMode,
+    UpsertRequest, VectorInput, WithPayload, WithVector, DEFAULT_VECTOR_NAME,
 };
 use crate::SharedState;
 
@@ -50,7 +54,7 @@ fn without_point(filter: Option<Filter>, id: PointId) -> Filter {
         must: filter
             .map(|filter| vec![Condition::Nested(Box::new(filter))])
             .unwrap_or_default(),
-        must_not: vec![Condition::HasId(vec![id])],
+        must_not: vec![Condition::HasId([id].into_iter().collect())],
         ..Filter::default()
     }
 }
@@ -80,28 +84,108 @@ pub async fn upsert(
     let started = Instant::now();
     let wait = wait_flag(uri.query())?;
     let target = collection(&state, &name)?;
-    if request
-        .update_filter
-        .take()
-        .is_some_and(|filter| !filter.is_null())
-        || request.update_mode.unwrap_or_default() != UpdateMode::Upsert
-    {
-        return Err(ApiError::bad_request(
-            "Wrong input: `update_filter` and `update_mode` are not supported yet",
-        ));
-    }
+    let mode = request.update_mode.unwrap_or_default();
+    let update_filter = parse_filter(request.update_filter.take().as_ref(), "update_filter")?;
     let points = request.into_points(state.config.max_batch_points)?;
     let slot = write_slot(&state)?;
-    let count = points.len() as u64;
-    blocking(move || {
+    let count = blocking(move || {
         let _slot = slot;
-        target
-            .upsert(points, wait)
-            .map_err(|error| ApiError::from_engine(error, &name))
+        let order = write_order(&name);
+        let (_guard, points) = if mode == UpdateMode::Upsert && update_filter.is_none() {
+            (WriteGuard::Shared(shared(order)), points)
+        } else {
+            // A point's existence and payload are read and acted on with no other write
+            // to this collection in between.
+            let guard = WriteGuard::Exclusive(exclusive(order));
+            (
+                guard,
+                admitted(&target, points, mode, update_filter.as_ref()),
+            )
+        };
+        let count = points.len() as u64;
+        if !points.is_empty() {
+            target
+                .upsert(points, wait)
+                .map_err(|error| ApiError::from_engine(error, &name))?;
+        }
+        Ok(count)
     })
     .await?;
     state.metrics.count_points_upserted(count);
     Ok(ok(update_result(&state, wait), started))
+}
+
+/// Orders the writes to one collection around conditional upserts (`update_mode`,
+/// `update_filter`), which read points and then write: those take their collection's
+/// stripe exclusively, every other write takes it shared (so plain writes still run
+/// side by side). Striped by name hash, so the table stays small whatever the number of
+/// collections; two collections sharing a stripe only wait for each other's conditional
+/// upserts.
+static WRITE_ORDER: [RwLock<()>; 64] = [const { RwLock::new(()) }; 64];
+
+fn write_order(collection: &str) -> &'static RwLock<()> {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    collection.hash(&mut hasher);
+    #[allow(clippy::cast_possible_truncation)] // the remainder is below 64
+    let stripe = (hasher.finish() % WRITE_ORDER.len() as u64) as usize;
+    &WRITE_ORDER[stripe]
+}
+
+/// A held stripe of [`WRITE_ORDER`]; held, never read.
+#[allow(dead_code)]
+enum WriteGuard {
+    Shared(RwLockReadGuard<'static, ()>),
+    Exclusive(RwLockWriteGuard<'static, ()>),
+}
+
+/// A poisoned stripe guards no data, so it is taken anyway.
+fn shared(lock: &'static RwLock<()>) -> RwLockReadGuard<'static, ()> {
+    lock.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn exclusive(lock: &'static RwLock<()>) -> RwLockWriteGuard<'static, ()> {
+    lock.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The points of a conditional upsert that are applied, in order, as Qdrant applies them
+/// one by one: a point that exists is replaced unless `mode` is `insert_only` or its
+/// current state fails `update_filter`; a new point is inserted unless `mode` is
+/// `update_only`. An earlier point of the same batch counts as existing.
+fn admitted(
+    collection: &Collection,
+    points: Vec<Point>,
+    mode: UpdateMode,
+    update_filter: Option<&Filter>,
+) -> Vec<Point> {
+    // Each id's state as the batch goes: None = absent, Some(payload) = present.
+    let mut states: HashMap<PointId, Option<Option<Value>>> = HashMap::new();
+    let mut kept = Vec::with_capacity(points.len());
+    for point in points {
+        let state = states
+            .entry(point.id)
+            .or_insert_with(|| collection.get(&point.id).map(|stored| parsed(&stored)));
+        let admit = match state {
+            None => mode != UpdateMode::UpdateOnly,
+            Some(payload) => {
+                mode != UpdateMode::InsertOnly
+                    && update_filter
+                        .is_none_or(|filter| filter.matches(&point.id, payload.as_ref()))
+            }
+        };
+        if admit {
+            *state = Some(parsed(&point));
+            kept.push(point);
+        }
+    }
+    kept
+}
+
+/// A point's payload as JSON (`None` when it has none).
+fn parsed(point: &Point) -> Option<Value> {
+    point
+        .payload
+        .as_deref()
+        .and_then(|text| serde_json::from_str(text).ok())
 }
 
 /// A search with everything owned, ready for the blocking pool.
@@ -128,15 +212,61 @@ fn strategy(params: Option<&SearchParamsInput>) -> Strategy {
     }
 }
 
+/// The collection a query runs on, and the database its `lookup_from` may name.
+struct QueryTarget<'a> {
+    collection: &'a Collection,
+    name: &'a str,
+    database: &'a Database,
+}
+
+impl QueryTarget<'_> {
+    /// The vector of point `id`, from the collection `lookup_from` names (else this one),
+    /// and whether the point is one of this collection's (then the results leave it out).
+    fn point_vector(
+        &self,
+        id: PointId,
+        lookup_from: Option<&LookupLocation>,
+        field: &str,
+    ) -> ApiResult<(Vec<f32>, bool)> {
+        let (source, source_name) = match lookup_from {
+            None => (None, self.name),
+            Some(lookup) => (
+                Some(
+                    self.database
+                        .collection(&lookup.collection)
+                        .map_err(|_| ApiError::collection_not_found(&lookup.collection))?,
+                ),
+                lookup.collection.as_str(),
+            ),
+        };
+        let point = source
+            .as_deref()
+            .unwrap_or(self.collection)
+            .get(&id)
+            .ok_or_else(|| {
+                ApiError::not_found(format!(
+                    "Not found: `{field}query`: no point with id {id} in collection \
+                     `{source_name}`"
+                ))
+            })?;
+        Ok((point.vector, source_name == self.name))
+    }
+}
+
 fn prepare_query(
-    collection: &Collection,
+    target: &QueryTarget<'_>,
     request: QueryRequest,
     field: &str,
 ) -> ApiResult<PreparedSearch> {
-    if request.lookup_from.is_some() {
-        return Err(ApiError::bad_request(format!(
-            "Wrong input: `{field}lookup_from` is not supported yet"
-        )));
+    if let Some(lookup) = &request.lookup_from {
+        if let Some(vector) = lookup.vector.as_deref() {
+            if vector != DEFAULT_VECTOR_NAME {
+                return Err(unknown_vector_name(
+                    &format!("{field}lookup_from.vector"),
+                    vector,
+                ));
+            }
+        }
     }
     if let Some(using) = request.using.as_deref() {
         if using != DEFAULT_VECTOR_NAME {
@@ -157,12 +287,9 @@ fn prepare_query(
             None,
         ),
         Some(QueryInput::Point(id)) => {
-            let point = collection.get(&id).ok_or_else(|| {
-                ApiError::not_found(format!(
-                    "Not found: `{field}query`: no point with id {id} found"
-                ))
-            })?;
-            (point.vector, Some(id))
+            let (vector, same_collection) =
+                target.point_vector(id, request.lookup_from.as_ref(), field)?;
+            (vector, same_collection.then_some(id))
         }
         Some(QueryInput::Unsupported(kind)) => {
             return Err(ApiError::bad_request(format!(
@@ -270,8 +397,14 @@ pub async fn query(
 ) -> ApiResult<Response> {
     let started = Instant::now();
     let target = collection(&state, &name)?;
+    let database = Arc::clone(&state.database);
     let mut results = read(&state, move || {
-        let search = prepare_query(&target, request, "")?;
+        let on = QueryTarget {
+            collection: &target,
+            name: &name,
+            database: &database,
+        };
+        let search = prepare_query(&on, request, "")?;
         run_searches(&target, &[search], &name)
     })
     .await?;
@@ -291,12 +424,18 @@ pub async fn query_batch(
         request.searches.len(),
         state.config.max_batch_points,
     )?;
+    let database = Arc::clone(&state.database);
     let results = read(&state, move || {
+        let on = QueryTarget {
+            collection: &target,
+            name: &name,
+            database: &database,
+        };
         let searches = request
             .searches
             .into_iter()
             .enumerate()
-            .map(|(index, search)| prepare_query(&target, search, &format!("searches[{index}].")))
+            .map(|(index, search)| prepare_query(&on, search, &format!("searches[{index}].")))
             .collect::<ApiResult<Vec<_>>>()?;
         run_searches(&target, &searches, &name)
     })
@@ -474,6 +613,7 @@ pub async fn delete(
     let max_points = state.config.max_batch_points;
     blocking(move || {
         let _slot = slot;
+        let _order = shared(write_order(&name));
         let ids = selected_ids(&target, request.points, request.filter.as_ref(), max_points)?;
         target
             .delete(&ids, wait)
@@ -504,6 +644,7 @@ async fn change_payload(
     let max_points = state.config.max_batch_points;
     blocking(move || {
         let _slot = slot;
+        let _order = shared(write_order(&name));
         let ids = selected_ids(&target, selector.0, selector.1.as_ref(), max_points)?;
         match &change {
             PayloadChange::Set(payload) => target.set_payload(&ids, payload, wait),

@@ -1414,6 +1414,252 @@ async fn errors_are_enveloped_and_name_the_field() {
     assert_eq!(exists["exists"], false);
 }
 
+/// `update_mode`, `update_filter` and `lookup_from` are honoured as in Qdrant;
+/// `metadata` and `strict_mode_config` are refused unless null.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conditional_upserts_and_lookup_from_are_honoured() {
+    let server = server();
+    server
+        .ok(
+            "PUT",
+            "/collections/docs",
+            json!({"vectors": {"size": 2, "distance": "Cosine"}}),
+        )
+        .await;
+    let upsert = "/collections/docs/points?wait=true";
+    server
+        .ok(
+            "PUT",
+            upsert,
+            json!({"points": [{"id": 1, "vector": [1, 0], "payload": {"color": "red"}},
+                              {"id": 2, "vector": [0, 1], "payload": {"color": "blue"}}]}),
+        )
+        .await;
+    let payloads = |ids: Value| {
+        let server = &server;
+        async move {
+            let records = server
+                .ok("POST", "/collections/docs/points", json!({ "ids": ids }))
+                .await;
+            records
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|record| (record["id"].as_u64().unwrap(), record["payload"].clone()))
+                .collect::<Vec<_>>()
+        }
+    };
+    // insert_only: existing points keep their state, new ones are inserted.
+    server
+        .ok(
+            "PUT",
+            upsert,
+            json!({"points": [{"id": 1, "vector": [0, 1], "payload": {"color": "green"}},
+                              {"id": 3, "vector": [1, 1], "payload": {"color": "green"}},
+                              {"id": 3, "vector": [1, 1], "payload": {"color": "late"}}],
+                   "update_mode": "insert_only"}),
+        )
+        .await;
+    assert_eq!(
+        payloads(json!([1, 3])).await,
+        vec![(1, json!({"color": "red"})), (3, json!({"color": "green"}))]
+    );
+    // update_only: existing points are replaced, new ones are not inserted.
+    server
+        .ok(
+            "PUT",
+            upsert,
+            json!({"batch": {"ids": [2, 4], "vectors": [[0, 1], [1, 0]],
+                             "payloads": [{"color": "navy"}, {"color": "new"}]},
+                   "update_mode": "update_only"}),
+        )
+        .await;
+    assert_eq!(
+        payloads(json!([2, 4])).await,
+        vec![(2, json!({"color": "navy"}))]
+    );
+    // update_filter: existing points are updated only where it matches; new ones inserted.
+    server
+        .ok(
+            "PUT",
+            upsert,
+            json!({"points": [{"id": 1, "vector": [1, 0], "payload": {"color": "red", "v": 2}},
+                              {"id": 2, "vector": [0, 1], "payload": {"color": "navy", "v": 2}},
+                              {"id": 5, "vector": [1, 0], "payload": {"color": "blue", "v": 2}}],
+                   "update_filter": {"must": [{"key": "color", "match": {"value": "red"}}]}}),
+        )
+        .await;
+    assert_eq!(
+        payloads(json!([1, 2, 5])).await,
+        vec![
+            (1, json!({"color": "red", "v": 2})),
+            (2, json!({"color": "navy"})),
+            (5, json!({"color": "blue", "v": 2}))
+        ]
+    );
+    server
+        .ok(
+            "PUT",
+            upsert,
+            json!({"points": [{"id": 1, "vector": [1, 0], "payload": {"color": "pink"}}],
+                   "update_mode": "upsert", "update_filter": null, "shard_key": null}),
+        )
+        .await;
+    assert_eq!(
+        payloads(json!([1])).await,
+        vec![(1, json!({"color": "pink"}))]
+    );
+    for (body, words) in [
+        (
+            json!({"points": [{"id": 9, "vector": [1, 0]}], "update_mode": "sometimes"}),
+            &["update_mode", "sometimes"][..],
+        ),
+        (
+            json!({"points": [{"id": 9, "vector": [1, 0]}],
+                   "update_filter": {"must": [{"key": "a", "range": {"gt": "x"}}]}}),
+            &["update_filter"],
+        ),
+        (
+            json!({"points": [{"id": 9, "vector": [1, 0]}], "shard_key": "s1"}),
+            &["shard_key"],
+        ),
+    ] {
+        let reply = server.call("PUT", upsert, body).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{}", reply.body);
+        let message = reply.body["status"]["error"].as_str().unwrap();
+        for word in words {
+            assert!(message.contains(word), "{word:?} not in {message:?}");
+        }
+    }
+    assert_eq!(server.count("docs").await, 4);
+    // lookup_from: the query point's vector comes from the named collection, and the id
+    // is left out of the results only when that is the collection searched.
+    server
+        .ok(
+            "PUT",
+            "/collections/other",
+            json!({"vectors": {"size": 2, "distance": "Dot"}}),
+        )
+        .await;
+    server
+        .ok(
+            "PUT",
+            "/collections/other/points?wait=true",
+            json!({"points": [{"id": 1, "vector": [0, 1]}, {"id": 77, "vector": [1, 0.01]}]}),
+        )
+        .await;
+    let ids = |result: &Value| -> Vec<u64> {
+        result["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|hit| hit["id"].as_u64().unwrap())
+            .collect()
+    };
+    let query = "/collections/docs/points/query";
+    let looked_up = server
+        .ok(
+            "POST",
+            query,
+            json!({"query": 1, "lookup_from": {"collection": "other"}, "limit": 2,
+                   "params": {"exact": true}}),
+        )
+        .await;
+    assert_eq!(ids(&looked_up), vec![2, 3]);
+    let looked_up = server
+        .ok(
+            "POST",
+            query,
+            json!({"query": {"nearest": 77}, "lookup_from": {"collection": "other", "vector": ""},
+                   "limit": 1, "params": {"exact": true}}),
+        )
+        .await;
+    assert_eq!(ids(&looked_up)[0], 1);
+    let same = server
+        .ok(
+            "POST",
+            query,
+            json!({"query": 1, "lookup_from": {"collection": "docs"}, "limit": 1,
+                   "params": {"exact": true}}),
+        )
+        .await;
+    assert_eq!(ids(&same), vec![5]);
+    for (body, status, words) in [
+        (
+            json!({"query": 1, "lookup_from": {"collection": "nope"}}),
+            StatusCode::NOT_FOUND,
+            &["nope"][..],
+        ),
+        (
+            json!({"query": 5, "lookup_from": {"collection": "other"}}),
+            StatusCode::NOT_FOUND,
+            &["5", "other"],
+        ),
+        (
+            json!({"query": 1, "lookup_from": {"collection": "other", "vector": "text"}}),
+            StatusCode::BAD_REQUEST,
+            &["lookup_from.vector", "text"],
+        ),
+        (
+            json!({"query": 1, "lookup_from": {"collection": "other", "shard_key": "a"}}),
+            StatusCode::BAD_REQUEST,
+            &["lookup_from.shard_key"],
+        ),
+    ] {
+        let reply = server.call("POST", query, body).await;
+        assert_eq!(reply.status, status, "{}", reply.body);
+        let message = reply.body["status"]["error"].as_str().unwrap();
+        for word in words {
+            assert!(message.contains(word), "{word:?} not in {message:?}");
+        }
+    }
+    // metadata and strict_mode_config: null is accepted, anything else refused.
+    server
+        .ok(
+            "PUT",
+            "/collections/third",
+            json!({"vectors": {"size": 2, "distance": "Dot"}, "metadata": null,
+                   "strict_mode_config": null}),
+        )
+        .await;
+    for (method, path, body, field) in [
+        (
+            "PUT",
+            "/collections/fourth",
+            json!({"vectors": {"size": 2, "distance": "Dot"}, "metadata": {"team": "a"}}),
+            "metadata",
+        ),
+        (
+            "PUT",
+            "/collections/fourth",
+            json!({"vectors": {"size": 2, "distance": "Dot"},
+                   "strict_mode_config": {"enabled": true, "max_query_limit": 5}}),
+            "strict_mode_config",
+        ),
+        (
+            "PATCH",
+            "/collections/docs",
+            json!({"metadata": {"team": "a"}}),
+            "metadata",
+        ),
+        (
+            "PATCH",
+            "/collections/docs",
+            json!({"strict_mode_config": {"enabled": true}}),
+            "strict_mode_config",
+        ),
+    ] {
+        let reply = server.call(method, path, body).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{}", reply.body);
+        let message = reply.body["status"]["error"].as_str().unwrap();
+        assert!(message.contains(field), "{field:?} not in {message:?}");
+    }
+    let exists = server
+        .ok("GET", "/collections/fourth/exists", json!(null))
+        .await;
+    assert_eq!(exists["exists"], false);
+}
+
 /// Fields Qdrant does not define are refused with their path; fields it defines are
 /// honoured, or refused unless null; the tuning settings real clients send are accepted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
