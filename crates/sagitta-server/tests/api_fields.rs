@@ -1,0 +1,689 @@
+//! Requests through the router: every field Qdrant defines is honoured or refused by its
+//! path, unknown fields are refused by path, and errors come in Qdrant's envelope.
+
+mod support;
+
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+use support::{make_collection, server, Reply};
+
+/// Errors come in Qdrant's envelope and name the field: a path that is not UTF-8, and
+/// the alternatives of `vectors`, `with_payload`, `with_vector`, a search `vector` and
+/// `field_schema`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_are_enveloped_and_name_the_field() {
+    let server = server();
+    make_collection(&server, "docs", 4, 3).await;
+    let expect = |reply: Reply, status: StatusCode, words: &[&str]| {
+        assert_eq!(reply.status, status, "{}", reply.body);
+        let message = reply.body["status"]["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("not in the envelope: {}", reply.body))
+            .to_string();
+        assert!(reply.body["time"].is_number(), "{}", reply.body);
+        for word in words {
+            assert!(message.contains(word), "{word:?} not in {message:?}");
+        }
+    };
+    for (method, path) in [
+        ("GET", "/collections/%FF"),
+        ("GET", "/collections/%C3%28/exists"),
+        ("POST", "/collections/%FF/points/count"),
+        ("PUT", "/collections/%FF"),
+        ("GET", "/collections/docs/points/%FF"),
+        ("DELETE", "/collections/docs/index/%FF"),
+    ] {
+        let body = if method == "PUT" {
+            r#"{"vectors": {"size": 4, "distance": "Dot"}}"#
+        } else {
+            "{}"
+        };
+        expect(
+            server.send(method, path, body, None).await,
+            StatusCode::NOT_FOUND,
+            &["UTF-8"],
+        );
+    }
+    let create = |body: Value| server.call("PUT", "/collections/other", body);
+    for (body, words) in [
+        (
+            json!({"vectors": {"size": 4, "distance": "Dott"}}),
+            &["vectors.distance", "Dott"][..],
+        ),
+        (
+            json!({"vectors": {"size": "four", "distance": "Dot"}}),
+            &["vectors.size"],
+        ),
+        (json!({"vectors": {"size": 4}}), &["vectors", "distance"]),
+        (
+            json!({"vectors": {"": {"size": 4, "distance": "Manhattan"}}}),
+            &["distance", "Manhattan"],
+        ),
+        (
+            json!({"vectors": {"size": 4, "distance": "Dot", "on_dsk": true}}),
+            &["vectors.on_dsk"],
+        ),
+        (json!({"vectors": [4, "Dot"]}), &["vectors"]),
+    ] {
+        expect(create(body).await, StatusCode::BAD_REQUEST, words);
+    }
+    let query = "/collections/docs/points/query";
+    for (body, words) in [
+        (
+            json!({"query": [1, 0, 0, 0], "with_payload": {"includ": ["a"]}}),
+            &["with_payload", "includ"][..],
+        ),
+        (
+            json!({"query": [1, 0, 0, 0], "with_payload": {"include": "a"}}),
+            &["with_payload.include"],
+        ),
+        (
+            json!({"query": [1, 0, 0, 0], "with_payload": 3}),
+            &["with_payload"],
+        ),
+        (
+            json!({"query": [1, 0, 0, 0], "with_vector": "yes"}),
+            &["with_vector"],
+        ),
+        (
+            json!({"searches": [{"query": [1, 0, 0, 0], "with_vector": [1]}]}),
+            &["searches[0].with_vector[0]"],
+        ),
+    ] {
+        let path = if body.get("searches").is_some() {
+            "/collections/docs/points/query/batch"
+        } else {
+            query
+        };
+        expect(
+            server.call("POST", path, body).await,
+            StatusCode::BAD_REQUEST,
+            words,
+        );
+    }
+    expect(
+        server
+            .call(
+                "POST",
+                "/collections/docs/points/search",
+                json!({"vector": {"name": "", "vectr": [1, 0, 0, 0]}, "limit": 1}),
+            )
+            .await,
+        StatusCode::BAD_REQUEST,
+        &["vector", "vectr"],
+    );
+    expect(
+        server
+            .call(
+                "PUT",
+                "/collections/docs/index",
+                json!({"field_name": "a", "field_schema": {"typ": "keyword"}}),
+            )
+            .await,
+        StatusCode::BAD_REQUEST,
+        &["field_schema", "typ"],
+    );
+    expect(
+        server
+            .call(
+                "PUT",
+                "/collections/docs/index",
+                json!({"field_name": "a", "field_schema": 5}),
+            )
+            .await,
+        StatusCode::BAD_REQUEST,
+        &["field_schema"],
+    );
+    let exists = server
+        .ok("GET", "/collections/other/exists", json!(null))
+        .await;
+    assert_eq!(exists["exists"], false);
+}
+
+/// `update_mode`, `update_filter` and `lookup_from` are honoured as in Qdrant;
+/// `metadata` and `strict_mode_config` are refused unless null.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conditional_upserts_and_lookup_from_are_honoured() {
+    let server = server();
+    server
+        .ok(
+            "PUT",
+            "/collections/docs",
+            json!({"vectors": {"size": 2, "distance": "Cosine"}}),
+        )
+        .await;
+    let upsert = "/collections/docs/points?wait=true";
+    server
+        .ok(
+            "PUT",
+            upsert,
+            json!({"points": [{"id": 1, "vector": [1, 0], "payload": {"color": "red"}},
+                              {"id": 2, "vector": [0, 1], "payload": {"color": "blue"}}]}),
+        )
+        .await;
+    let payloads = |ids: Value| {
+        let server = &server;
+        async move {
+            let records = server
+                .ok("POST", "/collections/docs/points", json!({ "ids": ids }))
+                .await;
+            records
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|record| (record["id"].as_u64().unwrap(), record["payload"].clone()))
+                .collect::<Vec<_>>()
+        }
+    };
+    // insert_only: existing points keep their state, new ones are inserted.
+    server
+        .ok(
+            "PUT",
+            upsert,
+            json!({"points": [{"id": 1, "vector": [0, 1], "payload": {"color": "green"}},
+                              {"id": 3, "vector": [1, 1], "payload": {"color": "green"}},
+                              {"id": 3, "vector": [1, 1], "payload": {"color": "late"}}],
+                   "update_mode": "insert_only"}),
+        )
+        .await;
+    assert_eq!(
+        payloads(json!([1, 3])).await,
+        vec![(1, json!({"color": "red"})), (3, json!({"color": "green"}))]
+    );
+    // update_only: existing points are replaced, new ones are not inserted.
+    server
+        .ok(
+            "PUT",
+            upsert,
+            json!({"batch": {"ids": [2, 4], "vectors": [[0, 1], [1, 0]],
+                             "payloads": [{"color": "navy"}, {"color": "new"}]},
+                   "update_mode": "update_only"}),
+        )
+        .await;
+    assert_eq!(
+        payloads(json!([2, 4])).await,
+        vec![(2, json!({"color": "navy"}))]
+    );
+    // update_filter: existing points are updated only where it matches; new ones inserted.
+    server
+        .ok(
+            "PUT",
+            upsert,
+            json!({"points": [{"id": 1, "vector": [1, 0], "payload": {"color": "red", "v": 2}},
+                              {"id": 2, "vector": [0, 1], "payload": {"color": "navy", "v": 2}},
+                              {"id": 5, "vector": [1, 0], "payload": {"color": "blue", "v": 2}}],
+                   "update_filter": {"must": [{"key": "color", "match": {"value": "red"}}]}}),
+        )
+        .await;
+    assert_eq!(
+        payloads(json!([1, 2, 5])).await,
+        vec![
+            (1, json!({"color": "red", "v": 2})),
+            (2, json!({"color": "navy"})),
+            (5, json!({"color": "blue", "v": 2}))
+        ]
+    );
+    server
+        .ok(
+            "PUT",
+            upsert,
+            json!({"points": [{"id": 1, "vector": [1, 0], "payload": {"color": "pink"}}],
+                   "update_mode": "upsert", "update_filter": null, "shard_key": null}),
+        )
+        .await;
+    assert_eq!(
+        payloads(json!([1])).await,
+        vec![(1, json!({"color": "pink"}))]
+    );
+    for (body, words) in [
+        (
+            json!({"points": [{"id": 9, "vector": [1, 0]}], "update_mode": "sometimes"}),
+            &["update_mode", "sometimes"][..],
+        ),
+        (
+            json!({"points": [{"id": 9, "vector": [1, 0]}],
+                   "update_filter": {"must": [{"key": "a", "range": {"gt": "x"}}]}}),
+            &["update_filter"],
+        ),
+        (
+            json!({"points": [{"id": 9, "vector": [1, 0]}], "shard_key": "s1"}),
+            &["shard_key"],
+        ),
+    ] {
+        let reply = server.call("PUT", upsert, body).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{}", reply.body);
+        let message = reply.body["status"]["error"].as_str().unwrap();
+        for word in words {
+            assert!(message.contains(word), "{word:?} not in {message:?}");
+        }
+    }
+    assert_eq!(server.count("docs").await, 4);
+    // lookup_from: the query point's vector comes from the named collection, and the id
+    // is left out of the results only when that is the collection searched.
+    server
+        .ok(
+            "PUT",
+            "/collections/other",
+            json!({"vectors": {"size": 2, "distance": "Dot"}}),
+        )
+        .await;
+    server
+        .ok(
+            "PUT",
+            "/collections/other/points?wait=true",
+            json!({"points": [{"id": 1, "vector": [0, 1]}, {"id": 77, "vector": [1, 0.01]}]}),
+        )
+        .await;
+    let ids = |result: &Value| -> Vec<u64> {
+        result["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|hit| hit["id"].as_u64().unwrap())
+            .collect()
+    };
+    let query = "/collections/docs/points/query";
+    let looked_up = server
+        .ok(
+            "POST",
+            query,
+            json!({"query": 1, "lookup_from": {"collection": "other"}, "limit": 2,
+                   "params": {"exact": true}}),
+        )
+        .await;
+    assert_eq!(ids(&looked_up), vec![2, 3]);
+    let looked_up = server
+        .ok(
+            "POST",
+            query,
+            json!({"query": {"nearest": 77}, "lookup_from": {"collection": "other", "vector": ""},
+                   "limit": 1, "params": {"exact": true}}),
+        )
+        .await;
+    assert_eq!(ids(&looked_up)[0], 1);
+    let same = server
+        .ok(
+            "POST",
+            query,
+            json!({"query": 1, "lookup_from": {"collection": "docs"}, "limit": 1,
+                   "params": {"exact": true}}),
+        )
+        .await;
+    assert_eq!(ids(&same), vec![5]);
+    for (body, status, words) in [
+        (
+            json!({"query": 1, "lookup_from": {"collection": "nope"}}),
+            StatusCode::NOT_FOUND,
+            &["nope"][..],
+        ),
+        (
+            json!({"query": 5, "lookup_from": {"collection": "other"}}),
+            StatusCode::NOT_FOUND,
+            &["5", "other"],
+        ),
+        (
+            json!({"query": 1, "lookup_from": {"collection": "other", "vector": "text"}}),
+            StatusCode::BAD_REQUEST,
+            &["lookup_from.vector", "text"],
+        ),
+        (
+            json!({"query": 1, "lookup_from": {"collection": "other", "shard_key": "a"}}),
+            StatusCode::BAD_REQUEST,
+            &["lookup_from.shard_key"],
+        ),
+    ] {
+        let reply = server.call("POST", query, body).await;
+        assert_eq!(reply.status, status, "{}", reply.body);
+        let message = reply.body["status"]["error"].as_str().unwrap();
+        for word in words {
+            assert!(message.contains(word), "{word:?} not in {message:?}");
+        }
+    }
+    // metadata and strict_mode_config: null is accepted, anything else refused.
+    server
+        .ok(
+            "PUT",
+            "/collections/third",
+            json!({"vectors": {"size": 2, "distance": "Dot"}, "metadata": null,
+                   "strict_mode_config": null}),
+        )
+        .await;
+    for (method, path, body, field) in [
+        (
+            "PUT",
+            "/collections/fourth",
+            json!({"vectors": {"size": 2, "distance": "Dot"}, "metadata": {"team": "a"}}),
+            "metadata",
+        ),
+        (
+            "PUT",
+            "/collections/fourth",
+            json!({"vectors": {"size": 2, "distance": "Dot"},
+                   "strict_mode_config": {"enabled": true, "max_query_limit": 5}}),
+            "strict_mode_config",
+        ),
+        (
+            "PATCH",
+            "/collections/docs",
+            json!({"metadata": {"team": "a"}}),
+            "metadata",
+        ),
+        (
+            "PATCH",
+            "/collections/docs",
+            json!({"strict_mode_config": {"enabled": true}}),
+            "strict_mode_config",
+        ),
+    ] {
+        let reply = server.call(method, path, body).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{}", reply.body);
+        let message = reply.body["status"]["error"].as_str().unwrap();
+        assert!(message.contains(field), "{field:?} not in {message:?}");
+    }
+    let exists = server
+        .ok("GET", "/collections/fourth/exists", json!(null))
+        .await;
+    assert_eq!(exists["exists"], false);
+}
+
+/// Fields Qdrant does not define are refused with their path; fields it defines are
+/// honoured, or refused unless null; the tuning settings real clients send are accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_fields_are_refused_with_their_path() {
+    let server = server();
+    make_collection(&server, "docs", 4, 3).await;
+    let cases: Vec<(&str, &str, Value, &[&str])> = vec![
+        (
+            "PUT",
+            "/collections/other",
+            json!({"vectors": {"size": 4, "distance": "Dot"}, "unknown": 1}),
+            &["unknown"],
+        ),
+        (
+            "PUT",
+            "/collections/other",
+            json!({"vectors": {"size": 4, "distance": "Dot"}, "hnsw_config": {"mm": 16}}),
+            &["hnsw_config.mm"],
+        ),
+        (
+            "PUT",
+            "/collections/other",
+            json!({"vectors": {"size": 4, "distance": "Dot"},
+                   "optimizers_config": {"indexing_treshold": 1}}),
+            &["optimizers_config.indexing_treshold"],
+        ),
+        (
+            "PUT",
+            "/collections/other",
+            json!({"vectors": {"size": 4, "distance": "Dot"},
+                   "quantization_config": {"scalar": {"type": "int8", "quantil": 0.9}}}),
+            &["quantization_config.scalar.quantil"],
+        ),
+        (
+            "PUT",
+            "/collections/other",
+            json!({"vectors": {"size": 4, "distance": "Dot"}, "sharding_method": "custom"}),
+            &["sharding_method"],
+        ),
+        (
+            "PUT",
+            "/collections/other",
+            json!({"vectors": {"size": 4, "distance": "Dot"}, "replication_factor": 2}),
+            &["replication_factor"],
+        ),
+        (
+            "PUT",
+            "/collections/other",
+            json!({"vectors": {"size": 4, "distance": "Dot"}, "init_from": {"collection": "docs"}}),
+            &["init_from"],
+        ),
+        (
+            "PATCH",
+            "/collections/docs",
+            json!({"optimizers_config": {"max_optimization_threads": 1}, "paramz": {}}),
+            &["paramz"],
+        ),
+        (
+            "PATCH",
+            "/collections/docs",
+            json!({"vectors": {"text": {"on_disk": true}}}),
+            &["vectors", "text"],
+        ),
+        (
+            "PUT",
+            "/collections/docs/points?wait=true",
+            json!({"points": [{"id": 9, "vector": [1, 0, 0, 0], "paylod": {}}]}),
+            &["points[0].paylod"],
+        ),
+        (
+            "PUT",
+            "/collections/docs/points?wait=true",
+            json!({"batch": {"ids": [9], "vectors": [[1, 0, 0, 0]], "payload": [{}]}}),
+            &["batch.payload"],
+        ),
+        (
+            "PUT",
+            "/collections/docs/points?wait=true",
+            json!({"points": [{"id": 9, "vector": [1, 0, 0, 0]}], "ordering": "strong"}),
+            &["ordering"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/query",
+            json!({"query": [1, 0, 0, 0], "limitt": 3}),
+            &["limitt"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/query",
+            json!({"query": [1, 0, 0, 0], "params": {"hnsw_eff": 3}}),
+            &["params.hnsw_eff"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/query",
+            json!({"query": [1, 0, 0, 0], "params": {"quantization": {"rescor": true}}}),
+            &["params.quantization.rescor"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/query",
+            json!({"query": {"nearest": [1, 0, 0, 0], "mmr": {"diversity": 0.5}}}),
+            &["mmr"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/query",
+            json!({"query": [1, 0, 0, 0], "shard_key": "a"}),
+            &["shard_key"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/query",
+            json!({"query": [1, 0, 0, 0], "prefetch": [{"query": [1, 0, 0, 0]}]}),
+            &["prefetch"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/query/batch",
+            json!({"searches": [{"query": [1, 0, 0, 0]}, {"query": [1, 0, 0, 0], "fiter": {}}]}),
+            &["searches[1].fiter"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/search",
+            json!({"vector": [1, 0, 0, 0], "limit": 1, "with_vectors": true}),
+            &["with_vectors"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/search/batch",
+            json!({"searches": [{"vector": [1, 0, 0, 0], "limit": 1, "top": 1}]}),
+            &["searches[0].top"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/scroll",
+            json!({"limit": 2, "filtr": {}}),
+            &["filtr"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/scroll",
+            json!({"order_by": "rank"}),
+            &["order_by"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/count",
+            json!({"exact": true, "approximate": false}),
+            &["approximate"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points",
+            json!({"ids": [1], "with_vectors": true}),
+            &["with_vectors"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/delete",
+            json!({"points": [1], "wait": true}),
+            &["wait"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/payload",
+            json!({"payload": {"a": 1}, "points": [1], "merge": true}),
+            &["merge"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/payload/delete",
+            json!({"keys": ["a"], "points": [1], "all": true}),
+            &["all"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/payload/clear",
+            json!({"points": [1], "keys": ["a"]}),
+            &["keys"],
+        ),
+        (
+            "PUT",
+            "/collections/docs/index",
+            json!({"field_name": "group", "field_schema": "keyword", "field_type": "x"}),
+            &["field_type"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/query",
+            json!({"query": [1, 0, 0, 0], "with_vector": ["text"]}),
+            &["with_vector", "text"],
+        ),
+    ];
+    for (method, path, body, words) in cases {
+        let reply = server.call(method, path, body.clone()).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::BAD_REQUEST,
+            "{method} {path} {body}: {}",
+            reply.body
+        );
+        let message = reply.body["status"]["error"].as_str().unwrap();
+        for word in words {
+            assert!(message.contains(word), "{word:?} not in {message:?}");
+        }
+    }
+    assert_eq!(server.count("docs").await, 3);
+    let exists = server
+        .ok("GET", "/collections/other/exists", json!(null))
+        .await;
+    assert_eq!(exists["exists"], false);
+    // The settings benchmark tools and clients send are accepted, and nulls everywhere.
+    server
+        .ok(
+            "PUT",
+            "/collections/tuned",
+            json!({"vectors": {"size": 4, "distance": "Euclid", "on_disk": true,
+                               "datatype": "float32", "hnsw_config": {"m": 32},
+                               "quantization_config": null, "multivector_config": null},
+                   "shard_number": 2, "sharding_method": "auto", "replication_factor": 1,
+                   "write_consistency_factor": 1, "on_disk_payload": true,
+                   "hnsw_config": {"m": 16, "ef_construct": 128, "full_scan_threshold": 10,
+                                   "max_indexing_threads": 0, "on_disk": false,
+                                   "payload_m": 16, "inline_storage": false},
+                   "wal_config": {"wal_capacity_mb": 32, "wal_segments_ahead": 0},
+                   "optimizers_config": {"deleted_threshold": 0.2,
+                                         "vacuum_min_vector_number": 1000,
+                                         "default_segment_number": 2,
+                                         "max_segment_size": null, "memmap_threshold": 20000,
+                                         "indexing_threshold": 20000, "flush_interval_sec": 5,
+                                         "max_optimization_threads": "auto"},
+                   "quantization_config": {"scalar": {"type": "int8", "quantile": 0.99,
+                                                      "always_ram": true}},
+                   "sparse_vectors": {}, "strict_mode_config": null, "metadata": null}),
+        )
+        .await;
+    server
+        .ok(
+            "PATCH",
+            "/collections/tuned",
+            json!({"optimizers_config": {"indexing_threshold": 0},
+                   "hnsw_config": {"ef_construct": 64},
+                   "vectors": {"": {"on_disk": false}},
+                   "params": {"replication_factor": 1, "on_disk_payload": false},
+                   "quantization_config": "Disabled"}),
+        )
+        .await;
+    server
+        .ok(
+            "PUT",
+            "/collections/tuned/index",
+            json!({"field_name": "pk", "field_schema": {"type": "integer", "lookup": true,
+                                                         "range": true, "is_principal": false,
+                                                         "on_disk": false}}),
+        )
+        .await;
+    server
+        .ok(
+            "PUT",
+            "/collections/tuned/points?wait=true",
+            json!({"points": [{"id": 1, "vector": [1, 0, 0, 0], "payload": null}],
+                   "shard_key": null, "update_filter": null, "update_mode": null}),
+        )
+        .await;
+    let hits = server
+        .ok(
+            "POST",
+            "/collections/tuned/points/query",
+            json!({"query": {"nearest": [1, 0, 0, 0], "mmr": null}, "using": null,
+                   "filter": null, "params": {"hnsw_ef": 32, "exact": false,
+                                             "indexed_only": false,
+                                             "quantization": {"ignore": false, "rescore": true,
+                                                              "oversampling": 2.0},
+                                             "acorn": {"enable": false}},
+                   "limit": 3, "offset": null, "score_threshold": null,
+                   "with_payload": {"include": ["pk"]}, "with_vector": [""],
+                   "prefetch": null, "shard_key": null, "lookup_from": null}),
+        )
+        .await;
+    assert_eq!(hits["points"][0]["id"], 1);
+    assert_eq!(hits["points"][0]["vector"], json!([1.0, 0.0, 0.0, 0.0]));
+    server
+        .ok(
+            "POST",
+            "/collections/tuned/points/scroll",
+            json!({"shard_key": null, "offset": null, "limit": 5, "filter": null,
+                   "with_payload": {"exclude": ["a"]}, "with_vector": false,
+                   "order_by": null}),
+        )
+        .await;
+    server
+        .ok(
+            "POST",
+            "/collections/tuned/points/count",
+            json!({"shard_key": null, "filter": null, "exact": false}),
+        )
+        .await;
+}
