@@ -70,16 +70,51 @@ impl ApiError {
             EngineError::Storage(StorageError::Locked { .. }) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, error.to_string())
             }
-            // The server cancels nothing: a cancelled operation is an internal failure.
+            // The server cancels nothing: a cancelled operation is an internal failure. The
+            // operator's log gets the whole message; the client gets it with every absolute
+            // path cut to its file name (the server's directories are not the client's).
             EngineError::Corrupt { .. }
             | EngineError::Storage(_)
             | EngineError::Index(_)
-            | EngineError::Cancelled { .. } => ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("Service internal error: {error}"),
-            ),
+            | EngineError::Cancelled { .. } => {
+                eprintln!("sagitta: collection `{collection}`: {error}");
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!(
+                        "Service internal error: {}",
+                        without_paths(&error.to_string())
+                    ),
+                )
+            }
         }
     }
+}
+
+/// `message` with each absolute path (a word starting with `/`, quotes and backticks
+/// around it kept) replaced by its last component.
+pub fn without_paths(message: &str) -> String {
+    message
+        .split(' ')
+        .map(|word| {
+            let start = word.find('/').filter(|start| {
+                word[..*start]
+                    .chars()
+                    .all(|c| matches!(c, '`' | '"' | '\'' | '(' | '['))
+            });
+            let Some(start) = start else {
+                return word.to_string();
+            };
+            let end = word
+                .rfind(|c: char| !matches!(c, '`' | '"' | '\'' | ')' | ']' | ':' | ',' | '.'))
+                .map_or(word.len(), |last| last + 1)
+                .max(start + 1);
+            let name = std::path::Path::new(&word[start..end])
+                .file_name()
+                .map_or_else(String::new, |name| name.to_string_lossy().into_owned());
+            format!("{}{name}{}", &word[..start], &word[end..])
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 impl std::fmt::Display for ApiError {
@@ -106,3 +141,24 @@ impl IntoResponse for ApiError {
 }
 
 pub type ApiResult<T> = std::result::Result<T, ApiError>;
+
+#[cfg(test)]
+mod path_tests {
+    use super::without_paths;
+
+    #[test]
+    fn absolute_paths_leave_only_their_file_names() {
+        assert_eq!(
+            without_paths("writing `/srv/data/collections/c/shard-0/wal-3.log`: No space left"),
+            "writing `wal-3.log`: No space left"
+        );
+        assert_eq!(
+            without_paths("\"/a/b/MANIFEST\": shard manifest does not decode"),
+            "\"MANIFEST\": shard manifest does not decode"
+        );
+        assert_eq!(
+            without_paths("a/b is relative, 1/2 too"),
+            "a/b is relative, 1/2 too"
+        );
+    }
+}
