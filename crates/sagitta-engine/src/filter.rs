@@ -29,6 +29,9 @@
 //!
 //! Every parse error names the path inside the filter (`filter.must[1].range.gt`) and why.
 
+use std::cell::Cell;
+use std::collections::HashSet;
+
 use serde_json::{Map, Value};
 
 use crate::datetime::parse_timestamp;
@@ -77,11 +80,11 @@ pub enum Condition {
     },
     MatchAny {
         key: KeyPath,
-        values: Vec<Scalar>,
+        values: ValueSet,
     },
     MatchExcept {
         key: KeyPath,
-        values: Vec<Scalar>,
+        values: ValueSet,
     },
     /// `text` and `phrase` (no full-text index: the text holds it).
     MatchText {
@@ -109,7 +112,7 @@ pub enum Condition {
         longitude: f64,
         radius_meters: f64,
     },
-    HasId(Vec<PointId>),
+    HasId(HashSet<PointId>),
     /// `has_vector` of the unnamed vector: every point has it.
     HasVector,
     IsEmpty {
@@ -126,6 +129,35 @@ pub enum Condition {
         key: KeyPath,
         filter: Box<Filter>,
     },
+}
+
+/// The list of a `match.any` or `match.except`: strings or integers (as Qdrant's), held as
+/// a set so that checking a value costs the same however long the list is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ValueSet {
+    Keywords(HashSet<String>),
+    Integers(HashSet<i64>),
+}
+
+impl ValueSet {
+    /// Whether `value` is in the set (a string among keywords, an integer among integers).
+    fn contains(&self, value: &Value) -> bool {
+        match (self, value) {
+            (ValueSet::Keywords(set), Value::String(text)) => set.contains(text),
+            (ValueSet::Integers(set), Value::Number(number)) => number
+                .as_i64()
+                .is_some_and(|integer| set.contains(&integer)),
+            _ => false,
+        }
+    }
+
+    /// The entries, as [`Scalar`]s (any order).
+    pub fn scalars(&self) -> Vec<Scalar> {
+        match self {
+            ValueSet::Keywords(set) => set.iter().cloned().map(Scalar::Keyword).collect(),
+            ValueSet::Integers(set) => set.iter().copied().map(Scalar::Integer).collect(),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
@@ -164,22 +196,30 @@ impl Filter {
 
     /// Whether the point with `id` and `payload` passes.
     pub fn matches(&self, id: &PointId, payload: Option<&Value>) -> bool {
-        self.holds(Some(id), payload)
+        self.holds(Some(id), payload, &Work(Cell::new(0)))
+    }
+
+    /// [`Filter::matches`] and the steps it took ([`Work`]: conditions checked, payload
+    /// nodes reached, values compared), for tests and benchmarks of evaluation cost.
+    pub fn matches_counting(&self, id: &PointId, payload: Option<&Value>) -> (bool, u64) {
+        let work = Work(Cell::new(0));
+        let passed = self.holds(Some(id), payload, &work);
+        (passed, work.0.get())
     }
 
     /// Whether the filter holds; `id` is `None` inside a `nested` condition, where the
     /// payload is an element of an array (has_id and has_vector hold for no element).
-    fn holds(&self, id: Option<&PointId>, payload: Option<&Value>) -> bool {
-        self.must.iter().all(|c| c.holds(id, payload))
+    fn holds(&self, id: Option<&PointId>, payload: Option<&Value>, work: &Work) -> bool {
+        self.must.iter().all(|c| c.holds(id, payload, work))
             && self
                 .should
                 .as_ref()
-                .is_none_or(|should| should.iter().any(|c| c.holds(id, payload)))
-            && !self.must_not.iter().any(|c| c.holds(id, payload))
+                .is_none_or(|should| should.iter().any(|c| c.holds(id, payload, work)))
+            && !self.must_not.iter().any(|c| c.holds(id, payload, work))
             && self.min_should.as_ref().is_none_or(|min| {
                 min.conditions
                     .iter()
-                    .filter(|c| c.holds(id, payload))
+                    .filter(|c| c.holds(id, payload, work))
                     .take(min.min_count)
                     .count()
                     >= min.min_count
@@ -411,7 +451,7 @@ impl Parser {
                     .iter()
                     .enumerate()
                     .map(|(index, id)| parse_id(id, &format!("{body_path}[{index}]")))
-                    .collect::<Result<Vec<_>>>()?;
+                    .collect::<Result<HashSet<_>>>()?;
                 Ok(Condition::HasId(ids))
             }
             "has_vector" => match body {
@@ -530,35 +570,35 @@ fn parse_match(value: &Value, key: KeyPath, path: &str) -> Result<Condition> {
 }
 
 /// The list of `match.any` / `match.except`: all strings or all integers (as Qdrant's).
-fn parse_any_list(value: &Value, path: &str) -> Result<Vec<Scalar>> {
+fn parse_any_list(value: &Value, path: &str) -> Result<ValueSet> {
     let Value::Array(items) = value else {
         return Err(invalid(path, "must be a list"));
     };
-    let mut strings = None;
-    items
-        .iter()
-        .enumerate()
-        .map(|(index, item)| {
-            let item_path = format!("{path}[{index}]");
-            let scalar = match item {
-                Value::String(text) => Scalar::Keyword(text.clone()),
-                Value::Number(number) => Scalar::Integer(
-                    number
-                        .as_i64()
-                        .ok_or_else(|| invalid(&item_path, "must be a string or an integer"))?,
-                ),
-                _ => return Err(invalid(&item_path, "must be a string or an integer")),
-            };
-            let is_string = matches!(scalar, Scalar::Keyword(_));
-            if *strings.get_or_insert(is_string) != is_string {
-                return Err(invalid(
-                    &item_path,
-                    "mixes strings and integers: a list holds one or the other",
-                ));
-            }
-            Ok(scalar)
-        })
-        .collect()
+    let mut keywords = HashSet::new();
+    let mut integers = HashSet::new();
+    for (index, item) in items.iter().enumerate() {
+        let item_path = format!("{path}[{index}]");
+        match item {
+            Value::String(text) => keywords.insert(text.clone()),
+            Value::Number(number) => integers.insert(
+                number
+                    .as_i64()
+                    .ok_or_else(|| invalid(&item_path, "must be a string or an integer"))?,
+            ),
+            _ => return Err(invalid(&item_path, "must be a string or an integer")),
+        };
+        if !keywords.is_empty() && !integers.is_empty() {
+            return Err(invalid(
+                &item_path,
+                "mixes strings and integers: a list holds one or the other",
+            ));
+        }
+    }
+    Ok(if integers.is_empty() {
+        ValueSet::Keywords(keywords)
+    } else {
+        ValueSet::Integers(integers)
+    })
 }
 
 /// `range`: bounds gt, gte, lt, lte, all numbers or all RFC 3339 datetimes.
@@ -803,26 +843,43 @@ fn split_key(text: &str) -> Option<(String, &str)> {
     (end > 0).then(|| (text[..end].to_string(), &text[end..]))
 }
 
+/// Counts the steps of one evaluation: a condition checked, a payload node a key path
+/// reaches, a value compared. The cost per point is linear by construction: a condition
+/// walks its path once (a path reaches each payload node at most once) and checks each
+/// value it reaches once in constant time (`match.any` / `except` and `has_id` are sets);
+/// a condition inside `nested` runs once per element, and elements are distinct nodes. So
+/// a filter takes at most `conditions × (1 + 3 × payload nodes)` steps, each constant
+/// apart from comparing texts, and the parser caps conditions and depth.
+pub(crate) struct Work(Cell<u64>);
+
+impl Work {
+    fn step(&self) {
+        self.0.set(self.0.get() + 1);
+    }
+}
+
 /// Whether `visit` holds for some value at `items` below `value` (stopping at the first):
 /// the values the path reaches, as they are (`[]` reaches each element of an array).
 fn any_leaf<'a>(
     value: &'a Value,
     items: &[PathItem],
+    work: &Work,
     visit: &mut dyn FnMut(&'a Value) -> bool,
 ) -> bool {
+    work.step();
     let Some((head, rest)) = items.split_first() else {
         return visit(value);
     };
     match (head, value) {
         (PathItem::Key(key), Value::Object(object)) => object
             .get(key)
-            .is_some_and(|child| any_leaf(child, rest, visit)),
+            .is_some_and(|child| any_leaf(child, rest, work, visit)),
         (PathItem::Index(index), Value::Array(elements)) => elements
             .get(*index)
-            .is_some_and(|child| any_leaf(child, rest, visit)),
-        (PathItem::Wildcard, Value::Array(elements)) => {
-            elements.iter().any(|child| any_leaf(child, rest, visit))
-        }
+            .is_some_and(|child| any_leaf(child, rest, work, visit)),
+        (PathItem::Wildcard, Value::Array(elements)) => elements
+            .iter()
+            .any(|child| any_leaf(child, rest, work, visit)),
         _ => false,
     }
 }
@@ -831,9 +888,10 @@ fn any_leaf<'a>(
 fn any_leaf_of<'a>(
     payload: Option<&'a Value>,
     key: &KeyPath,
+    work: &Work,
     visit: &mut dyn FnMut(&'a Value) -> bool,
 ) -> bool {
-    payload.is_some_and(|payload| any_leaf(payload, key.items(), visit))
+    payload.is_some_and(|payload| any_leaf(payload, key.items(), work, visit))
 }
 
 /// Whether `visit` holds for some value of the field at `key` (stopping at the first): the
@@ -841,24 +899,29 @@ fn any_leaf_of<'a>(
 fn any_value<'a>(
     payload: Option<&'a Value>,
     key: &KeyPath,
+    work: &Work,
     visit: &mut dyn FnMut(&'a Value) -> bool,
 ) -> bool {
     let Some(payload) = payload else {
         return false;
     };
+    let mut check = |value: &'a Value| {
+        work.step();
+        visit(value)
+    };
     if key.ends_with_key() {
-        any_leaf(payload, key.items(), &mut |leaf| match leaf {
-            Value::Array(elements) => elements.iter().any(&mut *visit),
-            other => visit(other),
+        any_leaf(payload, key.items(), work, &mut |leaf| match leaf {
+            Value::Array(elements) => elements.iter().any(&mut check),
+            other => check(other),
         })
     } else {
-        any_leaf(payload, key.items(), visit)
+        any_leaf(payload, key.items(), work, &mut check)
     }
 }
 
 /// Every value of the field at `key` (as [`any_value`] visits them).
 pub(crate) fn values_at<'a>(payload: &'a Value, key: &KeyPath, out: &mut Vec<&'a Value>) {
-    any_value(Some(payload), key, &mut |value| {
+    any_value(Some(payload), key, &Work(Cell::new(0)), &mut |value| {
         out.push(value);
         false
     });
@@ -874,28 +937,30 @@ fn scalar_equals(value: &Value, scalar: &Scalar) -> bool {
 }
 
 impl Condition {
-    fn holds(&self, id: Option<&PointId>, payload: Option<&Value>) -> bool {
+    fn holds(&self, id: Option<&PointId>, payload: Option<&Value>, work: &Work) -> bool {
+        work.step();
         match self {
             Condition::MatchValue { key, value } => {
-                any_value(payload, key, &mut |v| scalar_equals(v, value))
+                any_value(payload, key, work, &mut |v| scalar_equals(v, value))
             }
-            Condition::MatchAny { key, values } => any_value(payload, key, &mut |v| {
-                values.iter().any(|s| scalar_equals(v, s))
-            }),
+            Condition::MatchAny { key, values } => {
+                any_value(payload, key, work, &mut |v| values.contains(v))
+            }
             // Qdrant: some value of the field is outside the list; a null is no value, so a
             // missing key, `null`, `[]` or `[null]` never match.
-            Condition::MatchExcept { key, values } => any_value(payload, key, &mut |v| {
-                !v.is_null() && !values.iter().any(|s| scalar_equals(v, s))
+            Condition::MatchExcept { key, values } => any_value(payload, key, work, &mut |v| {
+                !v.is_null() && !values.contains(v)
             }),
             Condition::MatchText { key, text } => any_value(
                 payload,
                 key,
+                work,
                 &mut |v| matches!(v, Value::String(s) if s.contains(text.as_str())),
             ),
-            Condition::Range { key, bounds } => any_value(payload, key, &mut |v| {
+            Condition::Range { key, bounds } => any_value(payload, key, work, &mut |v| {
                 v.as_f64().is_some_and(|number| bounds.contains(number))
             }),
-            Condition::DatetimeRange { key, bounds } => any_value(payload, key, &mut |v| {
+            Condition::DatetimeRange { key, bounds } => any_value(payload, key, work, &mut |v| {
                 v.as_str()
                     .and_then(parse_timestamp)
                     .is_some_and(|seconds| bounds.contains(seconds))
@@ -905,7 +970,7 @@ impl Condition {
                 latitude,
                 longitude,
                 radius_meters,
-            } => any_value(payload, key, &mut |v| match (
+            } => any_value(payload, key, work, &mut |v| match (
                 v.get("lat").and_then(Value::as_f64),
                 v.get("lon").and_then(Value::as_f64),
             ) {
@@ -918,22 +983,25 @@ impl Condition {
             Condition::MatchTextAny { key, words } => any_value(
                 payload,
                 key,
+                work,
                 &mut |v| matches!(v, Value::String(s) if words.iter().any(|word| s.contains(word.as_str()))),
             ),
             Condition::HasId(ids) => id.is_some_and(|id| ids.contains(id)),
             Condition::HasVector => id.is_some(),
             // Both see the values as they are (`[null]` is one value, neither null nor
             // empty), as Qdrant's local mode does.
-            Condition::IsEmpty { key } => !any_leaf_of(payload, key, &mut |v| match v {
+            Condition::IsEmpty { key } => !any_leaf_of(payload, key, work, &mut |v| match v {
                 Value::Null => false,
                 Value::Array(elements) => !elements.is_empty(),
                 _ => true,
             }),
-            Condition::IsNull { key } => any_leaf_of(payload, key, &mut Value::is_null),
-            Condition::Nested(filter) => filter.holds(id, payload),
-            Condition::NestedArray { key, filter } => any_leaf_of(payload, key, &mut |element| {
-                element.is_object() && filter.holds(None, Some(element))
-            }),
+            Condition::IsNull { key } => any_leaf_of(payload, key, work, &mut Value::is_null),
+            Condition::Nested(filter) => filter.holds(id, payload, work),
+            Condition::NestedArray { key, filter } => {
+                any_leaf_of(payload, key, work, &mut |element| {
+                    element.is_object() && filter.holds(None, Some(element), work)
+                })
+            }
         }
     }
 }

@@ -272,8 +272,8 @@ impl SegmentIndexes {
             Condition::MatchAny { key, values } => {
                 let index = self.fields.get(key)?;
                 let mut nodes = Vec::new();
-                for value in values {
-                    nodes.extend(index.equal(value)?);
+                for value in values.scalars() {
+                    nodes.extend(index.equal(&value)?);
                 }
                 nodes.sort_unstable();
                 nodes.dedup();

@@ -760,6 +760,153 @@ fn geo_radius_excludes_its_boundary() {
     assert!(within(0.001));
 }
 
+/// JSON values in `value` (itself included).
+fn nodes(value: &Value) -> u64 {
+    1 + match value {
+        Value::Array(items) => items.iter().map(nodes).sum(),
+        Value::Object(object) => object.values().map(nodes).sum(),
+        _ => 0,
+    }
+}
+
+/// A random filter of nested must / should / must_not / min_should / nested over missing
+/// keys and array paths (issue 12 §5's fuzz), and how many conditions it holds.
+fn random_filter(rng: &mut rand_chacha::ChaCha8Rng, depth: usize, budget: &mut usize) -> Value {
+    use rand::Rng;
+    const KEYS: [&str; 12] = [
+        "missing",
+        "missing.x",
+        "tags",
+        "tags[]",
+        "nums[3]",
+        "objs[].k",
+        "objs[].v",
+        "objs.k",
+        "deep[][]",
+        "deep[1][2]",
+        "x",
+        "objs[0].v[1]",
+    ];
+    let clause = |rng: &mut rand_chacha::ChaCha8Rng, budget: &mut usize| -> Value {
+        let count = rng.gen_range(1..4);
+        let mut items = Vec::new();
+        for _ in 0..count {
+            if *budget == 0 {
+                break;
+            }
+            *budget -= 1;
+            let key = KEYS[rng.gen_range(0..KEYS.len())];
+            items.push(match rng.gen_range(0..9) {
+                0 | 1 if depth > 0 => random_filter(rng, depth - 1, budget),
+                2 if depth > 0 => json!({"nested": {"key": "objs",
+                    "filter": random_filter(rng, depth - 1, budget)}}),
+                3 => json!({"key": key, "match": {"value": rng.gen_range(0..20)}}),
+                4 => json!({"key": key, "match": {"except": [rng.gen_range(0..20), 3]}}),
+                5 => json!({"key": key, "match": {"any": ["t1", "t7", "zz"]}}),
+                6 => json!({"key": key, "range": {"gte": rng.gen_range(0..20)}}),
+                7 => json!({"is_empty": {"key": key}}),
+                _ => json!({"is_null": {"key": key}}),
+            });
+        }
+        Value::Array(items)
+    };
+    let mut filter = serde_json::Map::new();
+    for name in ["must", "should", "must_not"] {
+        if rng.gen_bool(0.7) {
+            filter.insert(name.to_string(), clause(rng, budget));
+        }
+    }
+    if rng.gen_bool(0.3) {
+        let conditions = clause(rng, budget);
+        filter.insert(
+            "min_should".to_string(),
+            json!({"conditions": conditions, "min_count": rng.gen_range(0..3)}),
+        );
+    }
+    Value::Object(filter)
+}
+
+/// Issue 12 §5: filter evaluation is linear. Every condition walks its key path once and
+/// checks each value it reaches in constant time (`match.any` / `except` and `has_id` are
+/// sets, not lists scanned per value), and a condition inside `nested` runs once per
+/// element, so the steps counted by `matches_counting` stay within
+/// `conditions × (1 + 3 × payload nodes)` for any filter, however nested. Without that
+/// bound a filter of long lists over long arrays cost lists × values per condition.
+#[test]
+fn filter_work_is_linear_in_conditions_times_payload() {
+    use rand::SeedableRng;
+    let id = PointId::Number(1);
+    let payload = json!({
+        "tags": (0..100).map(|i| format!("t{i}")).collect::<Vec<_>>(),
+        "nums": (0..100).collect::<Vec<_>>(),
+        "objs": (0..50).map(|i| json!({"k": i, "v": [i, i + 1]})).collect::<Vec<_>>(),
+        "deep": (0..10).map(|i| (i..i + 10).collect::<Vec<_>>()).collect::<Vec<_>>(),
+        "x": 1
+    });
+    let size = nodes(&payload);
+    let bound = |conditions: u64| conditions * (1 + 3 * size);
+    // long lists, none of whose entries the payload holds
+    let ids: Vec<u64> = (1_000..6_000).collect();
+    let words: Vec<String> = (0..5_000).map(|i| format!("w{i}")).collect();
+    let numbers: Vec<i64> = (0..5_000).collect();
+    let lists = parse(json!({"should": [
+        {"has_id": ids},
+        {"key": "tags", "match": {"any": words}},
+        {"key": "nums", "match": {"except": numbers}}
+    ]}));
+    let (passed, work) = lists.matches_counting(&id, Some(&payload));
+    assert!(!passed);
+    assert!(work <= bound(3), "long lists: {work} steps > {}", bound(3));
+
+    // the first value decides: no walk over the rest of the array
+    let (passed, work) = parse(json!({"must": [{"key": "nums", "match": {"value": 0}}]}))
+        .matches_counting(&id, Some(&payload));
+    assert!(passed);
+    assert!(work <= 5, "{work} steps for a match on the first element");
+
+    // a chain 15 filters deep in which every condition holds only on the last value it
+    // reaches, so each walks its whole array: ~1,000 conditions, all evaluated
+    let except_all_but_last =
+        json!({"key": "nums", "match": {"except": (0..99).collect::<Vec<_>>()}});
+    let last_object = json!({"nested": {"key": "objs", "filter": {"must": [
+        {"key": "k", "match": {"value": 49}},
+        {"key": "v[]", "match": {"except": [49]}}
+    ]}}});
+    let mut heavy = json!({"must": [except_all_but_last.clone()]});
+    let mut conditions = 1;
+    for _ in 0..15 {
+        let mut must = vec![heavy, last_object.clone()];
+        must.extend(std::iter::repeat_n(except_all_but_last.clone(), 60));
+        conditions += 1 + 3 + 60;
+        heavy = json!({"must": must});
+    }
+    let (passed, work) = parse(heavy).matches_counting(&id, Some(&payload));
+    assert!(passed);
+    assert!(
+        work > 90_000,
+        "every condition walked its array ({work} steps)"
+    );
+    assert!(
+        work <= bound(conditions),
+        "{work} steps > {} for {conditions} conditions",
+        bound(conditions)
+    );
+
+    // random nested filters up to the parser's limits
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(12);
+    for _ in 0..100 {
+        let mut budget = 1_000;
+        let value = random_filter(&mut rng, 12, &mut budget);
+        let conditions = 1_000 - budget as u64;
+        let (_, work) = parse(value).matches_counting(&id, Some(&payload));
+        assert!(
+            work <= bound(conditions),
+            "{work} steps > {} for {conditions} conditions",
+            bound(conditions)
+        );
+    }
+}
+
 fn payload_for(id: u64) -> Value {
     let group = ["red", "green", "blue"][(id % 3) as usize];
     json!({"group": group, "rank": id % 10, "even": id.is_multiple_of(2)})
