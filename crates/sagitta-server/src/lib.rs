@@ -17,6 +17,7 @@ pub mod body;
 mod collections;
 pub mod config;
 pub mod error;
+mod health;
 pub mod metrics;
 mod points;
 pub mod wire;
@@ -107,7 +108,7 @@ pub fn router(state: SharedState) -> Router {
         .route("/", get(collections::root))
         .route("/healthz", get(collections::health))
         .route("/livez", get(collections::health))
-        .route("/readyz", get(collections::health))
+        .route("/readyz", get(health::ready))
         .route("/metrics", get(metrics::prometheus))
         .route("/telemetry", get(metrics::telemetry))
         .route("/collections", get(collections::list))
@@ -119,6 +120,7 @@ pub fn router(state: SharedState) -> Router {
                 .delete(collections::drop),
         )
         .route("/collections/{name}/exists", get(collections::exists))
+        .route("/collections/{name}/reopen", post(health::reopen))
         .route("/collections/{name}/index", put(collections::create_index))
         .route(
             "/collections/{name}/index/{field}",
@@ -252,7 +254,7 @@ async fn no_route(method: axum::http::Method, uri: axum::http::Uri) -> Response 
 
 /// The methods each route template of [`router`] answers (`get` answers HEAD too), for the
 /// `Allow` header and the message of a 405. A unit test checks it against the router.
-const ROUTE_METHODS: [(&str, &str); 23] = [
+const ROUTE_METHODS: [(&str, &str); 24] = [
     ("/", "GET, HEAD"),
     ("/healthz", "GET, HEAD"),
     ("/livez", "GET, HEAD"),
@@ -262,6 +264,7 @@ const ROUTE_METHODS: [(&str, &str); 23] = [
     ("/collections", "GET, HEAD"),
     ("/collections/{name}", "GET, HEAD, PUT, PATCH, DELETE"),
     ("/collections/{name}/exists", "GET, HEAD"),
+    ("/collections/{name}/reopen", "POST"),
     ("/collections/{name}/index", "PUT"),
     ("/collections/{name}/index/{field}", "DELETE"),
     ("/collections/{name}/points", "PUT, POST"),

@@ -11,7 +11,6 @@ use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use parking_lot::Mutex;
-use sagitta_engine::Health;
 use serde_json::json;
 
 use crate::body::ok;
@@ -201,11 +200,7 @@ pub async fn prometheus(State(state): State<SharedState>) -> Response {
         };
         let status = collection.status();
         let label = escape_label(&name);
-        let health = match status.health {
-            Health::Green => "green",
-            Health::Yellow => "yellow",
-            Health::Red => "red",
-        };
+        let health = status.health.name();
         rows.push([
             format!("{{collection=\"{label}\"}} {}", status.points),
             format!("{{collection=\"{label}\"}} {}", status.indexed),
@@ -237,6 +232,7 @@ pub async fn telemetry(State(state): State<SharedState>) -> Response {
                 "indexed_vectors": status.indexed,
                 "segments": status.segments,
                 "optimizer_error": status.optimizer_error,
+                "write_error": status.write_error,
             }))
         })
         .collect();
