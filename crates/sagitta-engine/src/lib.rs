@@ -27,6 +27,7 @@ pub mod point;
 mod segment;
 mod shard;
 mod shard_manifest;
+mod shard_state;
 
 pub use collection::{
     Collection, CollectionConfig, CollectionStatus, Health, ImportProgress, ImportReport,

@@ -29,6 +29,7 @@ use crate::payload_index::{FieldType, PayloadSchema};
 use crate::point::{Distance, Point, PointId};
 use crate::segment::{self, Segment, SegmentShape};
 use crate::shard_manifest::{remove_unreferenced, wal_path, ShardManifest};
+use crate::shard_state::{carried_records, Frozen, Writer};
 
 /// The default beam for a part of `size` points when the largest part of the shard has
 /// `largest`: at least twice `k` and [`segment::SEGMENT_EF_MIN`] for the largest, shrinking
@@ -67,121 +68,9 @@ fn host_among(segments: &[Arc<Segment>], graph: &BufferGraph) -> Option<Arc<Segm
         .cloned()
 }
 
-/// `points` as upsert records of at most a quarter of the log's record limit each (a
-/// point is at most a 256 KiB vector plus a 1 MiB payload), encoded, with their points.
-fn carried_records(points: Vec<Point>) -> Vec<(Vec<u8>, Vec<Point>)> {
-    const CHUNK_BYTES: usize = RECORD_BYTES_MAX / 4;
-    let mut chunks: Vec<Vec<Point>> = Vec::new();
-    let mut bytes = CHUNK_BYTES;
-    for point in points {
-        let size = 64 + point.vector.len() * 4 + point.payload.as_ref().map_or(0, String::len);
-        if bytes + size > CHUNK_BYTES {
-            chunks.push(Vec::new());
-            bytes = 0;
-        }
-        bytes += size;
-        chunks.last_mut().expect("a chunk was started").push(point);
-    }
-    chunks
-        .into_iter()
-        .map(|points| {
-            let operation = Operation::Upsert(points);
-            let record = codec::encode(&operation);
-            assert!(
-                record.len() <= RECORD_BYTES_MAX,
-                "a carried chunk fits a record"
-            );
-            let Operation::Upsert(points) = operation else {
-                unreachable!()
-            };
-            (record, points)
-        })
-        .collect()
-}
-
 /// A replayed log shorter than this is never checkpointed at open: reading it costs less
 /// than rewriting it.
 const CHECKPOINT_LOG_BYTES_MIN: usize = 16 << 20;
-
-/// The writer's side: the live log and the manifest it belongs to.
-struct Writer {
-    wal: Wal,
-    manifest: ShardManifest,
-    /// Set when publishing a seal's manifest failed midway: which manifest the disk holds
-    /// is unknown, so the shard refuses writes until it is reopened.
-    poisoned: Option<String>,
-    /// When the last write was applied (the optimizer seals idle buffers).
-    last_write: Instant,
-    /// The collection was dropped: writes are refused.
-    dropped: bool,
-}
-
-impl Writer {
-    fn new(wal: Wal, manifest: ShardManifest) -> Writer {
-        Writer {
-            wal,
-            manifest,
-            poisoned: None,
-            last_write: Instant::now(),
-            dropped: false,
-        }
-    }
-
-    fn check_poisoned(&self, directory: &Path) -> Result<()> {
-        if self.dropped {
-            return Err(EngineError::CollectionNotFound {
-                path: directory
-                    .parent()
-                    .unwrap_or(directory)
-                    .display()
-                    .to_string(),
-            });
-        }
-        match &self.poisoned {
-            Some(cause) => Err(sagitta_storage::StorageError::Poisoned {
-                path: directory.to_path_buf(),
-                cause: cause.clone(),
-            }
-            .into()),
-            None => Ok(()),
-        }
-    }
-}
-
-/// A write buffer being sealed: read-only, searchable, minus the points later writes
-/// superseded while the segment was being built.
-struct Frozen {
-    buffer: Buffer,
-    removed: Mutex<HashSet<PointId>>,
-}
-
-impl Frozen {
-    fn is_live(&self, id: &PointId) -> bool {
-        self.buffer.slots.contains_key(id) && !self.removed.lock().contains(id)
-    }
-
-    /// Marks `id` superseded (in its graph too, so a graph walk skips it).
-    fn remove(&self, id: &PointId) {
-        self.take_slot(id);
-    }
-
-    /// Marks `id` superseded; returns its point if it was live here (for copy on write).
-    fn take(&self, id: &PointId, dim: usize) -> Option<Point> {
-        self.take_slot(id).map(|slot| self.buffer.point(slot, dim))
-    }
-
-    /// Marks `id` superseded; returns its slot if it was live here.
-    fn take_slot(&self, id: &PointId) -> Option<usize> {
-        let slot = *self.buffer.slots.get(id)?;
-        if !self.removed.lock().insert(*id) {
-            return None;
-        }
-        if let Some(graph) = &self.buffer.graph {
-            graph.mark_slot_deleted(slot);
-        }
-        Some(slot)
-    }
-}
 
 pub(crate) struct Shard {
     dim: usize,
