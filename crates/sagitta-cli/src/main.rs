@@ -105,6 +105,30 @@ struct ServeArgs {
     /// HTTP worker threads, 0 = one per core [default: 0].
     #[arg(long, value_name = "N")]
     http_threads: Option<usize>,
+    /// Bytes of all request bodies being received at once; beyond, 503 + Retry-After
+    /// [default: 268435456].
+    #[arg(long, value_name = "BYTES")]
+    max_inflight_request_bytes: Option<usize>,
+    /// Open client connections (at most 3/4 of the open-file limit); at the cap the
+    /// stalest idle or stalled connection is closed for a new one [default: 16384].
+    #[arg(long, value_name = "N")]
+    max_connections: Option<usize>,
+    /// Open connections from one client address (IPv6: per /64) [default: 4096].
+    #[arg(long, value_name = "N")]
+    max_connections_per_ip: Option<usize>,
+    /// Seconds to receive a request head [default: 10].
+    #[arg(long, value_name = "SECONDS")]
+    header_read_timeout_secs: Option<u64>,
+    /// Seconds of grace to receive a request body (plus one per --min-body-bytes-per-sec
+    /// bytes received) and for a stalled response write; beyond, 408 [default: 30].
+    #[arg(long, value_name = "SECONDS")]
+    body_read_timeout_secs: Option<u64>,
+    /// Body bytes that buy one more second to receive the rest [default: 4096].
+    #[arg(long, value_name = "BYTES")]
+    min_body_bytes_per_sec: Option<u64>,
+    /// Seconds an idle keep-alive connection stays open [default: 60].
+    #[arg(long, value_name = "SECONDS")]
+    keep_alive_timeout_secs: Option<u64>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -205,6 +229,13 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig, Failure> {
         max_json_depth,
         max_pending_writes,
         http_threads,
+        max_inflight_request_bytes,
+        max_connections,
+        max_connections_per_ip,
+        header_read_timeout_secs,
+        body_read_timeout_secs,
+        min_body_bytes_per_sec,
+        keep_alive_timeout_secs,
     } = args;
     if let Some(value) = data_dir {
         config.data_dir.clone_from(value);
@@ -224,6 +255,16 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig, Failure> {
     config.max_json_depth = max_json_depth.unwrap_or(config.max_json_depth);
     config.max_pending_writes = max_pending_writes.unwrap_or(config.max_pending_writes);
     config.http_threads = http_threads.unwrap_or(config.http_threads);
+    config.max_inflight_request_bytes =
+        max_inflight_request_bytes.unwrap_or(config.max_inflight_request_bytes);
+    config.max_connections = max_connections.unwrap_or(config.max_connections);
+    config.max_connections_per_ip = max_connections_per_ip.unwrap_or(config.max_connections_per_ip);
+    config.header_read_timeout_secs =
+        header_read_timeout_secs.unwrap_or(config.header_read_timeout_secs);
+    config.body_read_timeout_secs = body_read_timeout_secs.unwrap_or(config.body_read_timeout_secs);
+    config.min_body_bytes_per_sec = min_body_bytes_per_sec.unwrap_or(config.min_body_bytes_per_sec);
+    config.keep_alive_timeout_secs =
+        keep_alive_timeout_secs.unwrap_or(config.keep_alive_timeout_secs);
     config
         .validate()
         .map_err(|error| usage_failure(error.to_string()))?;
@@ -253,6 +294,8 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         .map_err(|error| data_failure(format!("cannot start the runtime: {error}")))?;
     let address = format!("{}:{}", config.host, config.port);
     let data_dir = config.data_dir.clone();
+    // After the open-file limit is raised: the cap is at most 3/4 of it.
+    let max_connections = sagitta_server::effective_max_connections(&config);
     let state = AppState::open(config).map_err(|error| {
         data_failure(format!(
             "cannot open the database in {}: {error}",
@@ -260,14 +303,15 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         ))
     })?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(&address)
+        let listener = sagitta_server::bind(&address)
             .await
             .map_err(|error| data_failure(format!("cannot listen on {address}: {error}")))?;
         let local = listener
             .local_addr()
             .map_or_else(|_| address.clone(), |a| a.to_string());
         eprintln!(
-            "sagitta serve: listening on http://{local}, data in {}, open-file limit {open_files}",
+            "sagitta serve: listening on http://{local}, data in {}, open-file limit \
+             {open_files}, at most {max_connections} connections",
             data_dir.display()
         );
         sagitta_server::serve(listener, Arc::new(state), sagitta_server::shutdown_signal())

@@ -17,6 +17,25 @@ pub const DEFAULT_MAX_BATCH_POINTS: usize = 10_000;
 pub const DEFAULT_MAX_JSON_DEPTH: usize = 64;
 /// Writes that may be in flight at once; beyond it a write is answered 429 + Retry-After.
 pub const DEFAULT_MAX_PENDING_WRITES: usize = 256;
+/// Bytes of all request bodies being received at once: 256 MiB (eight bodies at the
+/// 32 MiB limit); beyond it a request is answered 503 + Retry-After.
+pub const DEFAULT_MAX_INFLIGHT_REQUEST_BYTES: usize = 256 << 20;
+/// Open client connections; at the limit the stalest idle or stalled connection of the
+/// address holding the most is closed to admit a new one. Never more than three quarters
+/// of the process's open-file limit, whatever this says.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 16_384;
+/// Open connections from one client address (an IPv6 /64 counts as one address); beyond
+/// it the address's own stalest idle or stalled connection is closed.
+pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 4_096;
+/// Seconds from a connection's first byte (or its opening) to the end of a request head.
+pub const DEFAULT_HEADER_READ_TIMEOUT_SECS: u64 = 10;
+/// Seconds a request body may take beyond what `min_body_bytes_per_sec` allows for the
+/// bytes received so far; also the longest a response write may stall.
+pub const DEFAULT_BODY_READ_TIMEOUT_SECS: u64 = 30;
+/// Each this many body bytes received extend the body's time limit by one second.
+pub const DEFAULT_MIN_BODY_BYTES_PER_SEC: u64 = 4_096;
+/// Seconds a keep-alive connection may sit idle between requests.
+pub const DEFAULT_KEEP_ALIVE_TIMEOUT_SECS: u64 = 60;
 
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -35,6 +54,21 @@ pub struct ServerConfig {
     pub max_batch_points: usize,
     pub max_json_depth: usize,
     pub max_pending_writes: usize,
+    /// Bytes of request bodies being received at once, all connections together.
+    pub max_inflight_request_bytes: usize,
+    /// Open client connections.
+    pub max_connections: usize,
+    /// Open connections from one client address (IPv6: one /64).
+    pub max_connections_per_ip: usize,
+    /// Seconds to receive a request head.
+    pub header_read_timeout_secs: u64,
+    /// Seconds of grace for a request body (see `min_body_bytes_per_sec`) and for a stalled
+    /// response write.
+    pub body_read_timeout_secs: u64,
+    /// Body bytes that buy one more second to receive the rest.
+    pub min_body_bytes_per_sec: u64,
+    /// Seconds an idle keep-alive connection stays open.
+    pub keep_alive_timeout_secs: u64,
     /// Worker threads of the HTTP runtime (0 = one per core).
     pub http_threads: usize,
 }
@@ -51,6 +85,13 @@ impl Default for ServerConfig {
             max_batch_points: DEFAULT_MAX_BATCH_POINTS,
             max_json_depth: DEFAULT_MAX_JSON_DEPTH,
             max_pending_writes: DEFAULT_MAX_PENDING_WRITES,
+            max_inflight_request_bytes: DEFAULT_MAX_INFLIGHT_REQUEST_BYTES,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
+            header_read_timeout_secs: DEFAULT_HEADER_READ_TIMEOUT_SECS,
+            body_read_timeout_secs: DEFAULT_BODY_READ_TIMEOUT_SECS,
+            min_body_bytes_per_sec: DEFAULT_MIN_BODY_BYTES_PER_SEC,
+            keep_alive_timeout_secs: DEFAULT_KEEP_ALIVE_TIMEOUT_SECS,
             http_threads: 0,
         }
     }
@@ -76,7 +117,7 @@ pub enum ConfigError {
 
 /// Environment variables read by [`ServerConfig::apply_environment`], with the field each
 /// sets.
-pub const ENVIRONMENT_VARIABLES: [(&str, &str); 9] = [
+pub const ENVIRONMENT_VARIABLES: [(&str, &str); 16] = [
     ("SAGITTA_HOST", "host"),
     ("SAGITTA_PORT", "port"),
     ("SAGITTA_DATA_DIR", "data_dir"),
@@ -86,6 +127,19 @@ pub const ENVIRONMENT_VARIABLES: [(&str, &str); 9] = [
     ("SAGITTA_MAX_BATCH_POINTS", "max_batch_points"),
     ("SAGITTA_MAX_JSON_DEPTH", "max_json_depth"),
     ("SAGITTA_MAX_PENDING_WRITES", "max_pending_writes"),
+    (
+        "SAGITTA_MAX_INFLIGHT_REQUEST_BYTES",
+        "max_inflight_request_bytes",
+    ),
+    ("SAGITTA_MAX_CONNECTIONS", "max_connections"),
+    ("SAGITTA_MAX_CONNECTIONS_PER_IP", "max_connections_per_ip"),
+    (
+        "SAGITTA_HEADER_READ_TIMEOUT_SECS",
+        "header_read_timeout_secs",
+    ),
+    ("SAGITTA_BODY_READ_TIMEOUT_SECS", "body_read_timeout_secs"),
+    ("SAGITTA_MIN_BODY_BYTES_PER_SEC", "min_body_bytes_per_sec"),
+    ("SAGITTA_KEEP_ALIVE_TIMEOUT_SECS", "keep_alive_timeout_secs"),
 ];
 
 impl ServerConfig {
@@ -125,6 +179,25 @@ impl ServerConfig {
                 "SAGITTA_MAX_BATCH_POINTS" => self.max_batch_points = number(name, &value)?,
                 "SAGITTA_MAX_JSON_DEPTH" => self.max_json_depth = number(name, &value)?,
                 "SAGITTA_MAX_PENDING_WRITES" => self.max_pending_writes = number(name, &value)?,
+                "SAGITTA_MAX_INFLIGHT_REQUEST_BYTES" => {
+                    self.max_inflight_request_bytes = number(name, &value)?;
+                }
+                "SAGITTA_MAX_CONNECTIONS" => self.max_connections = number(name, &value)?,
+                "SAGITTA_MAX_CONNECTIONS_PER_IP" => {
+                    self.max_connections_per_ip = number(name, &value)?;
+                }
+                "SAGITTA_HEADER_READ_TIMEOUT_SECS" => {
+                    self.header_read_timeout_secs = number(name, &value)?;
+                }
+                "SAGITTA_BODY_READ_TIMEOUT_SECS" => {
+                    self.body_read_timeout_secs = number(name, &value)?;
+                }
+                "SAGITTA_MIN_BODY_BYTES_PER_SEC" => {
+                    self.min_body_bytes_per_sec = number(name, &value)?;
+                }
+                "SAGITTA_KEEP_ALIVE_TIMEOUT_SECS" => {
+                    self.keep_alive_timeout_secs = number(name, &value)?;
+                }
                 _ => unreachable!("every listed variable is handled"),
             }
         }
@@ -138,6 +211,12 @@ impl ServerConfig {
             ("max_batch_points", self.max_batch_points),
             ("max_json_depth", self.max_json_depth),
             ("max_pending_writes", self.max_pending_writes),
+            (
+                "max_inflight_request_bytes",
+                self.max_inflight_request_bytes,
+            ),
+            ("max_connections", self.max_connections),
+            ("max_connections_per_ip", self.max_connections_per_ip),
         ];
         for (field, value) in positive {
             if value == 0 {
@@ -147,6 +226,36 @@ impl ServerConfig {
                     reason: "must be at least 1",
                 });
             }
+        }
+        let seconds = [
+            ("header_read_timeout_secs", self.header_read_timeout_secs),
+            ("body_read_timeout_secs", self.body_read_timeout_secs),
+            ("min_body_bytes_per_sec", self.min_body_bytes_per_sec),
+            ("keep_alive_timeout_secs", self.keep_alive_timeout_secs),
+        ];
+        for (field, value) in seconds {
+            if value == 0 {
+                return Err(ConfigError::Invalid {
+                    field,
+                    value: value.to_string(),
+                    reason: "must be at least 1",
+                });
+            }
+            // Deadlines are kept in milliseconds: a week is plenty and cannot overflow.
+            if value > 7 * 24 * 3600 && field != "min_body_bytes_per_sec" {
+                return Err(ConfigError::Invalid {
+                    field,
+                    value: value.to_string(),
+                    reason: "must be at most 604800 (a week)",
+                });
+            }
+        }
+        if self.max_inflight_request_bytes < self.max_request_bytes {
+            return Err(ConfigError::Invalid {
+                field: "max_inflight_request_bytes",
+                value: self.max_inflight_request_bytes.to_string(),
+                reason: "must be at least max_request_bytes, or no request that large could ever be received",
+            });
         }
         for (field, key) in [
             ("api_key", &self.api_key),
@@ -184,9 +293,16 @@ mod tests {
         assert_eq!(config.port, 7000);
         assert_eq!(config.host, DEFAULT_HOST);
         config
-            .apply_environment(|name| (name == "SAGITTA_PORT").then(|| "7100".to_string()))
+            .apply_environment(|name| match name {
+                "SAGITTA_PORT" => Some("7100".to_string()),
+                "SAGITTA_MAX_CONNECTIONS_PER_IP" => Some("64".to_string()),
+                "SAGITTA_KEEP_ALIVE_TIMEOUT_SECS" => Some("5".to_string()),
+                _ => None,
+            })
             .unwrap();
         assert_eq!(config.port, 7100);
+        assert_eq!(config.max_connections_per_ip, 64);
+        assert_eq!(config.keep_alive_timeout_secs, 5);
         assert_eq!(config.api_key.as_deref(), Some("secret"));
         config.validate().unwrap();
     }
@@ -207,6 +323,14 @@ mod tests {
         config.max_json_depth = 0;
         let error = config.validate().unwrap_err().to_string();
         assert!(error.contains("max_json_depth"), "{error}");
+        config.max_json_depth = DEFAULT_MAX_JSON_DEPTH;
+        config.keep_alive_timeout_secs = 0;
+        let error = config.validate().unwrap_err().to_string();
+        assert!(error.contains("keep_alive_timeout_secs"), "{error}");
+        config.keep_alive_timeout_secs = DEFAULT_KEEP_ALIVE_TIMEOUT_SECS;
+        config.max_inflight_request_bytes = config.max_request_bytes - 1;
+        let error = config.validate().unwrap_err().to_string();
+        assert!(error.contains("max_inflight_request_bytes"), "{error}");
         let config = ServerConfig {
             api_key: Some(String::new()),
             ..ServerConfig::default()

@@ -8,6 +8,12 @@
 //! blocking pool, since they may fsync. Writes take a slot of a bounded semaphore first;
 //! with none free the answer is 429 with `Retry-After`.
 //!
+//! Below the layers, [`connections`] runs the accept loop: hyper's HTTP/1 connections
+//! under header, body and keep-alive timeouts, caps on open connections (per server and
+//! per client address, evicting idle and stalled connections first), and an early 413 for
+//! a declared body over the limit; [`body::ByteBudget`] bounds the bytes of all bodies
+//! being received.
+//!
 //! Architecture invariant: this is the only crate that knows HTTP or JSON request shapes;
 //! the engine sees points, filters and search requests.
 #![deny(unsafe_code)]
@@ -16,6 +22,7 @@ pub mod auth;
 pub mod body;
 mod collections;
 pub mod config;
+pub mod connections;
 pub mod error;
 mod health;
 pub mod metrics;
@@ -37,6 +44,7 @@ use sagitta_storage::fs::OsFileSystem;
 use tokio::sync::Semaphore;
 
 pub use config::ServerConfig;
+pub use connections::{bind, effective_max_connections};
 pub use error::{ApiError, ApiResult};
 
 /// The Qdrant version reported at `GET /`: clients warn when it is more than one minor
@@ -57,6 +65,8 @@ pub struct AppState {
     /// The configured API keys' digests, computed once.
     pub api_keys: auth::ApiKeys,
     pub metrics: metrics::Metrics,
+    /// Bytes of request bodies being received (`max_inflight_request_bytes`).
+    pub inflight_bytes: body::ByteBudget,
     /// Free slots for writes in flight.
     pub write_slots: Arc<Semaphore>,
     /// Reads (searches, scrolls, counts) running on the blocking pool at once: one per
@@ -80,6 +90,7 @@ impl AppState {
                 config.api_key.as_deref(),
                 config.read_only_api_key.as_deref(),
             ),
+            inflight_bytes: body::ByteBudget::new(config.max_inflight_request_bytes),
             config,
             metrics: metrics::Metrics::default(),
             operation_counter: AtomicU64::new(0),
@@ -317,18 +328,17 @@ async fn method_not_allowed(
     response
 }
 
-/// Serves on `listener` until `shutdown` resolves, then lets requests in flight finish
-/// and flushes every collection's log, so writes acknowledged with `wait=false` are
-/// durable too.
+/// Serves on `listener` (best made with [`bind`], for its longer accept queue) under the
+/// connection limits of [`connections`] until `shutdown` resolves, then lets requests in
+/// flight finish and flushes every collection's log, so writes acknowledged with
+/// `wait=false` are durable too.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: SharedState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let app = router(Arc::clone(&state));
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await?;
+    connections::serve(listener, app, Arc::clone(&state), shutdown).await?;
     let database = Arc::clone(&state.database);
     tokio::task::spawn_blocking(move || database.flush())
         .await

@@ -28,6 +28,27 @@ struct Latency {
     sum_seconds: f64,
 }
 
+/// Counters of the connection layer (`connections.rs`) and of request bodies.
+#[derive(Default)]
+pub struct ConnectionMetrics {
+    /// Connections open now (a gauge).
+    pub open: AtomicU64,
+    pub accepted: AtomicU64,
+    /// Closed to admit a newer connection at a cap.
+    pub evicted: AtomicU64,
+    pub refused_address_full: AtomicU64,
+    pub refused_server_full: AtomicU64,
+    pub closed_header_timeout: AtomicU64,
+    pub closed_idle_timeout: AtomicU64,
+    pub closed_write_timeout: AtomicU64,
+    /// Requests answered 413 on their declared `Content-Length` alone.
+    pub declared_too_large: AtomicU64,
+    /// Request bodies answered 408.
+    pub body_read_timeouts: AtomicU64,
+    /// Requests answered 503 because bodies in flight were at `max_inflight_request_bytes`.
+    pub bodies_refused_inflight: AtomicU64,
+}
+
 #[derive(Default)]
 pub struct Metrics {
     /// (method, route template, status) -> requests answered.
@@ -36,6 +57,7 @@ pub struct Metrics {
     latencies: Mutex<BTreeMap<(String, String), Latency>>,
     points_upserted_total: AtomicU64,
     writes_rejected_total: AtomicU64,
+    pub connections: ConnectionMetrics,
 }
 
 impl Metrics {
@@ -168,6 +190,64 @@ pub async fn prometheus(State(state): State<SharedState>) -> Response {
         let _ = writeln!(
             out,
             "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
+        );
+    }
+    let connections = &metrics.connections;
+    let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+    let _ = writeln!(
+        out,
+        "# HELP sagitta_http_connections_open Client connections open.\n\
+         # TYPE sagitta_http_connections_open gauge\n\
+         sagitta_http_connections_open {}\n\
+         # HELP sagitta_http_connections_accepted_total Client connections admitted.\n\
+         # TYPE sagitta_http_connections_accepted_total counter\n\
+         sagitta_http_connections_accepted_total {}",
+        load(&connections.open),
+        load(&connections.accepted)
+    );
+    out.push_str(
+        "# HELP sagitta_http_connections_closed_total Connections the server closed, by reason.\n\
+         # TYPE sagitta_http_connections_closed_total counter\n",
+    );
+    for (reason, counter) in [
+        ("header_timeout", &connections.closed_header_timeout),
+        ("idle_timeout", &connections.closed_idle_timeout),
+        ("write_timeout", &connections.closed_write_timeout),
+        ("evicted", &connections.evicted),
+    ] {
+        let _ = writeln!(
+            out,
+            "sagitta_http_connections_closed_total{{reason=\"{reason}\"}} {}",
+            load(counter)
+        );
+    }
+    out.push_str(
+        "# HELP sagitta_http_connections_refused_total Connections refused at once, by cap.\n\
+         # TYPE sagitta_http_connections_refused_total counter\n",
+    );
+    for (reason, counter) in [
+        ("per_address", &connections.refused_address_full),
+        ("server", &connections.refused_server_full),
+    ] {
+        let _ = writeln!(
+            out,
+            "sagitta_http_connections_refused_total{{reason=\"{reason}\"}} {}",
+            load(counter)
+        );
+    }
+    out.push_str(
+        "# HELP sagitta_http_request_bodies_refused_total Requests refused over their body, by reason.\n\
+         # TYPE sagitta_http_request_bodies_refused_total counter\n",
+    );
+    for (reason, counter) in [
+        ("declared_too_large", &connections.declared_too_large),
+        ("read_timeout", &connections.body_read_timeouts),
+        ("inflight_bytes", &connections.bodies_refused_inflight),
+    ] {
+        let _ = writeln!(
+            out,
+            "sagitta_http_request_bodies_refused_total{{reason=\"{reason}\"}} {}",
+            load(counter)
         );
     }
     if let Some((read, written)) = process_io_bytes() {
