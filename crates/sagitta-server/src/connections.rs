@@ -31,7 +31,9 @@
 //!   is read.
 //!
 //! Accept errors (`EMFILE` when descriptors run out anyway) close the stalest evictable
-//! connection and retry after 10 ms.
+//! connection and retry after 10 ms. When the server stops, connections that are idle or
+//! sending a head close at once, bodies still arriving get 5 s, requests being handled
+//! finish.
 
 use std::collections::{BTreeSet, HashMap};
 use std::convert::Infallible;
@@ -65,6 +67,9 @@ const HEAD: u8 = 0;
 const BODY: u8 = 1;
 const BUSY: u8 = 2;
 const IDLE: u8 = 3;
+
+/// Once the server stops, how long a request body still arriving may take to finish.
+const SHUTDOWN_BODY_GRACE_MS: u64 = 5_000;
 
 /// Milliseconds since the first call: the clock of every deadline here.
 fn now_ms() -> u64 {
@@ -804,8 +809,10 @@ impl ConnectionTask {
         let served =
             hyper::server::conn::http1::Builder::new().serve_connection(io, self.front.clone());
         let mut served = std::pin::pin!(served);
-        let mut stopping = *self.stop.borrow();
-        if stopping {
+        // When the server stops: connections not handling a request close at once, a body
+        // still arriving gets SHUTDOWN_BODY_GRACE_MS, requests being handled finish.
+        let mut stopping_at = (*self.stop.borrow()).then(now_ms);
+        if stopping_at.is_some() {
             served.as_mut().graceful_shutdown();
         }
         let counters = &self.front.state.metrics.connections;
@@ -813,10 +820,20 @@ impl ConnectionTask {
             if connection.evicted.load(Ordering::Acquire) {
                 break;
             }
-            if stopping && matches!(connection.phase.load(Ordering::Acquire), HEAD | IDLE) {
+            let phase = connection.phase.load(Ordering::Acquire);
+            let body_cut_at = stopping_at.map(|at| at + SHUTDOWN_BODY_GRACE_MS);
+            if stopping_at.is_some() && matches!(phase, HEAD | IDLE) {
                 break;
             }
-            let deadline = connection.deadline_ms(&limits);
+            let mut deadline = connection.deadline_ms(&limits);
+            if phase == BODY {
+                if let Some(cut) = body_cut_at {
+                    if now_ms() >= cut {
+                        break;
+                    }
+                    deadline = Some(deadline.map_or(cut, |at| at.min(cut)));
+                }
+            }
             let changed = connection.changed.notified();
             let timer = async {
                 match deadline {
@@ -829,6 +846,11 @@ impl ConnectionTask {
                 () = changed => {}
                 () = timer => {
                     let now = now_ms();
+                    if connection.phase.load(Ordering::Acquire) == BODY
+                        && body_cut_at.is_some_and(|cut| now >= cut)
+                    {
+                        break;
+                    }
                     if connection.deadline_ms(&limits).is_some_and(|at| at <= now) {
                         let counter = if connection.write_blocked_ms.load(Ordering::Relaxed) != 0 {
                             &counters.closed_write_timeout
@@ -841,8 +863,8 @@ impl ConnectionTask {
                         break;
                     }
                 }
-                _ = self.stop.changed(), if !stopping => {
-                    stopping = true;
+                _ = self.stop.changed(), if stopping_at.is_none() => {
+                    stopping_at = Some(now_ms());
                     served.as_mut().graceful_shutdown();
                 }
             }

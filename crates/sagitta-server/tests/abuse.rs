@@ -24,6 +24,7 @@ struct Running {
     runtime: Option<tokio::runtime::Runtime>,
     address: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
+    serving: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
     _directory: tempfile::TempDir,
 }
 
@@ -52,13 +53,14 @@ fn start(settings: &[(&str, &str)]) -> Running {
     let address = listener.local_addr().unwrap();
     let state = Arc::new(AppState::open(config).unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    runtime.spawn(sagitta_server::serve(listener, state, async move {
+    let serving = runtime.spawn(sagitta_server::serve(listener, state, async move {
         let _ = stopped.await;
     }));
     Running {
         runtime: Some(runtime),
         address,
         stop: Some(stop),
+        serving: Some(serving),
         _directory: directory,
     }
 }
@@ -434,6 +436,38 @@ fn stalled_and_idle_connections_are_closed() {
         "stalled body got {text:?}"
     );
     assert!(text.contains("\"error\""), "{text:?}");
+}
+
+/// A shutdown closes idle and half-sent connections at once and gives a body still
+/// arriving a few seconds, not its whole time limit (30 s by default, more as bytes come):
+/// a stalled upload cannot hold a restart up.
+#[test]
+fn shutdown_does_not_wait_for_stalled_clients() {
+    let mut server = start(&[]);
+    let address = server.address;
+    create_collection(address);
+    let mut stalled = Vec::new();
+    for head in [
+        &b"PUT /collections/docs/points HTTP/1.1\r\nHost: localhost\r\n\
+           Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"[..],
+        b"POST /collections/docs/points/search HTTP/1.1\r\nHost: loc",
+        b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n",
+    ] {
+        let mut stream = connect(address, Duration::from_secs(5)).unwrap();
+        stream.write_all(head).unwrap();
+        stalled.push(stream);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    let _ = server.stop.take().unwrap().send(());
+    let serving = server.serving.take().unwrap();
+    let runtime = server.runtime.as_ref().unwrap();
+    let stopped =
+        runtime.block_on(async { tokio::time::timeout(Duration::from_secs(15), serving).await });
+    let seconds = started.elapsed().as_secs_f64();
+    println!("stopped {seconds:.1} s after the signal");
+    assert!(stopped.is_ok(), "still serving after {seconds:.1} s");
+    assert!(seconds < 10.0, "stopping took {seconds:.1} s");
 }
 
 /// Item 3: one address holding more than `max_connections_per_ip` connections loses its
