@@ -3,7 +3,7 @@ function of the live points and of the crashes before it.
 
     python -m bench.recovery --points 10000,25000,50000 --crashes 10 \\
         --out bench/results/recovery.json
-    python -m bench.recovery --points 2000 --crashes 2 --repeats 1 --out /tmp/r.json
+    python -m bench.recovery --points 2000 --crashes 2 --repeats 1 --out bench/results/recovery-small.json
 
 Builds nothing: ``target/release/sagitta`` must exist (``cargo build --release -p
 sagitta-cli``), or ``--binary`` names another build. One client (this process) talks to the
@@ -86,7 +86,9 @@ from bench import datasets, report
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_BINARY = REPO_ROOT / "target" / "release" / "sagitta"
-DEFAULT_DATASET_PATH = "/work/shared/datasets/debian-minilm"
+# The shared datasets sit beside the repository (../shared); without them the benchmark
+# generates its vectors.
+DEFAULT_DATASET_PATH = str(REPO_ROOT.parent / "shared" / "datasets" / "debian-minilm")
 COLLECTION = "bench_recovery"
 DIM = 384
 K = 10
