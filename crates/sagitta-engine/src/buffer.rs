@@ -305,6 +305,35 @@ impl Buffer {
             .collect()
     }
 
+    /// Up to `limit` ids passing `filter` from `start` on, in id order, except those in
+    /// `excluded` (the filter is evaluated up to the last match only).
+    pub fn scroll_ids(
+        &self,
+        start: Option<PointId>,
+        filter: Option<&Filter>,
+        excluded: Option<&HashSet<PointId>>,
+        limit: usize,
+    ) -> Vec<PointId> {
+        let mut candidates: Vec<(PointId, usize)> = self
+            .slots
+            .iter()
+            .filter(|(id, _)| {
+                start.is_none_or(|start| **id >= start)
+                    && !excluded.is_some_and(|excluded| excluded.contains(*id))
+            })
+            .map(|(id, slot)| (*id, *slot))
+            .collect();
+        candidates.sort_unstable_by_key(|(id, _)| *id);
+        candidates
+            .into_iter()
+            .filter(|(id, slot)| {
+                filter.is_none_or(|f| f.matches(id, self.payloads[*slot].as_deref()))
+            })
+            .take(limit)
+            .map(|(id, _)| id)
+            .collect()
+    }
+
     /// Whether slot `slot` holds a live point not in `excluded`.
     pub fn is_live(&self, slot: usize, excluded: Option<&HashSet<PointId>>) -> bool {
         self.ids[slot].is_some_and(|id| !excluded.is_some_and(|excluded| excluded.contains(&id)))

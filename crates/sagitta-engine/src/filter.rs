@@ -184,6 +184,11 @@ fn invalid(path: &str, reason: impl Into<String>) -> EngineError {
     }
 }
 
+thread_local! {
+    /// See [`Filter::work_on_this_thread`].
+    static THREAD_WORK: Cell<u64> = const { Cell::new(0) };
+}
+
 struct Parser {
     conditions: usize,
 }
@@ -196,7 +201,17 @@ impl Filter {
 
     /// Whether the point with `id` and `payload` passes.
     pub fn matches(&self, id: &PointId, payload: Option<&Value>) -> bool {
-        self.holds(Some(id), payload, &Work(Cell::new(0)))
+        let work = Work(Cell::new(0));
+        let passed = self.holds(Some(id), payload, &work);
+        THREAD_WORK.with(|total| total.set(total.get() + work.0.get()));
+        passed
+    }
+
+    /// Steps ([`Work`]) every [`Filter::matches`] on this thread has taken so far: what a
+    /// test or benchmark reads before and after an operation to see the evaluation work it
+    /// did (counts, scrolls and deletes evaluate filters on the calling thread).
+    pub fn work_on_this_thread() -> u64 {
+        THREAD_WORK.with(Cell::get)
     }
 
     /// [`Filter::matches`] and the steps it took ([`Work`]: conditions checked, payload

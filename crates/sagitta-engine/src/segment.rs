@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::RwLock;
 
@@ -81,6 +81,8 @@ pub(crate) struct Segment {
     ids: Vec<PointId>,
     nodes: HashMap<PointId, u32>,
     payloads: Vec<Option<Arc<Value>>>,
+    /// The segment's nodes in id order, built by the first scroll (ids never change).
+    by_id: OnceLock<Vec<u32>>,
     /// Nodes marked deleted (the optimizer's vacuum trigger).
     deleted: AtomicUsize,
     /// Bytes of the index and points files (as built or loaded).
@@ -277,6 +279,7 @@ impl Segment {
             ids,
             nodes,
             payloads,
+            by_id: OnceLock::new(),
             deleted: AtomicUsize::new(deleted),
             file_bytes,
             indexes,
@@ -464,6 +467,42 @@ impl Segment {
         self.nodes_to_check(candidates)
             .filter(move |node| self.passes(*node, filter))
             .map(|node| self.ids[node as usize])
+    }
+
+    /// Up to `limit` live ids passing `filter` from `start` on, in id order: a scroll page
+    /// evaluates the filter on the nodes up to its last match, not on the whole segment.
+    pub fn scroll_ids(
+        &self,
+        start: Option<PointId>,
+        filter: Option<&Filter>,
+        limit: usize,
+    ) -> Vec<PointId> {
+        let from = |node: &u32| start.is_none_or(|start| self.ids[*node as usize] >= start);
+        let ordered: Vec<u32>;
+        let nodes: &[u32] = match filter.and_then(|f| self.indexes.read().candidates(f)) {
+            Some(mut candidates) => {
+                candidates.retain(from);
+                candidates.sort_unstable_by_key(|node| self.ids[*node as usize]);
+                ordered = candidates;
+                &ordered
+            }
+            None => {
+                let by_id = self.by_id.get_or_init(|| {
+                    let mut nodes: Vec<u32> =
+                        (0..u32::try_from(self.ids.len()).expect("segment size")).collect();
+                    nodes.sort_unstable_by_key(|node| self.ids[*node as usize]);
+                    nodes
+                });
+                let first = by_id.partition_point(|node| !from(node));
+                &by_id[first..]
+            }
+        };
+        nodes
+            .iter()
+            .filter(|node| self.passes(**node, filter))
+            .take(limit)
+            .map(|node| self.ids[*node as usize])
+            .collect()
     }
 
     /// `candidates`, or every node.

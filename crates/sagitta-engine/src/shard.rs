@@ -914,6 +914,34 @@ impl Shard {
         ids
     }
 
+    /// The first `limit` ids passing `filter` from `start` on, in id order (each part of the
+    /// shard stops at its `limit`-th match).
+    pub fn scroll_ids(
+        &self,
+        start: Option<PointId>,
+        filter: Option<&Filter>,
+        limit: usize,
+    ) -> Vec<PointId> {
+        let segments = self.segments.read();
+        let frozen = self.frozen.read();
+        let buffer = self.buffer.read();
+        let mut ids = buffer.scroll_ids(start, filter, None, limit);
+        if let Some(frozen) = frozen.as_ref() {
+            let removed = frozen.removed.lock();
+            ids.extend(
+                frozen
+                    .buffer
+                    .scroll_ids(start, filter, Some(&removed), limit),
+            );
+        }
+        for segment in segments.iter() {
+            ids.extend(segment.scroll_ids(start, filter, limit));
+        }
+        ids.sort_unstable();
+        ids.truncate(limit);
+        ids
+    }
+
     pub fn get(&self, id: &PointId) -> Option<Point> {
         let segments = self.segments.read();
         let frozen = self.frozen.read();
