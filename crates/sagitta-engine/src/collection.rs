@@ -816,11 +816,12 @@ impl Collection {
         filter: Option<&Filter>,
     ) -> Result<(Vec<Point>, Option<PointId>)> {
         check_range("limit", limit, 1, MAX_LIMIT)?;
+        // Each shard stops at its (limit + 1)-th match from `offset`: a page costs the
+        // points up to its end, so paging through a collection is linear, not quadratic.
         let mut ids: Vec<PointId> = self
             .shards
             .iter()
-            .flat_map(|shard| shard.matching_ids(filter))
-            .filter(|id| offset.is_none_or(|start| *id >= start))
+            .flat_map(|shard| shard.scroll_ids(offset, filter, limit + 1))
             .collect();
         ids.sort_unstable();
         let next = ids.get(limit).copied();
@@ -919,7 +920,13 @@ impl Collection {
             .map(|hit| ScoredPoint {
                 id: hit.point.id,
                 score: match distance {
-                    Distance::Euclid => hit.distance.max(0.0).sqrt(),
+                    // NaN stays NaN (the server refuses to send it), never a 0
+                    Distance::Euclid => (if hit.distance < 0.0 {
+                        0.0
+                    } else {
+                        hit.distance
+                    })
+                    .sqrt(),
                     Distance::Cosine | Distance::Dot => -hit.distance,
                 },
                 payload: hit.point.payload,
