@@ -10,6 +10,7 @@ use pyo3::create_exception;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use sagitta_engine::database::DatabaseOptions;
+use sagitta_engine::point::parse_uuid;
 use sagitta_engine::{
     Collection as CoreCollection, CollectionConfig, Database as CoreDatabase, Distance,
     EngineError, FieldType, Filter, Health, ImportProgress, Point, PointId, ScoredPoint,
@@ -80,25 +81,25 @@ fn distance_name(distance: Distance) -> &'static str {
     }
 }
 
-/// An id from Python: a non-negative int or a UUID string (or `uuid.UUID`).
+/// An id from Python: a non-negative int, a `uuid.UUID`, or UUID text in the forms the
+/// server accepts ([`parse_uuid`]; Python's `uuid.UUID(str)` would also take a sign or
+/// braces around simple hex, which Qdrant refuses).
 fn point_id(value: &Bound<'_, PyAny>) -> PyResult<PointId> {
     if let Ok(number) = value.extract::<u64>() {
         return Ok(PointId::Number(number));
     }
     let uuid = value.py().import("uuid")?.getattr("UUID")?;
-    let parsed = if value.is_instance(&uuid)? {
-        value.clone()
-    } else {
-        let text: String = value.extract().map_err(|_| {
-            InvalidParameterError::new_err(format!(
-                "`ids`: {value} is neither an unsigned 64-bit integer nor a UUID"
-            ))
-        })?;
-        uuid.call1((text.as_str(),)).map_err(|_| {
-            InvalidParameterError::new_err(format!("`ids`: {text:?} is not a valid UUID"))
-        })?
-    };
-    Ok(PointId::Uuid(parsed.getattr("int")?.extract()?))
+    if value.is_instance(&uuid)? {
+        return Ok(PointId::Uuid(value.getattr("int")?.extract()?));
+    }
+    let text: String = value.extract().map_err(|_| {
+        InvalidParameterError::new_err(format!(
+            "`ids`: {value} is neither an unsigned 64-bit integer nor a UUID"
+        ))
+    })?;
+    parse_uuid(&text).map(PointId::Uuid).ok_or_else(|| {
+        InvalidParameterError::new_err(format!("`ids`: {text:?} is not a valid UUID"))
+    })
 }
 
 /// A filter from a Python dict in Qdrant's grammar (`None` = no filter).

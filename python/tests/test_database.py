@@ -61,6 +61,15 @@ def test_bad_input_names_the_field_and_stores_nothing(tmp_path):
         col.upsert(ids=[1], vectors=np.array([[1, np.inf, 0, 0]], dtype=np.float32))
     with pytest.raises(sagittadb.InvalidParameterError, match="not a valid UUID"):
         col.upsert(ids=["not-a-uuid"], vectors=np.ones((1, 4), dtype=np.float32))
+    # Python's uuid.UUID takes a sign, "urn:uuid:" with simple hex and braces around
+    # simple hex; Qdrant (and the server) refuse them (issue 13 §2)
+    for text in [
+        "+f9619ff8b86d011b42d00c04fc964ff",
+        "{0f9619ff8b86d011b42d00c04fc964ff}",
+        "urn:uuid:0f9619ff8b86d011b42d00c04fc964ff",
+    ]:
+        with pytest.raises(sagittadb.InvalidParameterError, match="not a valid UUID"):
+            col.upsert(ids=[text], vectors=np.ones((1, 4), dtype=np.float32))
     with pytest.raises(sagittadb.InvalidParameterError, match="payload"):
         col.upsert(
             ids=[1], vectors=np.ones((1, 4), dtype=np.float32), payloads=[[1, 2, 3]]
