@@ -30,6 +30,15 @@ pub(crate) fn read_exact(reader: &mut impl Read, bytes: &mut [u8]) -> Result<()>
     })
 }
 
+/// The rest of `reader`, whole.
+pub(crate) fn read_to_end(reader: &mut impl Read) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    reader
+        .read_to_end(&mut bytes)
+        .map_err(io_error("reading index"))?;
+    Ok(bytes)
+}
+
 pub(crate) fn write_section(writer: &mut impl Write, tag: u32, payload: &[u8]) -> Result<()> {
     write_section_header(writer, tag, payload.len() as u64, crc32c::crc32c(payload))?;
     write_all(writer, payload)
@@ -73,15 +82,13 @@ pub(crate) fn write_section_rows(
     Ok(())
 }
 
-/// Reads the next section, which must carry `tag` and exactly `expected_length` bytes.
-pub(crate) fn read_section(
-    reader: &mut impl Read,
+/// Checks a section header against `tag` and `expected_length`; returns the stored CRC.
+fn check_section_header(
+    header: &[u8; 24],
     tag: u32,
     expected_length: u64,
     name: &str,
-) -> Result<Vec<u8>> {
-    let mut header = [0u8; 24];
-    read_exact(reader, &mut header)?;
+) -> Result<u32> {
     let found_tag = u32::from_le_bytes(header[0..4].try_into().expect("4 bytes"));
     let length = u64::from_le_bytes(header[8..16].try_into().expect("8 bytes"));
     let crc = u32::from_le_bytes(header[16..20].try_into().expect("4 bytes"));
@@ -100,8 +107,32 @@ pub(crate) fn read_section(
             "section `{name}`: expected {expected_length} bytes, header says {length}"
         )));
     }
+    Ok(crc)
+}
+
+fn check_section_crc(payload: &[u8], crc: u32, name: &str) -> Result<()> {
+    let actual = crc32c::crc32c(payload);
+    if actual != crc {
+        return Err(IndexError::format(format!(
+            "section `{name}`: checksum mismatch (stored {crc:#010x}, computed {actual:#010x})"
+        )));
+    }
+    Ok(())
+}
+
+/// Reads the next section, which must carry `tag` and exactly `expected_length` bytes.
+pub(crate) fn read_section(
+    reader: &mut impl Read,
+    tag: u32,
+    expected_length: u64,
+    name: &str,
+) -> Result<Vec<u8>> {
+    let mut header = [0u8; 24];
+    read_exact(reader, &mut header)?;
+    let crc = check_section_header(&header, tag, expected_length, name)?;
     // Read through `take` with a capped initial capacity: a corrupt length cannot make us
     // allocate more than the bytes that actually arrive.
+    let length = expected_length;
     let mut payload = Vec::with_capacity(usize::try_from(length.min(1 << 26)).unwrap_or(0));
     reader
         .take(length)
@@ -113,13 +144,37 @@ pub(crate) fn read_section(
             payload.len()
         )));
     }
-    let actual = crc32c::crc32c(&payload);
-    if actual != crc {
-        return Err(IndexError::format(format!(
-            "section `{name}`: checksum mismatch (stored {crc:#010x}, computed {actual:#010x})"
-        )));
-    }
+    check_section_crc(&payload, crc, name)?;
     Ok(payload)
+}
+
+/// The sections of a file held whole in memory, read in place (no copy of the payloads).
+pub(crate) struct Sections<'a> {
+    pub rest: &'a [u8],
+}
+
+impl<'a> Sections<'a> {
+    /// The next section's payload, which must carry `tag` and exactly `expected_length`
+    /// bytes, its checksum verified.
+    pub fn next(&mut self, tag: u32, expected_length: u64, name: &str) -> Result<&'a [u8]> {
+        let Some((header, rest)) = self.rest.split_first_chunk::<24>() else {
+            return Err(IndexError::format("file is truncated"));
+        };
+        let crc = check_section_header(header, tag, expected_length, name)?;
+        let length = usize::try_from(expected_length)
+            .ok()
+            .filter(|length| *length <= rest.len())
+            .ok_or_else(|| {
+                IndexError::format(format!(
+                    "section `{name}` is truncated ({} of {expected_length} bytes)",
+                    rest.len()
+                ))
+            })?;
+        let (payload, rest) = rest.split_at(length);
+        check_section_crc(payload, crc, name)?;
+        self.rest = rest;
+        Ok(payload)
+    }
 }
 
 /// Rejects a loaded vector section holding NaN or ±Inf, naming the row.
@@ -146,13 +201,6 @@ pub(crate) fn bytes_to_f32s(bytes: &[u8]) -> Vec<f32> {
 
 pub(crate) fn u32s_to_bytes(values: impl IntoIterator<Item = u32>) -> Vec<u8> {
     values.into_iter().flat_map(u32::to_le_bytes).collect()
-}
-
-pub(crate) fn bytes_to_u32s(bytes: &[u8]) -> Vec<u32> {
-    bytes
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
-        .collect()
 }
 
 pub(crate) fn u64s_to_bytes(values: impl IntoIterator<Item = u64>) -> Vec<u8> {

@@ -37,7 +37,7 @@ use std::sync::OnceLock;
 use half::f16;
 
 pub use prefetch::{prefetch_bytes, prefetch_read, prefetch_slice};
-pub use slab::{AppendSlab, SlabError};
+pub use slab::{zeroed_atomic_u32s, AppendSlab, SlabError, Zeroable};
 
 /// Largest dimension for which the integer kernels are exact: the largest possible
 /// `l2_squared_i8` (255^2 per dimension) fits u32 and the largest `dot_u8_i8` / `dot_i8`

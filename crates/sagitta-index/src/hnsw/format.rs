@@ -15,8 +15,8 @@ use crate::limits::{
 use crate::metric::Metric;
 use crate::quantizer::Sq8Quantizer;
 use crate::serial::{
-    bytes_to_f32s, bytes_to_u32s, bytes_to_u64s, check_finite, read_exact, read_section,
-    u32s_to_bytes, u64s_to_bytes, write_all, write_section, write_section_rows, HeaderCursor,
+    bytes_to_u64s, read_to_end, u32s_to_bytes, u64s_to_bytes, write_all, write_section,
+    write_section_rows, HeaderCursor, Sections,
 };
 
 pub(crate) const MAGIC: &[u8; 8] = b"SAGHNSW\0";
@@ -150,8 +150,20 @@ impl HnswIndex {
         reader: &mut impl Read,
         capacity: impl FnOnce(usize) -> usize,
     ) -> Result<HnswIndex> {
-        let mut header = [0u8; HEADER_BYTES];
-        read_exact(reader, &mut header)?;
+        HnswIndex::load_from_bytes(&read_to_end(reader)?, capacity)
+    }
+
+    /// [`HnswIndex::load_with_capacity`] from the whole file in memory: sections are read
+    /// in place, each vector, link block and code row converted straight into its slot
+    /// (reopening a database copied every section twice more before).
+    pub fn load_from_bytes(
+        bytes: &[u8],
+        capacity: impl FnOnce(usize) -> usize,
+    ) -> Result<HnswIndex> {
+        let Some((header, rest)) = bytes.split_first_chunk::<HEADER_BYTES>() else {
+            return Err(IndexError::format("file is truncated"));
+        };
+        let header = *header;
         if &header[0..8] != MAGIC {
             return Err(IndexError::format("not a SagittaDB HNSW index (bad magic)"));
         }
@@ -226,46 +238,30 @@ impl HnswIndex {
             quantization,
             seed,
         };
-        // Every section is read (and its length and checksum verified) before the index is
-        // allocated, so memory use is bounded by the bytes the file really holds.
-        let labels = bytes_to_u64s(&read_section(
-            reader,
-            TAG_LABELS,
-            count as u64 * 8,
-            "labels",
-        )?);
-        let levels = read_section(reader, TAG_LEVELS, count as u64, "levels")?;
+        // Every section's length and checksum are verified before the index is allocated,
+        // so memory use is bounded by the bytes the file really holds.
+        let mut sections = Sections { rest };
+        let labels = bytes_to_u64s(sections.next(TAG_LABELS, count as u64 * 8, "labels")?);
+        let levels = sections.next(TAG_LEVELS, count as u64, "levels")?;
         let block0 = 1 + 2 * m;
-        let layer0 = bytes_to_u32s(&read_section(
-            reader,
+        let layer0 = sections.next(
             TAG_LINKS_LAYER0,
             (count * block0 * 4) as u64,
             "links layer 0",
-        )?);
+        )?;
         let upper_words: usize = levels.iter().map(|l| *l as usize * (1 + m)).sum();
-        let upper = bytes_to_u32s(&read_section(
-            reader,
+        let upper = sections.next(
             TAG_LINKS_UPPER,
             (upper_words * 4) as u64,
             "links upper layers",
-        )?);
-        let vectors = bytes_to_f32s(&read_section(
-            reader,
-            TAG_VECTORS,
-            (count * dim * 4) as u64,
-            "vectors",
-        )?);
+        )?;
+        let vectors = sections.next(TAG_VECTORS, (count * dim * 4) as u64, "vectors")?;
         let codes = if trained {
             Sq8Quantizer::check_scale(scale)?;
             let quantizer = Sq8Quantizer::with_scale(dim, scale);
             let stride = quantizer.stride();
             let bytes = if has_codes {
-                Some(read_section(
-                    reader,
-                    TAG_CODES,
-                    (count * stride) as u64,
-                    "codes",
-                )?)
+                Some(sections.next(TAG_CODES, (count * stride) as u64, "codes")?)
             } else {
                 None
             };
@@ -273,19 +269,25 @@ impl HnswIndex {
         } else {
             None
         };
-        let deleted = bytes_to_u64s(&read_section(
-            reader,
+        let deleted = bytes_to_u64s(sections.next(
             TAG_DELETED,
             (count.div_ceil(64) * 8) as u64,
             "deleted",
         )?);
 
-        check_finite(&vectors, dim, "node")?;
         let mut index = HnswIndex::new(
             params,
             capacity(count).clamp(count, crate::limits::MAX_POINTS.max(count)),
         )?;
+        // room for every row the index may hold, as the vectors have: rows past `count`
+        // are written by later adds
+        let code_slab = codes
+            .as_ref()
+            .map(|(quantizer, _)| AppendSlab::new(index.capacity(), quantizer.stride()));
         let mut label_to_node = HashMap::with_capacity(count);
+        let mut words = Vec::with_capacity(block0.max(1 + m));
+        let mut row = vec![0f32; dim];
+        let mut code_row = vec![0i8; codes.as_ref().map_or(0, |(q, _)| q.stride())];
         let mut upper_offset = 0;
         for node in 0..count {
             let node_id = u32::try_from(node).expect("< MAX_POINTS");
@@ -303,40 +305,48 @@ impl HnswIndex {
             }
             index.labels[node].store(labels[node], Ordering::Relaxed);
             index.graph.init_node(node_id, level);
-            let block = &layer0[node * block0..(node + 1) * block0];
-            check_block(block, &levels, node, 0)?;
-            index.graph.restore_block(node_id, 0, block);
+            words_from(
+                &mut words,
+                &layer0[node * block0 * 4..(node + 1) * block0 * 4],
+            );
+            check_block(&words, levels, node, 0)?;
+            index.graph.restore_block(node_id, 0, &words);
             for layer in 1..=level {
-                let block = &upper[upper_offset..upper_offset + 1 + m];
-                check_block(block, &levels, node, layer)?;
-                index.graph.restore_block(node_id, layer, block);
+                let block = &upper[upper_offset * 4..(upper_offset + 1 + m) * 4];
+                words_from(&mut words, block);
+                check_block(&words, levels, node, layer)?;
+                index.graph.restore_block(node_id, layer, &words);
                 upper_offset += 1 + m;
             }
-            index
-                .vectors
-                .write_row(node, &vectors[node * dim..(node + 1) * dim])
-                .expect("fresh slab");
-        }
-        if let Some((quantizer, bytes)) = codes {
-            let stride = quantizer.stride();
-            // room for every row the index may hold, as the vectors have: rows past `count`
-            // are written by later adds
-            let slab = AppendSlab::new(index.capacity(), stride);
-            let mut row = vec![0i8; stride];
-            for node in 0..count {
-                match &bytes {
+            for (value, bytes) in row
+                .iter_mut()
+                .zip(vectors[node * dim * 4..(node + 1) * dim * 4].chunks_exact(4))
+            {
+                *value = f32::from_le_bytes(bytes.try_into().expect("4 bytes"));
+            }
+            if row.iter().any(|value| !value.is_finite()) {
+                return Err(IndexError::format(format!(
+                    "vector of node {node} has a non-finite value"
+                )));
+            }
+            index.vectors.write_row(node, &row).expect("fresh slab");
+            if let (Some((quantizer, stored)), Some(slab)) = (&codes, &code_slab) {
+                let stride = quantizer.stride();
+                match stored {
                     Some(bytes) => {
-                        for (target, byte) in row
+                        for (target, byte) in code_row
                             .iter_mut()
                             .zip(&bytes[node * stride..(node + 1) * stride])
                         {
                             *target = i8::from_le_bytes([*byte]);
                         }
                     }
-                    None => quantizer.encode_row(&vectors[node * dim..(node + 1) * dim], &mut row),
+                    None => quantizer.encode_row(&row, &mut code_row),
                 }
-                slab.write_row(node, &row).expect("fresh slab");
+                slab.write_row(node, &code_row).expect("fresh slab");
             }
+        }
+        if let (Some((quantizer, _)), Some(slab)) = (codes, code_slab) {
             let _ = index.sq8.set(Sq8Store {
                 quantizer,
                 codes: slab,
@@ -367,6 +377,16 @@ impl HnswIndex {
         }
         Ok(index)
     }
+}
+
+/// `words` := the little-endian u32s of `bytes`.
+fn words_from(words: &mut Vec<u32>, bytes: &[u8]) {
+    words.clear();
+    words.extend(
+        bytes
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))),
+    );
 }
 
 /// A link block is valid when its length fits and every target exists on that layer.

@@ -31,7 +31,7 @@ impl Graph {
         let mut graph = Graph {
             m,
             m0: 2 * m,
-            level0: Vec::new(),
+            level0: sagitta_kernels::zeroed_atomic_u32s(capacity * (1 + 2 * m)),
             upper: Vec::new(),
             levels: Vec::new(),
             locks: Vec::new(),
