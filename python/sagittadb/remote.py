@@ -219,13 +219,13 @@ class RemoteDatabase:
 
 
 def _distance_name(distance: str) -> str:
-    names = {"cosine": "Cosine", "dot": "Dot", "euclid": "Euclid", "l2": "Euclid"}
-    try:
-        return names[distance.lower()]
-    except KeyError:
+    """Qdrant's spelling, as the embedded backend (the engine's `Distance::from_name`)."""
+    if distance not in ("Cosine", "Dot", "Euclid"):
         raise InvalidParameterError(
-            f"`distance` {distance!r} is not one of Cosine, Dot, Euclid"
-        ) from None
+            f"`distance`: unknown distance `{distance}`, expected one of "
+            "`Cosine`, `Dot`, `Euclid`"
+        )
+    return distance
 
 
 class RemoteCollection:

@@ -63,22 +63,8 @@ fn to_python_error(error: EngineError) -> PyErr {
 }
 
 fn parse_distance(name: &str) -> PyResult<Distance> {
-    match name.to_ascii_lowercase().as_str() {
-        "cosine" => Ok(Distance::Cosine),
-        "dot" => Ok(Distance::Dot),
-        "euclid" | "l2" => Ok(Distance::Euclid),
-        _ => Err(InvalidParameterError::new_err(format!(
-            "`distance` {name:?} is not one of Cosine, Dot, Euclid"
-        ))),
-    }
-}
-
-fn distance_name(distance: Distance) -> &'static str {
-    match distance {
-        Distance::Cosine => "Cosine",
-        Distance::Dot => "Dot",
-        Distance::Euclid => "Euclid",
-    }
+    Distance::from_name(name)
+        .map_err(|reason| InvalidParameterError::new_err(format!("`distance`: {reason}")))
 }
 
 /// An id from Python: a non-negative int, a `uuid.UUID`, or UUID text in the forms the
@@ -533,7 +519,7 @@ impl Collection {
 
     #[getter]
     fn distance(&self) -> &'static str {
-        distance_name(self.inner.config().distance)
+        self.inner.config().distance.name()
     }
 
     /// Inserts or replaces points. `vectors`: n × dim; `ids`: n ints or UUIDs; `payloads`:

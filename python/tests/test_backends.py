@@ -338,3 +338,11 @@ def test_progress_arguments(database, monkeypatch):
             progress=lambda done, total: uploads.append((done, total)),
         )
         assert uploads == [(10, 35), (20, 35), (30, 35), (35, 35)]
+
+
+@pytest.mark.parametrize("distance", ["cosine", "l2", "Manhattan", "EUCLID", ""])
+def test_both_backends_refuse_the_same_distance_names(database, distance):
+    """One spelling of distance names, Qdrant's, in both backends (the embedded one took
+    "l2" and any case, the server refused them)."""
+    with pytest.raises(sagittadb.InvalidParameterError, match="distance"):
+        database.create_collection(fresh_name(), dim=DIM, distance=distance)

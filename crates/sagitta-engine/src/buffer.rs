@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::codec::Operation;
 use crate::filter::Filter;
 use crate::point::{Distance, Point, PointId};
-use crate::shard::ShardHit;
+use crate::query::{hit_distance, ShardHit};
 
 #[derive(Default)]
 pub(crate) struct Buffer {
@@ -234,15 +234,6 @@ pub(crate) enum BufferPlan {
     Graph(usize),
     /// Scan only the slots the graph does not hold yet (the graph was walked already).
     Tail,
-}
-
-/// A graph score as a shard distance: lower is closer (squared L2 as is, similarity
-/// negated).
-pub(crate) fn hit_distance(score: f32, distance: Distance) -> f32 {
-    match distance {
-        Distance::Euclid => score,
-        Distance::Cosine | Distance::Dot => -score,
-    }
 }
 
 /// A scored candidate; ordered so the heap's root is the worst kept. Ties in distance

@@ -16,9 +16,10 @@ use sagitta_storage::manifest;
 use crate::codec::Operation;
 use crate::error::{EngineError, Result};
 use crate::filter::Filter;
-use crate::optimizer::{OptimizerPolicy, Work};
 use crate::payload_index::{check_field_name, FieldType, PayloadSchema, MAX_INDEXED_FIELDS};
 use crate::point::{Distance, Point, PointId};
+use crate::policy::{OptimizerPolicy, Work};
+use crate::query::{user_score, within_threshold, ScoredPoint, SearchRequest, Strategy};
 use crate::shard::Shard;
 
 /// Largest vector dimension.
@@ -222,55 +223,6 @@ fn check_range(name: &'static str, value: usize, min: usize, max: usize) -> Resu
         });
     }
     Ok(())
-}
-
-/// One search: the query vector and what to return.
-#[derive(Clone, Copy, Debug)]
-pub struct SearchRequest<'a> {
-    pub vector: &'a [f32],
-    pub limit: usize,
-    /// Results to skip before the `limit` returned (paging).
-    pub offset: usize,
-    pub filter: Option<&'a Filter>,
-    pub score_threshold: Option<f32>,
-    pub strategy: Strategy,
-}
-
-/// How segments are searched.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Strategy {
-    /// HNSW with the default beam (at least 128 and twice the results wanted), or an
-    /// exact scan when the filter is selective.
-    #[default]
-    Auto,
-    /// HNSW with this beam width (`hnsw_ef`), raised to the results wanted if smaller.
-    Beam(usize),
-    /// Brute force over every point: exact results.
-    Exact,
-}
-
-impl<'a> SearchRequest<'a> {
-    /// Top-`limit` for `vector`, no filter, offset or threshold, default strategy.
-    pub fn new(vector: &'a [f32], limit: usize) -> SearchRequest<'a> {
-        SearchRequest {
-            vector,
-            limit,
-            offset: 0,
-            filter: None,
-            score_threshold: None,
-            strategy: Strategy::Auto,
-        }
-    }
-}
-
-/// A search result.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ScoredPoint {
-    pub id: PointId,
-    /// Similarity for Cosine/Dot, Euclidean distance for Euclid.
-    pub score: f32,
-    pub payload: Option<String>,
-    pub vector: Vec<f32>,
 }
 
 pub struct Collection {
@@ -919,26 +871,14 @@ impl Collection {
             .skip(request.offset)
             .map(|hit| ScoredPoint {
                 id: hit.point.id,
-                score: match distance {
-                    // NaN stays NaN (the server refuses to send it), never a 0
-                    Distance::Euclid => (if hit.distance < 0.0 {
-                        0.0
-                    } else {
-                        hit.distance
-                    })
-                    .sqrt(),
-                    Distance::Cosine | Distance::Dot => -hit.distance,
-                },
+                score: user_score(hit.distance, distance),
                 payload: hit.point.payload,
                 vector: hit.point.vector,
             })
             .filter(|hit| {
                 request
                     .score_threshold
-                    .is_none_or(|threshold| match distance {
-                        Distance::Euclid => hit.score <= threshold,
-                        Distance::Cosine | Distance::Dot => hit.score >= threshold,
-                    })
+                    .is_none_or(|threshold| within_threshold(hit.score, threshold, distance))
             })
             .collect())
     }

@@ -24,6 +24,8 @@ pub mod filter;
 pub mod optimizer;
 pub mod payload_index;
 pub mod point;
+pub mod policy;
+pub mod query;
 mod segment;
 mod shard;
 mod shard_manifest;
@@ -31,11 +33,11 @@ mod shard_state;
 
 pub use collection::{
     Collection, CollectionConfig, CollectionStatus, Health, ImportProgress, ImportReport,
-    ScoredPoint, SearchRequest, Strategy,
 };
 pub use database::Database;
 pub use error::EngineError;
 pub use filter::Filter;
-pub use optimizer::OptimizerPolicy;
 pub use payload_index::{FieldType, PayloadSchema};
 pub use point::{Distance, Point, PointId};
+pub use policy::OptimizerPolicy;
+pub use query::{ScoredPoint, SearchRequest, Strategy};

@@ -23,21 +23,18 @@ use sagitta_index::Metric;
 use sagitta_storage::fs::{FileSystem, StreamedFile};
 use serde_json::Value;
 
-use crate::buffer::hit_distance;
 use crate::codec::{self, Operation};
-use crate::collection::Strategy;
 use crate::error::{EngineError, Result};
 use crate::filter::Filter;
 use crate::payload_index::{FieldType, PayloadSchema, SegmentIndexes};
 use crate::point::{Distance, Point, PointId};
+use crate::query::{hit_distance, Strategy};
 
 const POINTS_MAGIC: &[u8; 8] = b"SAGPNTS1";
 const TOMBSTONES_MAGIC: &[u8; 8] = b"SAGTOMB1";
 /// HNSW parameters of sealed segments (the defaults: M = 16, ef_construction = 100).
 const SEGMENT_M: usize = 16;
 const SEGMENT_EF_CONSTRUCTION: usize = 100;
-/// Search beam for segments: at least this, and at least twice the requested top-k.
-pub(crate) const SEGMENT_EF_MIN: usize = 128;
 /// A filter passing fewer than this fraction of a segment's points is answered by an exact
 /// scan of those points instead of a filtered graph walk.
 pub(crate) const EXACT_SCAN_FRACTION: f64 = 0.05;
@@ -556,15 +553,8 @@ impl Segment {
             (None, Some(filter)) => self.is_selective(filter),
             (None, None) => false,
         };
-        let ef = match strategy {
-            Strategy::Exact => {
-                return Ok(self.exact_search(query, k, filter, candidates, distance));
-            }
-            _ if selective => {
-                return Ok(self.exact_search(query, k, filter, candidates, distance));
-            }
-            Strategy::Auto => (2 * k).max(SEGMENT_EF_MIN),
-            Strategy::Beam(ef) => ef.max(k),
+        let Some(ef) = strategy.beam(k).filter(|_| !selective) else {
+            return Ok(self.exact_search(query, k, filter, candidates, distance));
         };
         let params = HnswSearchParams::new(k, ef);
         let hits = self

@@ -19,34 +19,17 @@ use sagitta_storage::fs::{remove_if_exists, FileSystem};
 use sagitta_storage::manifest;
 use sagitta_storage::wal::{Wal, RECORD_BYTES_MAX};
 
-use crate::buffer::{hit_distance, Buffer, BufferGraph, BufferPlan};
+use crate::buffer::{Buffer, BufferGraph, BufferPlan};
 use crate::codec::{self, Operation};
-use crate::collection::Strategy;
 use crate::error::{EngineError, Result};
 use crate::filter::Filter;
-use crate::optimizer::{OptimizerPolicy, Work};
 use crate::payload_index::{FieldType, PayloadSchema};
 use crate::point::{Distance, Point, PointId};
+use crate::policy::{OptimizerPolicy, Work};
+use crate::query::{auto_beam, hit_distance, ShardHit, Strategy};
 use crate::segment::{self, Segment, SegmentShape};
 use crate::shard_manifest::{remove_unreferenced, wal_path, ShardManifest};
 use crate::shard_state::{carried_records, Frozen, Writer};
-
-/// The default beam for a part of `size` points when the largest part of the shard has
-/// `largest`: at least twice `k` and [`segment::SEGMENT_EF_MIN`] for the largest, shrinking
-/// with the square root of the size ratio for the others (never below `2k`).
-fn auto_beam(k: usize, size: usize, largest: usize) -> usize {
-    let full = (2 * k).max(segment::SEGMENT_EF_MIN);
-    if largest == 0 || size >= largest {
-        return full;
-    }
-    #[allow(
-        clippy::cast_precision_loss,
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss
-    )]
-    let scaled = (full as f64 * (size as f64 / largest as f64).sqrt()).ceil() as usize;
-    scaled.max(2 * k)
-}
 
 /// Most slots a write-buffer graph is sized for up front (~170 bytes of link and label
 /// arrays per slot are allocated at creation; vector rows only when written), unless the
@@ -85,12 +68,6 @@ pub(crate) struct Shard {
     buffer: RwLock<Buffer>,
     frozen: RwLock<Option<Arc<Frozen>>>,
     segments: RwLock<Vec<Arc<Segment>>>,
-}
-
-/// A search hit inside one shard: id, score, stored payload and vector.
-pub(crate) struct ShardHit {
-    pub distance: f32,
-    pub point: Point,
 }
 
 impl Shard {
@@ -1011,11 +988,7 @@ impl Shard {
             Strategy::Auto => Strategy::Beam(auto_beam(k, size, largest)),
             other => other,
         };
-        let beam = |size: usize| match part_strategy(size) {
-            Strategy::Beam(ef) => Some(ef),
-            Strategy::Auto => Some((2 * k).max(segment::SEGMENT_EF_MIN)),
-            Strategy::Exact => None,
-        };
+        let beam = |size: usize| part_strategy(size).beam(k);
         // The segment whose graph the buffer's (or the frozen buffer's) points joined.
         let host = match beam(largest) {
             Some(ef) if filter.is_none() => self

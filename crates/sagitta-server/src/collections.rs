@@ -10,7 +10,7 @@ use axum::http::request::Parts;
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use sagitta_engine::collection::MAX_SHARDS;
-use sagitta_engine::{Collection, CollectionConfig, Distance, FieldType};
+use sagitta_engine::{Collection, CollectionConfig, FieldType};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
@@ -125,14 +125,6 @@ pub async fn exists(State(state): State<SharedState>, Path(name): Path<String>) 
     let started = Instant::now();
     let exists = state.database.collection(&name).is_ok();
     ok(json!({ "exists": exists }), started)
-}
-
-fn distance_name(distance: Distance) -> &'static str {
-    match distance {
-        Distance::Cosine => "Cosine",
-        Distance::Dot => "Dot",
-        Distance::Euclid => "Euclid",
-    }
 }
 
 pub async fn create(
@@ -254,7 +246,7 @@ fn collection_info(collection: &Collection, echoed: &crate::EchoedSettings) -> V
         "segments_count": status.segments,
         "config": {
             "params": {
-                "vectors": {"size": config.dim, "distance": distance_name(config.distance)},
+                "vectors": {"size": config.dim, "distance": config.distance.name()},
                 "shard_number": config.shard_count,
                 "replication_factor": 1,
                 "write_consistency_factor": 1,

@@ -153,17 +153,9 @@ struct DistanceInput(Distance);
 impl<'de> Deserialize<'de> for DistanceInput {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<DistanceInput, D::Error> {
         let name = String::deserialize(deserializer)?;
-        match name.as_str() {
-            "Cosine" => Ok(DistanceInput(Distance::Cosine)),
-            "Dot" => Ok(DistanceInput(Distance::Dot)),
-            "Euclid" => Ok(DistanceInput(Distance::Euclid)),
-            "Manhattan" => Err(de::Error::custom(
-                "Manhattan distance is not supported; use Cosine, Dot or Euclid",
-            )),
-            other => Err(de::Error::custom(format!(
-                "unknown variant `{other}`, expected one of `Cosine`, `Dot`, `Euclid`"
-            ))),
-        }
+        Distance::from_name(&name)
+            .map(DistanceInput)
+            .map_err(de::Error::custom)
     }
 }
 

@@ -1,0 +1,131 @@
+//! What a search asks and what it returns, shared by every layer that answers one
+//! (collection, shard, write buffer, segment): the request, the strategy, the hit, the
+//! score convention and the default beam. Depends only on the value types of `point` and
+//! `filter`, so every search path can use it without importing another.
+//!
+//! Score convention: inside the engine a hit carries a *distance*, lower is closer —
+//! squared L2 for Euclid, the negated similarity for Cosine and Dot ([`hit_distance`]).
+//! A user sees Qdrant's *score* ([`user_score`]): the similarity for Cosine and Dot
+//! (higher is closer), the Euclidean distance for Euclid (lower is closer).
+
+use crate::filter::Filter;
+use crate::point::{Distance, Point, PointId};
+
+/// Search beam of the default strategy: at least this, and at least twice the top-k.
+pub(crate) const SEGMENT_EF_MIN: usize = 128;
+
+/// One search: the query vector and what to return.
+#[derive(Clone, Copy, Debug)]
+pub struct SearchRequest<'a> {
+    pub vector: &'a [f32],
+    pub limit: usize,
+    /// Results to skip before the `limit` returned (paging).
+    pub offset: usize,
+    pub filter: Option<&'a Filter>,
+    pub score_threshold: Option<f32>,
+    pub strategy: Strategy,
+}
+
+/// How segments are searched.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Strategy {
+    /// HNSW with the default beam (at least 128 and twice the results wanted), or an
+    /// exact scan when the filter is selective.
+    #[default]
+    Auto,
+    /// HNSW with this beam width (`hnsw_ef`), raised to the results wanted if smaller.
+    Beam(usize),
+    /// Brute force over every point: exact results.
+    Exact,
+}
+
+impl<'a> SearchRequest<'a> {
+    /// Top-`limit` for `vector`, no filter, offset or threshold, default strategy.
+    pub fn new(vector: &'a [f32], limit: usize) -> SearchRequest<'a> {
+        SearchRequest {
+            vector,
+            limit,
+            offset: 0,
+            filter: None,
+            score_threshold: None,
+            strategy: Strategy::Auto,
+        }
+    }
+}
+
+/// A search result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScoredPoint {
+    pub id: PointId,
+    /// Similarity for Cosine/Dot, Euclidean distance for Euclid.
+    pub score: f32,
+    pub payload: Option<String>,
+    pub vector: Vec<f32>,
+}
+
+impl Strategy {
+    /// The beam a graph walk for the top `k` uses, or `None` for an exact scan: the
+    /// default beam is `max(2k, 128)`; a chosen beam is raised to `k` if smaller.
+    pub(crate) fn beam(self, k: usize) -> Option<usize> {
+        match self {
+            Strategy::Auto => Some((2 * k).max(SEGMENT_EF_MIN)),
+            Strategy::Beam(ef) => Some(ef.max(k)),
+            Strategy::Exact => None,
+        }
+    }
+}
+
+/// The default beam for a part of `size` points when the largest part of the shard has
+/// `largest`: at least twice `k` and [`SEGMENT_EF_MIN`] for the largest, shrinking
+/// with the square root of the size ratio for the others (never below `2k`).
+pub(crate) fn auto_beam(k: usize, size: usize, largest: usize) -> usize {
+    let full = (2 * k).max(SEGMENT_EF_MIN);
+    if largest == 0 || size >= largest {
+        return full;
+    }
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )]
+    let scaled = (full as f64 * (size as f64 / largest as f64).sqrt()).ceil() as usize;
+    scaled.max(2 * k)
+}
+
+/// A search hit inside one shard: id, score, stored payload and vector.
+pub(crate) struct ShardHit {
+    pub distance: f32,
+    pub point: Point,
+}
+
+/// A graph score as a shard distance: lower is closer (squared L2 as is, similarity
+/// negated).
+pub(crate) fn hit_distance(score: f32, distance: Distance) -> f32 {
+    match distance {
+        Distance::Euclid => score,
+        Distance::Cosine | Distance::Dot => -score,
+    }
+}
+
+/// A shard distance as the score a user sees (see the module's score convention). A NaN
+/// stays NaN — the server refuses to send one — never a 0.
+pub(crate) fn user_score(distance_value: f32, distance: Distance) -> f32 {
+    match distance {
+        Distance::Euclid => (if distance_value < 0.0 {
+            0.0
+        } else {
+            distance_value
+        })
+        .sqrt(),
+        Distance::Cosine | Distance::Dot => -distance_value,
+    }
+}
+
+/// Whether a user `score` is at least as good as `threshold`: similarity ≥ threshold for
+/// Cosine and Dot, distance ≤ threshold for Euclid.
+pub(crate) fn within_threshold(score: f32, threshold: f32, distance: Distance) -> bool {
+    match distance {
+        Distance::Euclid => score <= threshold,
+        Distance::Cosine | Distance::Dot => score >= threshold,
+    }
+}
