@@ -13,8 +13,7 @@ if rustup target list --installed 2>/dev/null | grep -qx aarch64-unknown-linux-g
 else
   echo "== aarch64 target not installed: NEON kernels not compiled here"
 fi
-echo "== tidy"
-scripts/tidy.sh
+# Tidy rules (scripts/tidy.sh alone) are the sagitta-tidy crate's tests, run by cargo test below.
 echo "== cargo test"
 cargo test --workspace --exclude sagittadb-python --release
 echo "== python setup"
