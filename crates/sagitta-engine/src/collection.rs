@@ -754,6 +754,18 @@ impl Collection {
         self.shards[self.shard_of(id)].get(id)
     }
 
+    /// Checks every shard's ownership invariants (see `Shard::check_invariants`: each
+    /// live point in exactly one place, counts that match). O(points): for tests, which
+    /// call it after every step of the crash simulation.
+    pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        for (index, shard) in self.shards.iter().enumerate() {
+            shard
+                .check_invariants()
+                .map_err(|error| format!("shard {index}: {error}"))?;
+        }
+        Ok(())
+    }
+
     /// Exact count of live points (passing `filter` when given).
     pub fn count(&self, filter: Option<&Filter>) -> usize {
         self.shards.iter().map(|shard| shard.count(filter)).sum()

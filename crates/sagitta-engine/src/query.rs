@@ -129,3 +129,17 @@ pub(crate) fn within_threshold(score: f32, threshold: f32, distance: Distance) -
         Distance::Cosine | Distance::Dot => score >= threshold,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::auto_beam;
+
+    #[test]
+    fn the_default_beam_narrows_with_the_square_root_of_a_part_size() {
+        assert_eq!(auto_beam(10, 80_000, 80_000), 128);
+        assert_eq!(auto_beam(10, 20_000, 80_000), 64);
+        assert_eq!(auto_beam(10, 100, 80_000), 20); // never below 2k
+        assert_eq!(auto_beam(100, 80_000, 80_000), 200);
+        assert_eq!(auto_beam(10, 5, 0), 128);
+    }
+}

@@ -60,6 +60,13 @@ pub(crate) fn listing(ids: &[PointId], payloads: &[Option<Arc<Value>>]) -> Vec<P
         .collect()
 }
 
+/// Nodes among the first `count` of `index` marked deleted.
+fn deleted_nodes(index: &HnswIndex, count: usize) -> usize {
+    (0..u32::try_from(count).expect("segment size"))
+        .filter(|node| index.is_deleted(*node))
+        .count()
+}
+
 /// Nodes a segment graph of `points` points is allocated for.
 pub(crate) fn graph_capacity(points: usize) -> usize {
     points + points.clamp(SPARE_NODES_MIN, SPARE_NODES_MAX)
@@ -268,9 +275,7 @@ impl Segment {
         // Nodes the graph already holds as deleted (slots a write buffer retired before it
         // was saved as this segment) count as deleted from the start: counting only the
         // tombstones marked later overstated live points after every reload (issue 13 §4).
-        let deleted = (0..u32::try_from(ids.len()).expect("segment size"))
-            .filter(|node| index.is_deleted(*node))
-            .count();
+        let deleted = deleted_nodes(&index, ids.len());
         Segment {
             id,
             index,
@@ -379,6 +384,17 @@ impl Segment {
     /// The point of node `node` if it is one of this segment's and live.
     pub fn live_point(&self, node: u32) -> Option<Point> {
         self.passes(node, None).then(|| self.point(node))
+    }
+
+    /// Recounts the deleted nodes from the graph. A segment sharing its graph with another
+    /// (a seal of a joined buffer saves the host's graph as the new segment) misses the
+    /// deletes made through the other after it was assembled: the seal recounts under the
+    /// writer lock, before it publishes.
+    pub fn recount_deleted(&self) {
+        self.deleted.store(
+            deleted_nodes(&self.index, self.ids.len()),
+            Ordering::Relaxed,
+        );
     }
 
     pub fn mark_node_deleted(&self, node: u32) {

@@ -151,6 +151,9 @@ impl Simulation {
     /// Collection info counts points exactly (they may only be approximate while the
     /// collection is yellow, but never above the points written).
     fn check_status_counts(&self, collection: &Collection, moment: &str) {
+        if let Err(violation) = collection.check_invariants() {
+            panic!("seed {}: {moment}: {violation}", self.seed);
+        }
         let status = collection.status();
         let exact = collection.count(None);
         assert!(
