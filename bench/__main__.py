@@ -6,7 +6,7 @@ Examples::
     python -m bench ann --dataset synth --n 200000 --dim 768 --threads 2 --k 10 --m 16 \\
         --ef-construction 100 --engines sagitta-flat,sagitta-hnsw,sagitta-hnsw-sq8,hnswlib,\\
 faiss-hnsw,faiss-ivf,usearch-f32,usearch-i8 --out bench/results/ann-synth-768-200k.json
-    python -m bench ann --dataset debian-minilm --dataset-path /work/shared/datasets/debian-minilm
+    python -m bench ann --dataset debian-minilm --dataset-path ../shared/datasets/debian-minilm
     python -m bench ann --dataset hdf5 --dataset-path glove-100-angular.hdf5 --queries 1000
     python -m bench check bench/results/ann-synth-768-200k.json
     python -m bench calibrate --n 50000 --dim 768
@@ -169,7 +169,7 @@ def load_dataset(args: argparse.Namespace) -> datasets.Dataset:
             name=args.name,
         )
     if args.dataset == "debian-minilm":
-        path = args.dataset_path or "/work/shared/datasets/debian-minilm"
+        path = args.dataset_path or datasets.DEBIAN_MINILM_PATH
         dataset = datasets.load_debian_minilm(path)
     elif args.dataset_path is None:
         raise SystemExit(f"--dataset {args.dataset} needs --dataset-path")

@@ -454,8 +454,18 @@ def load_hdf5(path: str | Path, name: str | None = None) -> Dataset:
     return Dataset(name or path.stem, base, queries, metric, gt, {"path": str(path)})
 
 
+# debian-minilm: $SAGITTA_DEBIAN_MINILM, else the shared datasets beside the repository
+# (../shared/datasets/debian-minilm); benchmarks take --dataset-path over both.
+DEBIAN_MINILM_PATH = os.environ.get("SAGITTA_DEBIAN_MINILM") or str(
+    Path(__file__).resolve().parent.parent.parent
+    / "shared"
+    / "datasets"
+    / "debian-minilm"
+)
+
+
 def load_debian_minilm(
-    path: str | Path = "/work/shared/datasets/debian-minilm",
+    path: str | Path = DEBIAN_MINILM_PATH,
 ) -> Dataset:
     """debian-minilm: float16 .npy -> float32, re-normalized; exact gt recomputed on float32.
 

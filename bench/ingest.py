@@ -90,7 +90,7 @@ from bench import datasets, report
 from bench.engines import _as_int64_ids
 
 K = 10
-DEFAULT_DATASET_PATH = "/work/shared/datasets/debian-minilm"
+DEFAULT_DATASET_PATH = datasets.DEBIAN_MINILM_PATH
 WARMUP_QUERIES = 10
 THREAD_ENV = ("OMP_NUM_THREADS", "RAYON_NUM_THREADS", "LANCE_CPU_THREADS")
 # ef -> the engine's search at that ef: search(query) -> hit ids (row numbers), best first.

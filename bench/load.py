@@ -46,7 +46,7 @@ from bench import datasets, report
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SERVER_BINARY = Path("target/release/sagitta")
 LOAD_BINARY = Path("target/release/sagitta-load")
-DEFAULT_DATASET_PATH = "/work/shared/datasets/debian-minilm"
+DEFAULT_DATASET_PATH = datasets.DEBIAN_MINILM_PATH
 COLLECTION = "bench_load"
 K = 10
 

@@ -86,9 +86,9 @@ from bench import datasets, report
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_BINARY = REPO_ROOT / "target" / "release" / "sagitta"
-# The shared datasets sit beside the repository (../shared); without them the benchmark
-# generates its vectors.
-DEFAULT_DATASET_PATH = str(REPO_ROOT.parent / "shared" / "datasets" / "debian-minilm")
+# Without the dataset there (see datasets.DEBIAN_MINILM_PATH) the benchmark generates its
+# vectors.
+DEFAULT_DATASET_PATH = datasets.DEBIAN_MINILM_PATH
 COLLECTION = "bench_recovery"
 DIM = 384
 K = 10

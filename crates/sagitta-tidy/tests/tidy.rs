@@ -55,10 +55,6 @@ const KNOWN_CYCLES: &[(&str, &[&str])] = &[
 #[rustfmt::skip]
 const ABSOLUTE_PATH_EXCEPTIONS: &[(&str, &str)] = &[
     ("bench/README.md", "example command's --dataset-path; to be made relative (issue 14)"),
-    ("bench/__main__.py", "default --dataset-path; to become an argument or variable (issue 14)"),
-    ("bench/datasets.py", "default dataset path; to become an argument or variable (issue 14)"),
-    ("bench/ingest.py", "default dataset path; to become an argument or variable (issue 14)"),
-    ("bench/load.py", "default dataset path; to become an argument or variable (issue 14)"),
 ];
 
 /// The only crate allowed `unsafe` code.
