@@ -20,7 +20,9 @@ pub const MAX_LEVEL: usize = 31;
 /// Largest thread count accepted by batch entry points.
 pub const MAX_THREADS: usize = 4_096;
 
-pub(crate) fn check_range(name: &'static str, value: usize, min: usize, max: usize) -> Result<()> {
+/// `value` within `min..=max`, or `ParameterOutOfRange` naming it (the engine's limits use
+/// this check too).
+pub fn check_range(name: &'static str, value: usize, min: usize, max: usize) -> Result<()> {
     if value < min || value > max {
         return Err(IndexError::ParameterOutOfRange {
             name,

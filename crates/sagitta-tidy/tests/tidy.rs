@@ -54,7 +54,6 @@ const KNOWN_CYCLES: &[(&str, &[&str])] = &[
 /// An entry must be removed once its file no longer has one.
 #[rustfmt::skip]
 const ABSOLUTE_PATH_EXCEPTIONS: &[(&str, &str)] = &[
-    ("bench/README.md", "example command's --dataset-path; to be made relative (issue 14)"),
 ];
 
 /// The only crate allowed `unsafe` code.

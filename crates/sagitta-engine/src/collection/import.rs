@@ -1,0 +1,165 @@
+//! Bulk import: a new collection built straight into one segment per shard (no log).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use sagitta_index::hnsw::AddProgress;
+use sagitta_index::IndexError;
+use sagitta_storage::fs::FileSystem;
+use sagitta_storage::manifest;
+
+use crate::error::{EngineError, Result};
+use crate::payload_index::PayloadSchema;
+use crate::point::{Point, PointId};
+use crate::shard::Shard;
+
+use super::config::CollectionConfig;
+use super::{shard_index, shard_path, Collection};
+
+/// What a bulk import wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImportReport {
+    /// Distinct points imported.
+    pub points: usize,
+    pub segments: usize,
+    /// Bytes of every file written (segments and manifests).
+    pub bytes_written: u64,
+}
+
+/// Follows a bulk import from other threads, and stops it: share one with
+/// [`Collection::import_with_progress`] (or `Database::import_collection_with_progress`)
+/// and poll [`ImportProgress::get`]. Reading costs the import nothing; the build pays one
+/// relaxed atomic add and load per row.
+#[derive(Debug, Default)]
+pub struct ImportProgress {
+    rows: AddProgress,
+    total: AtomicUsize,
+}
+
+impl ImportProgress {
+    /// Nothing done yet, not cancelled.
+    pub fn new() -> ImportProgress {
+        ImportProgress::default()
+    }
+
+    /// `(rows linked into HNSW graphs so far, rows to import)`, summed over every shard.
+    /// `total` is 0 until the points are read (repeated ids counted once), then the number
+    /// of distinct points; `done` grows to it as the graphs are built, the long phase.
+    /// The files are written after `done` reaches `total`: the import has finished only
+    /// when its call returns.
+    pub fn get(&self) -> (usize, usize) {
+        (self.rows.linked(), self.total.load(Ordering::Relaxed))
+    }
+
+    /// Stops the import: it returns [`EngineError::Cancelled`] as soon as the rows being
+    /// linked are done (or, later, before it publishes anything) and leaves no collection.
+    /// An import already published is not undone. Cannot be undone.
+    pub fn cancel(&self) {
+        self.rows.cancel();
+    }
+
+    /// Whether [`ImportProgress::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.rows.is_cancelled()
+    }
+
+    /// [`EngineError::Cancelled`] once cancelled.
+    pub(crate) fn check(&self) -> Result<()> {
+        if self.is_cancelled() {
+            return Err(EngineError::Cancelled {
+                operation: "import",
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A cancelled segment build is a cancelled import, not an index failure.
+pub(super) fn import_error(error: EngineError) -> EngineError {
+    match error {
+        EngineError::Index(IndexError::Cancelled) => EngineError::Cancelled {
+            operation: "import",
+        },
+        other => other,
+    }
+}
+
+impl Collection {
+    /// Bulk import: writes a new collection in `directory` (which must hold none) whose
+    /// shards each hold their share of `points` as one sealed HNSW segment, bypassing the
+    /// write-ahead log — segment files first, shard manifests next, the collection manifest
+    /// last, so a crash at any point leaves no collection (all or nothing). Every point is
+    /// validated first; of points sharing an id the last wins.
+    pub fn import(
+        fs: &dyn FileSystem,
+        directory: &Path,
+        config: CollectionConfig,
+        points: Vec<Point>,
+    ) -> Result<(Collection, ImportReport)> {
+        Collection::import_with_progress(fs, directory, config, points, &ImportProgress::new())
+    }
+
+    /// [`Collection::import`], followed (and cancellable) through `progress`. A cancelled
+    /// import returns [`EngineError::Cancelled`] before the collection manifest is
+    /// published, so there is no collection; files it wrote stay until removed
+    /// ([`Collection::remove_files`]).
+    pub fn import_with_progress(
+        fs: &dyn FileSystem,
+        directory: &Path,
+        config: CollectionConfig,
+        points: Vec<Point>,
+        progress: &ImportProgress,
+    ) -> Result<(Collection, ImportReport)> {
+        config.validate()?;
+        if manifest::load(fs, directory)?.is_some() {
+            return Err(EngineError::CollectionExists {
+                path: directory.display().to_string(),
+            });
+        }
+        let mut last_of: HashMap<PointId, usize> = HashMap::with_capacity(points.len());
+        for (position, point) in points.iter().enumerate() {
+            last_of.insert(point.id, position);
+        }
+        progress.total.store(last_of.len(), Ordering::Relaxed);
+        let mut per_shard: Vec<Vec<Point>> = vec![Vec::new(); config.shard_count];
+        for (position, point) in points.into_iter().enumerate() {
+            if last_of[&point.id] == position {
+                let point = config.prepare(point)?;
+                per_shard[shard_index(&point.id, config.shard_count)].push(point);
+            }
+        }
+        fs.create_dir_all(directory)?;
+        let mut report = ImportReport {
+            points: last_of.len(),
+            segments: per_shard.iter().filter(|points| !points.is_empty()).count(),
+            bytes_written: 0,
+        };
+        // One shard at a time: each segment build already uses every core.
+        let mut shards = Vec::with_capacity(config.shard_count);
+        for (index, points) in per_shard.into_iter().enumerate() {
+            progress.check()?;
+            let (shard, written) = Shard::write_imported(
+                fs,
+                &shard_path(directory, index),
+                points,
+                config.dim,
+                config.distance,
+                &progress.rows,
+            )
+            .map_err(import_error)?;
+            shards.push(shard);
+            report.bytes_written += written;
+        }
+        fs.sync_dir(directory)?;
+        let schema = PayloadSchema::new();
+        let encoded = config.encode(&schema);
+        progress.check()?;
+        manifest::publish(fs, directory, &encoded)?;
+        report.bytes_written += encoded.len() as u64;
+        Ok((
+            Collection::assemble(config, schema, shards, directory),
+            report,
+        ))
+    }
+}

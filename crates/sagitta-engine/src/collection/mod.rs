@@ -1,0 +1,484 @@
+//! A collection: a directory holding a manifest (the configuration) and one write-ahead log
+//! per shard (`shard-<i>.wal`). Points go to shard `routing_hash(id) % shard_count`.
+
+mod config;
+mod import;
+mod read;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use parking_lot::{Mutex, RwLock};
+
+use sagitta_storage::fs::{remove_if_exists, FileSystem};
+use sagitta_storage::manifest;
+
+use crate::codec::Operation;
+use crate::error::{EngineError, Result};
+use crate::filter::Filter;
+use crate::payload_index::{check_field_name, FieldType, PayloadSchema, MAX_INDEXED_FIELDS};
+use crate::point::{Point, PointId};
+use crate::policy::{OptimizerPolicy, Work};
+use crate::shard::Shard;
+
+use config::check_payload;
+pub use config::{
+    CollectionConfig, MAX_DIMENSION, MAX_LIMIT, MAX_PAYLOAD_BYTES, MAX_SHARDS, MAX_VECTOR_NORM,
+};
+pub use import::{ImportProgress, ImportReport};
+
+/// The shard a point belongs to.
+pub(super) fn shard_index(id: &PointId, shard_count: usize) -> usize {
+    #[allow(clippy::cast_possible_truncation)]
+    let index = (id.routing_hash() % shard_count as u64) as usize;
+    index
+}
+
+pub struct Collection {
+    config: CollectionConfig,
+    /// Indexed payload fields; the lock also serializes their changes.
+    schema: Mutex<PayloadSchema>,
+    shards: Vec<Shard>,
+    directory: PathBuf,
+    policy: RwLock<OptimizerPolicy>,
+    maintenance: Mutex<MaintenanceState>,
+}
+
+/// The optimizer's last failure and when it may try again.
+#[derive(Default)]
+struct MaintenanceState {
+    last_error: Option<String>,
+    retry_after: Option<Instant>,
+}
+
+/// Green: nothing to do. Yellow: points wait in a write buffer or a seal/merge runs or is
+/// planned. Red: a shard is poisoned by an I/O error and refuses writes until reopened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Health {
+    Green,
+    Yellow,
+    Red,
+}
+
+impl Health {
+    /// The name Qdrant's collection info uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Health::Green => "green",
+            Health::Yellow => "yellow",
+            Health::Red => "red",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CollectionStatus {
+    pub health: Health,
+    /// Live points.
+    pub points: usize,
+    /// Live points in sealed (HNSW-indexed) segments.
+    pub indexed: usize,
+    pub segments: usize,
+    /// The optimizer's last error, until a later unit of work succeeds.
+    pub optimizer_error: Option<String>,
+    /// Why a shard refuses writes (health is red), until the collection is reopened
+    /// ([`crate::Database::reopen_collection`]) after the cause is fixed.
+    pub write_error: Option<String>,
+}
+
+pub(super) fn shard_path(directory: &Path, index: usize) -> PathBuf {
+    directory.join(format!("shard-{index}"))
+}
+
+/// Opens (creating if missing) and replays every shard log of a collection.
+pub(super) fn open_shards(
+    fs: &dyn FileSystem,
+    directory: &Path,
+    config: &CollectionConfig,
+    schema: &PayloadSchema,
+) -> Result<Vec<Shard>> {
+    (0..config.shard_count)
+        .map(|index| {
+            Shard::open(
+                fs,
+                &shard_path(directory, index),
+                config.dim,
+                config.distance,
+                schema,
+            )
+        })
+        .collect()
+}
+
+impl Collection {
+    fn assemble(
+        config: CollectionConfig,
+        schema: PayloadSchema,
+        shards: Vec<Shard>,
+        directory: &Path,
+    ) -> Collection {
+        Collection {
+            config,
+            schema: Mutex::new(schema),
+            shards,
+            directory: directory.to_path_buf(),
+            policy: RwLock::new(OptimizerPolicy::default()),
+            maintenance: Mutex::new(MaintenanceState::default()),
+        }
+    }
+
+    /// Creates a collection in `directory` (which must not hold one).
+    pub fn create(
+        fs: &dyn FileSystem,
+        directory: &Path,
+        config: CollectionConfig,
+    ) -> Result<Collection> {
+        config.validate()?;
+        if manifest::load(fs, directory)?.is_some() {
+            return Err(EngineError::CollectionExists {
+                path: directory.display().to_string(),
+            });
+        }
+        fs.create_dir_all(directory)?;
+        // Shard logs first, manifest last: a crash in between leaves no manifest, so the
+        // half-made collection does not exist and can be created again.
+        let schema = PayloadSchema::new();
+        let shards = open_shards(fs, directory, &config, &schema)?;
+        manifest::publish(fs, directory, &config.encode(&schema))?;
+        Ok(Collection::assemble(config, schema, shards, directory))
+    }
+
+    /// Opens the collection in `directory`, replaying every shard's log.
+    pub fn open(fs: &dyn FileSystem, directory: &Path) -> Result<Collection> {
+        let bytes =
+            manifest::load(fs, directory)?.ok_or_else(|| EngineError::CollectionNotFound {
+                path: directory.display().to_string(),
+            })?;
+        let (config, schema) =
+            CollectionConfig::decode(&bytes).ok_or_else(|| EngineError::Corrupt {
+                reason: format!(
+                    "{}: collection configuration does not decode",
+                    directory.display()
+                ),
+            })?;
+        let shards = open_shards(fs, directory, &config, &schema)?;
+        Ok(Collection::assemble(config, schema, shards, directory))
+    }
+
+    /// Removes the files of the collection in `directory`: the manifest first (so a crash
+    /// midway leaves nothing that opens), then every file of every possible shard
+    /// directory, so no stale log or segment can be picked up by a later collection of the
+    /// same name. Missing files are fine.
+    pub fn remove_files(fs: &dyn FileSystem, directory: &Path) -> Result<()> {
+        fs.create_dir_all(directory)?;
+        remove_if_exists(fs, &directory.join(manifest::MANIFEST_FILE))?;
+        fs.sync_dir(directory)?;
+        for index in 0..MAX_SHARDS {
+            let shard = shard_path(directory, index);
+            let files = fs.list(&shard)?;
+            for file in &files {
+                remove_if_exists(fs, file)?;
+            }
+            if !files.is_empty() {
+                fs.sync_dir(&shard)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Seals every shard's write buffer into an HNSW segment (see `Shard::seal`); returns
+    /// the number of points sealed. Searches keep running meanwhile; writes to a shard
+    /// wait while it seals.
+    pub fn optimize(&self, fs: &dyn FileSystem) -> Result<usize> {
+        self.shards.iter().map(|shard| shard.seal(fs)).sum()
+    }
+
+    /// Makes every write acknowledged so far durable (writes made with `wait = false`
+    /// included): syncs every shard's log, all of them even if one fails (the first
+    /// error is returned).
+    pub fn flush(&self) -> Result<()> {
+        let mut first_error = None;
+        for shard in &self.shards {
+            if let Err(error) = shard.flush() {
+                first_error.get_or_insert(error);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Waits for running optimizer work, then makes every shard refuse writes and new
+    /// work: the collection is being dropped and its files are about to go.
+    pub fn close(&self) {
+        self.shards.iter().for_each(Shard::close);
+    }
+
+    /// Indexes payload field `field` (a dotted key) as `kind` in every segment, now and
+    /// from now on, and records it in the collection manifest (durably, before returning).
+    /// Re-creating an index with another type replaces it.
+    pub fn create_payload_index(
+        &self,
+        fs: &dyn FileSystem,
+        field: &str,
+        kind: FieldType,
+    ) -> Result<()> {
+        check_field_name(field)?;
+        let mut schema = self.schema.lock();
+        if !schema.contains_key(field) && schema.len() >= MAX_INDEXED_FIELDS {
+            return Err(EngineError::InvalidPayloadIndex {
+                field: field.to_string(),
+                reason: format!("a collection indexes at most {MAX_INDEXED_FIELDS} fields"),
+            });
+        }
+        let mut next = schema.clone();
+        next.insert(field.to_string(), kind);
+        manifest::publish(fs, &self.directory, &self.config.encode(&next))?;
+        *schema = next;
+        self.shards
+            .iter()
+            .for_each(|shard| shard.set_payload_index(field, Some(kind)));
+        Ok(())
+    }
+
+    /// Drops the payload index of `field` (a no-op if there is none).
+    pub fn delete_payload_index(&self, fs: &dyn FileSystem, field: &str) -> Result<()> {
+        let mut schema = self.schema.lock();
+        if !schema.contains_key(field) {
+            return Ok(());
+        }
+        let mut next = schema.clone();
+        next.remove(field);
+        manifest::publish(fs, &self.directory, &self.config.encode(&next))?;
+        *schema = next;
+        self.shards
+            .iter()
+            .for_each(|shard| shard.set_payload_index(field, None));
+        Ok(())
+    }
+
+    /// The indexed payload fields.
+    pub fn payload_schema(&self) -> PayloadSchema {
+        self.schema.lock().clone()
+    }
+
+    pub fn policy(&self) -> OptimizerPolicy {
+        self.policy.read().clone()
+    }
+
+    pub fn set_policy(&self, policy: OptimizerPolicy) {
+        *self.policy.write() = policy;
+    }
+
+    /// Runs the first unit of optimizer work any shard has (see [`crate::optimizer`]);
+    /// returns whether there was one. After a failure the collection is left alone for
+    /// the policy's `retry_after_error`, and its status reports the error.
+    pub fn maintain(&self, fs: &dyn FileSystem) -> Result<bool> {
+        if self
+            .maintenance
+            .lock()
+            .retry_after
+            .is_some_and(|after| Instant::now() < after)
+        {
+            return Ok(false);
+        }
+        let policy = self.policy();
+        let Some((shard, work)) = self
+            .shards
+            .iter()
+            .find_map(|shard| shard.planned_work(&policy).map(|work| (shard, work)))
+        else {
+            return Ok(false);
+        };
+        let result = match work {
+            Work::Seal => shard.seal(fs),
+            Work::Merge(ids) => shard.merge(fs, &ids),
+        };
+        let mut state = self.maintenance.lock();
+        match result {
+            Ok(_) => {
+                *state = MaintenanceState::default();
+                Ok(true)
+            }
+            Err(error) => {
+                state.last_error = Some(error.to_string());
+                state.retry_after = Some(Instant::now() + policy.retry_after_error);
+                Err(error)
+            }
+        }
+    }
+
+    /// One step of the write-buffer indexer in every shard (up to `max_rows` slots each);
+    /// returns whether any shard indexed something. An error is recorded in the status.
+    pub fn index_buffers(&self, max_rows: usize) -> bool {
+        let policy = self.policy();
+        let mut worked = false;
+        for shard in &self.shards {
+            match shard.index_buffer(&policy, max_rows) {
+                Ok(added) => worked |= added,
+                Err(error) => self.maintenance.lock().last_error = Some(error.to_string()),
+            }
+        }
+        worked
+    }
+
+    pub fn status(&self) -> CollectionStatus {
+        let policy = self.policy();
+        // The reason names files relative to the collection: messages reach clients, and
+        // the server's absolute paths are not theirs to see.
+        let prefix = format!("{}/", self.directory.display());
+        let write_error = self.shards.iter().enumerate().find_map(|(index, shard)| {
+            shard.write_failure().map(|cause| {
+                format!(
+                    "shard {index} refuses writes: {}",
+                    cause.replace(&prefix, "")
+                )
+            })
+        });
+        let health = if write_error.is_some() {
+            Health::Red
+        } else if self
+            .shards
+            .iter()
+            .any(|shard| shard.is_busy() || shard.has_pending_work(&policy))
+        {
+            Health::Yellow
+        } else {
+            Health::Green
+        };
+        let (indexed, buffered) = self.point_counts();
+        CollectionStatus {
+            health,
+            points: indexed + buffered,
+            indexed,
+            segments: self.shards.iter().map(Shard::segment_count).sum(),
+            optimizer_error: self.maintenance.lock().last_error.clone(),
+            write_error,
+        }
+    }
+
+    /// Points in sealed (indexed) segments and in write buffers.
+    pub fn point_counts(&self) -> (usize, usize) {
+        self.shards
+            .iter()
+            .map(Shard::point_counts)
+            .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
+    }
+
+    pub fn config(&self) -> &CollectionConfig {
+        &self.config
+    }
+
+    pub fn directory(&self) -> &Path {
+        &self.directory
+    }
+
+    fn shard_of(&self, id: &PointId) -> usize {
+        shard_index(id, self.config.shard_count)
+    }
+
+    /// Inserts or replaces points. Every point is validated before anything is written;
+    /// with `wait`, returns after the shard logs are fsynced (durable and visible), else
+    /// after the append (visible). Each shard's part is one log record: all or nothing.
+    pub fn upsert(&self, points: Vec<Point>, wait: bool) -> Result<()> {
+        let mut per_shard: Vec<Vec<Point>> = vec![Vec::new(); self.shards.len()];
+        for point in points {
+            let point = self.config.prepare(point)?;
+            per_shard[self.shard_of(&point.id)].push(point);
+        }
+        self.write_shards(
+            per_shard
+                .into_iter()
+                .map(|points| (!points.is_empty()).then_some(Operation::Upsert(points)))
+                .collect(),
+            wait,
+        )
+    }
+
+    /// Logs and applies `operations[i]` in shard `i`, in parallel when several shards have
+    /// work: each shard has its own log and fsync, so a batch spanning shards pays for one
+    /// fsync in wall time, not one per shard. Returns the first error.
+    fn write_shards(&self, operations: Vec<Option<Operation>>, wait: bool) -> Result<()> {
+        let work: Vec<(&Shard, Operation)> = self
+            .shards
+            .iter()
+            .zip(operations)
+            .filter_map(|(shard, operation)| operation.map(|operation| (shard, operation)))
+            .collect();
+        if work.len() <= 1 {
+            return work
+                .into_iter()
+                .try_for_each(|(shard, operation)| shard.write(operation, wait));
+        }
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = work
+                .into_iter()
+                .map(|(shard, operation)| scope.spawn(move || shard.write(operation, wait)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|handle| handle.join().expect("shard writers do not panic"))
+                .collect::<Result<Vec<()>>>()
+                .map(|_| ())
+        })
+    }
+
+    /// Splits `ids` by shard and logs `operation(ids of that shard)` in each shard that
+    /// has any.
+    fn write_by_id(
+        &self,
+        ids: &[PointId],
+        wait: bool,
+        operation: impl Fn(Vec<PointId>) -> Operation,
+    ) -> Result<()> {
+        let mut per_shard: Vec<Vec<PointId>> = vec![Vec::new(); self.shards.len()];
+        for id in ids {
+            per_shard[self.shard_of(id)].push(*id);
+        }
+        self.write_shards(
+            per_shard
+                .into_iter()
+                .map(|ids| (!ids.is_empty()).then(|| operation(ids)))
+                .collect(),
+            wait,
+        )
+    }
+
+    /// Deletes points by id (unknown ids are ignored).
+    pub fn delete(&self, ids: &[PointId], wait: bool) -> Result<()> {
+        self.write_by_id(ids, wait, Operation::Delete)
+    }
+
+    /// Merges the keys of `payload` (a JSON object) into the payload of each point in `ids`
+    /// (unknown ids are ignored).
+    pub fn set_payload(&self, ids: &[PointId], payload: &str, wait: bool) -> Result<()> {
+        check_payload("(set_payload)", payload)?;
+        self.write_by_id(ids, wait, |ids| Operation::SetPayload {
+            ids,
+            payload: payload.to_string(),
+        })
+    }
+
+    /// Replaces the payload of each point in `ids` with `payload` (a JSON object).
+    pub fn overwrite_payload(&self, ids: &[PointId], payload: &str, wait: bool) -> Result<()> {
+        check_payload("(overwrite_payload)", payload)?;
+        self.write_by_id(ids, wait, |ids| Operation::OverwritePayload {
+            ids,
+            payload: payload.to_string(),
+        })
+    }
+
+    /// Removes top-level `keys` from the payload of each point in `ids`.
+    pub fn delete_payload_keys(&self, ids: &[PointId], keys: &[String], wait: bool) -> Result<()> {
+        self.write_by_id(ids, wait, |ids| Operation::DeletePayloadKeys {
+            ids,
+            keys: keys.to_vec(),
+        })
+    }
+
+    /// Deletes every point passing `filter`; returns how many were matched. The matched ids
+    /// are logged (not the filter), so replay is deterministic.
+    pub fn delete_by_filter(&self, filter: &Filter, wait: bool) -> Result<usize> {
+        let ids = self.matching_ids(filter);
+        self.delete(&ids, wait)?;
+        Ok(ids.len())
+    }
+}

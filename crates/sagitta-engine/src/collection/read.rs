@@ -1,0 +1,158 @@
+//! The read side of a collection: lookups, counts, scroll pages and searches merged
+//! across shards.
+
+use crate::error::Result;
+use crate::filter::Filter;
+use crate::point::{Distance, Point, PointId};
+use crate::query::{user_score, within_threshold, ScoredPoint, SearchRequest, Strategy};
+use crate::shard::Shard;
+
+use super::config::{check_range, normalize, MAX_LIMIT};
+use super::Collection;
+
+impl Collection {
+    /// Ids of every point passing `filter` (for payload updates addressed by filter).
+    pub fn matching_ids(&self, filter: &Filter) -> Vec<PointId> {
+        self.shards
+            .iter()
+            .flat_map(|shard| shard.matching_ids(Some(filter)))
+            .collect()
+    }
+
+    pub fn get(&self, id: &PointId) -> Option<Point> {
+        self.shards[self.shard_of(id)].get(id)
+    }
+
+    /// Checks every shard's ownership invariants (see `Shard::check_invariants`: each
+    /// live point in exactly one place, counts that match). O(points): for tests, which
+    /// call it after every step of the crash simulation.
+    pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        for (index, shard) in self.shards.iter().enumerate() {
+            shard
+                .check_invariants()
+                .map_err(|error| format!("shard {index}: {error}"))?;
+        }
+        Ok(())
+    }
+
+    /// Exact count of live points (passing `filter` when given).
+    pub fn count(&self, filter: Option<&Filter>) -> usize {
+        self.shards.iter().map(|shard| shard.count(filter)).sum()
+    }
+
+    /// One page of points passing `filter`, in id order, starting at `offset` (inclusive);
+    /// returns the page and the id to continue from (`None` at the end).
+    pub fn scroll(
+        &self,
+        offset: Option<PointId>,
+        limit: usize,
+        filter: Option<&Filter>,
+    ) -> Result<(Vec<Point>, Option<PointId>)> {
+        check_range("limit", limit, 1, MAX_LIMIT)?;
+        // Each shard stops at its (limit + 1)-th match from `offset`: a page costs the
+        // points up to its end, so paging through a collection is linear, not quadratic.
+        let mut ids: Vec<PointId> = self
+            .shards
+            .iter()
+            .flat_map(|shard| shard.scroll_ids(offset, filter, limit + 1))
+            .collect();
+        ids.sort_unstable();
+        let next = ids.get(limit).copied();
+        let page = ids
+            .into_iter()
+            .take(limit)
+            .filter_map(|id| self.get(&id))
+            .collect();
+        Ok((page, next))
+    }
+
+    /// Every live point (shard by shard).
+    pub fn points(&self) -> Vec<Point> {
+        self.shards.iter().flat_map(Shard::points).collect()
+    }
+
+    /// Exact top-`limit` over every shard, among points passing `filter`.
+    pub fn search(
+        &self,
+        query: &[f32],
+        limit: usize,
+        filter: Option<&Filter>,
+    ) -> Result<Vec<ScoredPoint>> {
+        self.query(&SearchRequest {
+            filter,
+            ..SearchRequest::new(query, limit)
+        })
+    }
+
+    /// Runs several searches, spread over the available cores; results in request order.
+    pub fn query_batch(&self, requests: &[SearchRequest<'_>]) -> Result<Vec<Vec<ScoredPoint>>> {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, std::num::NonZero::get)
+            .min(requests.len().max(1));
+        if threads <= 1 {
+            return requests.iter().map(|request| self.query(request)).collect();
+        }
+        let chunk = requests.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = requests
+                .chunks(chunk)
+                .map(|part| {
+                    scope.spawn(move || {
+                        part.iter()
+                            .map(|request| self.query(request))
+                            .collect::<Result<Vec<_>>>()
+                    })
+                })
+                .collect();
+            let mut results = Vec::with_capacity(requests.len());
+            for handle in handles {
+                results.extend(handle.join().expect("search threads do not panic")?);
+            }
+            Ok(results)
+        })
+    }
+
+    /// One search: exact top `offset + limit` among points passing `filter`, the first
+    /// `offset` skipped, and (with `score_threshold`) only scores at least as good as it —
+    /// similarity ≥ threshold for Cosine/Dot, distance ≤ threshold for Euclid.
+    pub fn query(&self, request: &SearchRequest<'_>) -> Result<Vec<ScoredPoint>> {
+        let query = request.vector;
+        check_range("limit", request.limit, 1, MAX_LIMIT)?;
+        check_range("offset", request.offset, 0, MAX_LIMIT)?;
+        if let Strategy::Beam(ef) = request.strategy {
+            check_range("hnsw_ef", ef, 1, sagitta_index::limits::MAX_EF)?;
+        }
+        self.config.check_vector(query, || "query".to_string())?;
+        let mut query = query.to_vec();
+        if self.config.distance == Distance::Cosine {
+            normalize(&mut query);
+        }
+        let wanted = request.offset + request.limit;
+        let mut hits = Vec::new();
+        for shard in &self.shards {
+            hits.extend(shard.search(&query, wanted, request.filter, request.strategy)?);
+        }
+        hits.sort_by(|a, b| {
+            a.distance
+                .total_cmp(&b.distance)
+                .then(a.point.id.cmp(&b.point.id))
+        });
+        hits.truncate(wanted);
+        let distance = self.config.distance;
+        Ok(hits
+            .into_iter()
+            .skip(request.offset)
+            .map(|hit| ScoredPoint {
+                id: hit.point.id,
+                score: user_score(hit.distance, distance),
+                payload: hit.point.payload,
+                vector: hit.point.vector,
+            })
+            .filter(|hit| {
+                request
+                    .score_threshold
+                    .is_none_or(|threshold| within_threshold(hit.score, threshold, distance))
+            })
+            .collect())
+    }
+}
