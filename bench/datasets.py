@@ -22,9 +22,9 @@ range for recall@10 of 0.95-0.99, as real 768-d text embeddings do. Measured wit
 
 Recall at a fixed ef falls much more from 50k to 200k on this data than "a bit" (probably
 because noise makes the local neighbourhood high-dimensional once clusters get dense), so the
-default is chosen for the 200k headline set rather than for the 50k target of ef 48-96 for 0.95 (which
-difficulty 1.7 meets): with difficulty 1.5, 50k needs ef ~40 for 0.95 and ~100 for 0.99;
-200k needs ef ~96 for 0.95, ~128 for 0.97 and ~260 for 0.99. For comparison, an earlier
+default is chosen for the 200k headline set rather than for the 50k target of ef 48-96 for
+0.95 (which difficulty 1.7 meets): with difficulty 1.5, 50k needs ef ~40 for 0.95 and ~100
+for 0.99; 200k needs ef ~96 for 0.95, ~128 for 0.97 and ~260 for 0.99. For comparison, an earlier
 revision with difficulty 0.3-1.0 reached 0.95-0.97 already at ef 16 (n=20k), which measures
 little; and real debian-minilm (384-d MiniLM, hnswlib, same settings) gets 0.951 at ef 16
 and 0.989 at ef 64 at n=100k (0.932 / 0.987 at n=25k), so it is the easier of the two.

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.ingest import (
+from bench.ingest_common import (
     DiskMeter,
     IngestContext,
     K,

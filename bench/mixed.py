@@ -56,14 +56,13 @@ import numpy as np
 
 from bench import datasets, report
 from bench.ingest import (
-    K,
     add_dataset_arguments,
     dataset_entry,
     finish,
     load_dataset,
     package_versions,
-    percentiles_ms,
 )
+from bench.ingest_common import K, percentiles_ms
 
 
 @dataclass

@@ -100,7 +100,9 @@ def parse_efs(text: str) -> tuple[int, ...]:
     try:
         efs = sorted({int(part) for part in text.split(",") if part.strip()})
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a comma list of integers: {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"not a comma list of integers: {text!r}"
+        ) from None
     if not efs or efs[0] < 1:
         raise argparse.ArgumentTypeError(f"need at least one ef >= 1: {text!r}")
     return tuple(efs)

@@ -3,7 +3,8 @@ function of the live points and of the crashes before it.
 
     python -m bench.recovery --points 10000,25000,50000 --crashes 10 \\
         --out bench/results/recovery.json
-    python -m bench.recovery --points 2000 --crashes 2 --repeats 1 --out bench/results/recovery-small.json
+    python -m bench.recovery --points 2000 --crashes 2 --repeats 1 \\
+        --out bench/results/recovery-small.json
 
 Builds nothing: ``target/release/sagitta`` must exist (``cargo build --release -p
 sagitta-cli``), or ``--binary`` names another build. One client (this process) talks to the

@@ -8,7 +8,7 @@ import struct
 import numpy as np
 import pytest
 
-from bench import ingest, ingest_peers
+from bench import ingest, ingest_common, ingest_peers
 from bench.__main__ import main as bench_main
 from bench.ingest import main
 
@@ -121,27 +121,27 @@ def test_engine_names_and_registry():
 def test_proc_io_parsing_and_meter(tmp_path):
     io = tmp_path / "io"
     io.write_text("rchar: 10\nwchar: 20\nwrite_bytes: 4096\ncancelled_write_bytes: 0\n")
-    assert ingest.read_proc_io(str(io)) == {
+    assert ingest_common.read_proc_io(str(io)) == {
         "rchar": 10,
         "wchar": 20,
         "write_bytes": 4096,
         "cancelled_write_bytes": 0,
     }
-    assert ingest.read_proc_io(str(tmp_path / "missing")) is None
+    assert ingest_common.read_proc_io(str(tmp_path / "missing")) is None
     samples = iter(
         [
             {"write_bytes": 100, "cancelled_write_bytes": 0, "wchar": 50},
             {"write_bytes": 8292, "cancelled_write_bytes": 4096, "wchar": 9000},
         ]
     )
-    meter = ingest.DiskMeter(lambda: next(samples))
+    meter = ingest_common.DiskMeter(lambda: next(samples))
     assert meter.delta() == {
         "write_bytes": 8192,
         "cancelled_write_bytes": 4096,
         "wchar": 8950,
         "net_write_bytes": 4096,
     }
-    assert ingest.DiskMeter(lambda: None).delta() is None
+    assert ingest_common.DiskMeter(lambda: None).delta() is None
 
 
 def test_directory_sizes(tmp_path):
@@ -149,8 +149,8 @@ def test_directory_sizes(tmp_path):
     (tmp_path / "sub").mkdir()
     with open(tmp_path / "sub" / "sparse", "wb") as f:
         f.truncate(1 << 20)  # a hole: apparent size only
-    assert ingest.directory_bytes(tmp_path) == 5000 + (1 << 20)
-    assert 5000 <= ingest.directory_allocated_bytes(tmp_path) < (1 << 20)
+    assert ingest_common.directory_bytes(tmp_path) == 5000 + (1 << 20)
+    assert 5000 <= ingest_common.directory_allocated_bytes(tmp_path) < (1 << 20)
 
 
 def test_chroma_header_reader(tmp_path):

@@ -16,8 +16,8 @@ payload index on ``doc_id`` so deleting a document does not scan.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, Optional, Union, cast
 
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.schema import BaseNode
@@ -32,16 +32,28 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQueryResult,
 )
 from llama_index.core.vector_stores.utils import (
-    metadata_dict_to_node,
+    # llama-index annotates its parameter as a bare `dict` (unknown key and value types).
+    metadata_dict_to_node,  # pyright: ignore[reportUnknownVariableType]
     node_to_metadata_dict,
 )
 
-from ._native import CollectionNotFoundError, InvalidParameterError
+from ._native import (
+    Collection,
+    CollectionNotFoundError,
+    Database,
+    InvalidParameterError,
+)
+from .remote import JsonObject, RemoteCollection, RemoteDatabase
 
 #: Points fetched per page by ``get_nodes``.
 SCROLL_PAGE = 1_000
 #: Namespace of the UUIDs that stand for node ids that are not UUIDs.
 NODE_ID_NAMESPACE = uuid.UUID("5f0b6a3e-3d0c-4bd2-9a53-8f0b1c1d2e3f")
+
+# Either backend (they have the same API). Union, not `|`: evaluated at run time (pydantic
+# reads the annotations), and the package supports Python 3.9.
+AnyDatabase = Union[Database, RemoteDatabase]
+AnyCollection = Union[Collection, RemoteCollection]
 
 
 def point_id(node_id: str) -> str:
@@ -52,7 +64,13 @@ def point_id(node_id: str) -> str:
         return str(uuid.uuid5(NODE_ID_NAMESPACE, node_id))
 
 
-def _condition(item: MetadataFilter | MetadataFilters) -> tuple[str, dict]:
+def _values(value: object) -> list[Any]:
+    """The list an IN / NIN / ANY / ALL filter compares with (``MetadataFilter.value`` is
+    typed as any of the kinds of value a filter can take)."""
+    return list(cast(Iterable[Any], value))
+
+
+def _condition(item: MetadataFilter | MetadataFilters) -> tuple[str, JsonObject]:
     """One LlamaIndex filter as ``(clause, condition)``: clause ``must`` or ``must_not``."""
     if isinstance(item, MetadataFilters):
         return "must", to_sagitta_filter(item)
@@ -70,11 +88,13 @@ def _condition(item: MetadataFilter | MetadataFilters) -> tuple[str, dict]:
     if operator in ranges:
         return "must", {"key": key, "range": {ranges[operator]: value}}
     if operator in (FilterOperator.IN, FilterOperator.ANY):
-        return "must", {"key": key, "match": {"any": list(value)}}
+        return "must", {"key": key, "match": {"any": _values(value)}}
     if operator == FilterOperator.NIN:
-        return "must_not", {"key": key, "match": {"any": list(value)}}
+        return "must_not", {"key": key, "match": {"any": _values(value)}}
     if operator == FilterOperator.ALL:
-        return "must", {"must": [{"key": key, "match": {"value": v}} for v in value]}
+        return "must", {
+            "must": [{"key": key, "match": {"value": v}} for v in _values(value)]
+        }
     if operator == FilterOperator.CONTAINS:
         return "must", {"key": key, "match": {"value": value}}
     if operator == FilterOperator.TEXT_MATCH:
@@ -86,12 +106,12 @@ def _condition(item: MetadataFilter | MetadataFilters) -> tuple[str, dict]:
     )
 
 
-def to_sagitta_filter(filters: MetadataFilters) -> dict:
+def to_sagitta_filter(filters: MetadataFilters) -> JsonObject:
     """LlamaIndex ``MetadataFilters`` (nested, and / or / not) as a SagittaDB filter."""
     conditions = [_condition(item) for item in filters.filters]
     condition = filters.condition or FilterCondition.AND
     if condition == FilterCondition.AND:
-        out: dict = {}
+        out: dict[str, list[JsonObject]] = {}
         for clause, part in conditions:
             out.setdefault(clause, []).append(part)
         return out
@@ -115,13 +135,16 @@ class SagittaVectorStore(BasePydanticVectorStore):
     collection_name: str
     distance: str = "Cosine"
 
-    _database: Any = PrivateAttr()
-    _collection: Any = PrivateAttr(default=None)
+    _database: AnyDatabase = PrivateAttr()
+    # Optional, not `| None`: pydantic evaluates the annotation, on Python 3.9 too.
+    _collection: Optional[AnyCollection] = PrivateAttr(default=None)  # noqa: UP045
 
     def __init__(
-        self, database: Any, collection_name: str, distance: str = "Cosine"
+        self, database: AnyDatabase, collection_name: str, distance: str = "Cosine"
     ) -> None:
-        super().__init__(collection_name=collection_name, distance=distance)
+        # pydantic's __init__ takes this model's fields; pyright checks the call against
+        # the base model's fields instead.
+        super().__init__(collection_name=collection_name, distance=distance)  # pyright: ignore[reportCallIssue]
         self._database = database
         try:
             self._collection = database.collection(collection_name)
@@ -133,11 +156,11 @@ class SagittaVectorStore(BasePydanticVectorStore):
         return "SagittaVectorStore"
 
     @property
-    def client(self) -> Any:
+    def client(self) -> AnyDatabase:
         """The SagittaDB database (``sagittadb.open`` or ``sagittadb.connect``)."""
         return self._database
 
-    def _ensure_collection(self, dim: int) -> Any:
+    def _ensure_collection(self, dim: int) -> AnyCollection:
         if self._collection is None:
             self._collection = self._database.create_collection(
                 self.collection_name, dim=dim, distance=self.distance
@@ -149,12 +172,12 @@ class SagittaVectorStore(BasePydanticVectorStore):
         """Upserts the nodes (each must have an embedding); returns their node ids."""
         if not nodes:
             return []
-        embeddings = []
+        embeddings: list[list[float]] = []
         for node in nodes:
             embedding = node.get_embedding()  # raises when a node has none
             embeddings.append(embedding)
         collection = self._ensure_collection(len(embeddings[0]))
-        payloads = []
+        payloads: list[JsonObject] = []
         for node in nodes:
             payload = node_to_metadata_dict(
                 node, remove_text=False, flat_metadata=self.flat_metadata
@@ -175,8 +198,8 @@ class SagittaVectorStore(BasePydanticVectorStore):
 
     def _selection(
         self, node_ids: list[str] | None, filters: MetadataFilters | None
-    ) -> dict | None:
-        must = []
+    ) -> JsonObject | None:
+        must: list[JsonObject] = []
         if node_ids is not None:
             must.append({"has_id": [point_id(node_id) for node_id in node_ids]})
         if filters is not None:
@@ -202,7 +225,8 @@ class SagittaVectorStore(BasePydanticVectorStore):
         if self._collection is None:
             return []
         selection = self._selection(node_ids, filters)
-        nodes, offset = [], None
+        nodes: list[BaseNode] = []
+        offset: int | str | None = None
         while True:
             page, offset = self._collection.scroll(
                 limit=SCROLL_PAGE, offset=offset, filter=selection, with_vector=True
@@ -229,7 +253,7 @@ class SagittaVectorStore(BasePydanticVectorStore):
             raise InvalidParameterError("the query has no embedding")
         if self._collection is None:
             return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
-        must = []
+        must: list[JsonObject] = []
         if query.filters is not None:
             must.append(to_sagitta_filter(query.filters))
         if query.doc_ids:

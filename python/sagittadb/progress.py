@@ -8,9 +8,14 @@ error is a terminal — and tqdm is installed; otherwise nothing), ``False`` (no
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Union
+
+#: What a ``progress`` argument may be (see the module docstring). Union, not ``|``:
+#: evaluated at run time, and the package supports Python 3.9.
+Progress = Union[bool, Callable[[int, int], None], None]
 
 
 class _Bar:
@@ -33,14 +38,15 @@ class _Bar:
 
 def _tqdm_installed() -> bool:
     try:
-        import tqdm  # noqa: F401
+        importlib.import_module("tqdm")
     except ImportError:
         return False
     return True
 
 
-def resolve(progress: Any, description: str) -> Callable[[int, int], None] | None:
-    """The callback a ``progress`` argument stands for (see the module docstring)."""
+def resolve(progress: Progress, description: str) -> Callable[[int, int], None] | None:
+    """The callback a ``progress`` argument stands for (see the module docstring); a
+    ``TypeError`` for anything else (the compiled module passes what its caller gave)."""
     if progress is False:
         return None
     if progress is None:

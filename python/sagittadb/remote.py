@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable, Sequence
-from typing import Any, Union
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Union, cast
 
 import httpx
 import numpy as np
+import numpy.typing as npt
 
 from ._native import (
     CollectionExistsError,
@@ -37,10 +38,15 @@ from ._native import (
     SagittaError,
     StorageError,
 )
+from .progress import Progress
 from .progress import finish as finish_progress
 from .progress import resolve as resolve_progress
 
-PointId = Union[int, str, uuid.UUID]  # noqa: UP007 - evaluated at run time on Python 3.9
+# Union, not `|`: evaluated at run time, and the package supports Python 3.9.
+PointId = Union[int, str, uuid.UUID]
+#: A JSON object: a request or answer body, a payload, a filter, a hit. Its values are any
+#: JSON (``Any``: what the server sends is only known at run time).
+JsonObject = dict[str, Any]
 
 #: Points per upsert request of ``import_collection`` and of large ``upsert`` calls.
 UPLOAD_BATCH_POINTS = 1_000
@@ -75,12 +81,15 @@ def _error_for(response: httpx.Response) -> SagittaError:
     return SagittaError(text)
 
 
-def _id_out(value: PointId) -> int | str:
+def _id_out(value: object) -> int | str:
+    """A point id as JSON; anything else is refused (ids come from untyped callers too)."""
     if isinstance(value, uuid.UUID):
         return str(value)
     if isinstance(value, (bool, np.bool_)):
         raise InvalidParameterError(f"point id {value!r} is a bool, not an int or UUID")
-    if isinstance(value, (int, np.integer)):
+    if isinstance(value, np.integer):
+        value = value.item()  # a numpy integer as the Python int it holds
+    if isinstance(value, int):
         if value < 0:
             raise InvalidParameterError(f"point id {int(value)} is negative")
         return int(value)
@@ -89,10 +98,10 @@ def _id_out(value: PointId) -> int | str:
     raise InvalidParameterError(f"point id {value!r} is neither an int nor a UUID")
 
 
-def _vectors(vectors: Any, dim: int, name: str) -> np.ndarray:
+def _vectors(vectors: npt.ArrayLike, dim: int, name: str) -> npt.NDArray[np.float32]:
     array = np.asarray(vectors, dtype=np.float32)
     if array.ndim == 1:
-        array = array.reshape(1, -1)
+        array = np.reshape(array, (1, -1))
     if array.ndim != 2:
         raise DimensionError(
             f"`{name}` must be a 2-D array (n × dim), got {array.ndim}-D"
@@ -109,8 +118,8 @@ def _vectors(vectors: Any, dim: int, name: str) -> np.ndarray:
     return array
 
 
-def _hit(point: dict, with_payload: bool, with_vector: bool) -> dict:
-    out = {"id": point["id"]}
+def _hit(point: JsonObject, with_payload: bool, with_vector: bool) -> JsonObject:
+    out: JsonObject = {"id": point["id"]}
     if "score" in point:
         out["score"] = point["score"]
     payload = point.get("payload") if with_payload else None
@@ -127,15 +136,24 @@ class _Client:
             base_url=url.rstrip("/"), headers=headers, timeout=timeout
         )
 
-    def call(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
-        params = {key: value for key, value in params.items() if value is not None}
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: JsonObject | None = None,
+        **params: str | None,
+    ) -> Any:
+        """The ``result`` of the server's JSON answer (``Any``: its shape depends on the
+        endpoint); an error answer is raised as the embedded backend's exception. Query
+        parameters that are None are left out."""
+        query = {key: value for key, value in params.items() if value is not None}
         for attempt in range(RETRIES_AFTER_429 + 1):
             try:
-                response = self.http.request(method, path, json=body, params=params)
+                response = self.http.request(method, path, json=body, params=query)
             except httpx.TransportError as error:
                 raise StorageError(
                     f"cannot reach the server at {self.http.base_url}: {error}"
-                )
+                ) from error
             if response.status_code == 429 and attempt < RETRIES_AFTER_429:
                 time.sleep(float(response.headers.get("retry-after", "1")))
                 continue
@@ -171,11 +189,11 @@ class RemoteDatabase:
         self,
         name: str,
         ids: Iterable[PointId],
-        vectors: Any,
-        payloads: Sequence[dict | None] | None = None,
+        vectors: npt.ArrayLike,
+        payloads: Sequence[JsonObject | None] | None = None,
         distance: str = "Cosine",
         shard_number: int = 1,
-        progress: Any = None,
+        progress: Progress = None,
     ) -> RemoteCollection:
         """Creates ``name`` and uploads every point (in batches, ``wait=True``, followed by
         ``progress``); on any error the collection is dropped again and the error raised."""
@@ -196,7 +214,7 @@ class RemoteDatabase:
         """The collection ``name``; ``CollectionNotFoundError`` if there is none."""
         return RemoteCollection(self._client, name)
 
-    def list_collections(self) -> list:
+    def list_collections(self) -> list[str]:
         result = self._client.call("GET", "/collections")
         return sorted(entry["name"] for entry in result["collections"])
 
@@ -239,7 +257,7 @@ class RemoteCollection:
         self.dim: int = vectors["size"]
         self.distance: str = vectors["distance"]
 
-    def _info(self) -> dict:
+    def _info(self) -> JsonObject:
         return self._client.call("GET", f"/collections/{self.name}")
 
     def _path(self, suffix: str) -> str:
@@ -248,10 +266,10 @@ class RemoteCollection:
     def upsert(
         self,
         ids: Iterable[PointId],
-        vectors: Any,
-        payloads: Sequence[dict | None] | None = None,
+        vectors: npt.ArrayLike,
+        payloads: Sequence[JsonObject | None] | None = None,
         wait: bool = True,
-        progress: Any = None,
+        progress: Progress = None,
     ) -> None:
         """Inserts or replaces points (batch form, ``UPLOAD_BATCH_POINTS`` per request);
         ``progress`` (see ``sagittadb.progress``) follows the upload when it takes more than
@@ -269,7 +287,7 @@ class RemoteCollection:
         try:
             for start in range(0, len(ids), UPLOAD_BATCH_POINTS):
                 end = start + UPLOAD_BATCH_POINTS
-                batch: dict = {
+                batch: JsonObject = {
                     "ids": ids[start:end],
                     "vectors": array[start:end].tolist(),
                 }
@@ -285,17 +303,17 @@ class RemoteCollection:
 
     def _query(
         self,
-        query: Any,
+        query: npt.NDArray[np.float32],
         limit: int,
-        filter: dict | None,
+        filter: JsonObject | None,
         with_payload: bool,
         with_vector: bool,
         score_threshold: float | None,
         offset: int,
         hnsw_ef: int | None,
         exact: bool,
-    ) -> dict:
-        body: dict = {
+    ) -> JsonObject:
+        body: JsonObject = {
             "query": [float(value) for value in query],
             "limit": limit,
             "offset": offset,
@@ -306,7 +324,7 @@ class RemoteCollection:
             body["filter"] = filter
         if score_threshold is not None:
             body["score_threshold"] = score_threshold
-        params = {}
+        params: dict[str, bool | int] = {}
         if exact:
             params["exact"] = True
         elif hnsw_ef is not None:
@@ -317,16 +335,16 @@ class RemoteCollection:
 
     def search(
         self,
-        query: Any,
+        query: npt.ArrayLike,
         limit: int = 10,
-        filter: dict | None = None,
+        filter: JsonObject | None = None,
         with_payload: bool = True,
         with_vector: bool = False,
         score_threshold: float | None = None,
         offset: int = 0,
         hnsw_ef: int | None = None,
         exact: bool = False,
-    ) -> list:
+    ) -> list[JsonObject]:
         """Top-``limit`` points passing ``filter``: dicts with id, score, payload (and
         vector)."""
         row = _vectors(query, self.dim, "query")[0]
@@ -346,15 +364,15 @@ class RemoteCollection:
 
     def search_batch(
         self,
-        queries: Any,
+        queries: npt.ArrayLike,
         limit: int = 10,
-        filter: dict | None = None,
+        filter: JsonObject | None = None,
         with_payload: bool = True,
         with_vector: bool = False,
         score_threshold: float | None = None,
         hnsw_ef: int | None = None,
         exact: bool = False,
-    ) -> list:
+    ) -> list[list[JsonObject]]:
         """Several searches in one request; one list of hits per query."""
         rows = _vectors(queries, self.dim, "queries")
         searches = [
@@ -379,10 +397,12 @@ class RemoteCollection:
             for entry in result
         ]
 
-    def _selector(self, ids: Iterable[PointId] | None, filter: dict | None) -> dict:
+    def _selector(
+        self, ids: Iterable[PointId] | None, filter: JsonObject | None
+    ) -> JsonObject:
         if ids is None and filter is None:
             return {"points": []}  # names no point, as in the embedded backend
-        conditions = []
+        conditions: list[JsonObject] = []
         if ids is not None:
             conditions.append({"has_id": [_id_out(value) for value in ids]})
         if filter is not None:
@@ -396,9 +416,9 @@ class RemoteCollection:
 
     def set_payload(
         self,
-        payload: dict,
+        payload: JsonObject,
         ids: Iterable[PointId] | None = None,
-        filter: dict | None = None,
+        filter: JsonObject | None = None,
         wait: bool = True,
     ) -> None:
         """Merges ``payload`` into the payload of the points named or matched."""
@@ -407,9 +427,9 @@ class RemoteCollection:
 
     def overwrite_payload(
         self,
-        payload: dict,
+        payload: JsonObject,
         ids: Iterable[PointId] | None = None,
-        filter: dict | None = None,
+        filter: JsonObject | None = None,
         wait: bool = True,
     ) -> None:
         """Replaces the payload of the points named or matched."""
@@ -420,7 +440,7 @@ class RemoteCollection:
         self,
         keys: Sequence[str],
         ids: Iterable[PointId] | None = None,
-        filter: dict | None = None,
+        filter: JsonObject | None = None,
         wait: bool = True,
     ) -> None:
         """Removes top-level ``keys`` from the payload of the points named or matched."""
@@ -429,7 +449,7 @@ class RemoteCollection:
             "POST", self._path("points/payload/delete"), body, wait=_flag(wait)
         )
 
-    def get(self, ids: Iterable[PointId]) -> list:
+    def get(self, ids: Iterable[PointId]) -> list[JsonObject]:
         """Points by id (missing ids are skipped): dicts with id, payload and vector."""
         body = {"ids": [_id_out(value) for value in ids], "with_vector": True}
         records = self._client.call("POST", self._path("points"), body)
@@ -438,7 +458,7 @@ class RemoteCollection:
     def delete(
         self,
         ids: Iterable[PointId] | None = None,
-        filter: dict | None = None,
+        filter: JsonObject | None = None,
         wait: bool = True,
     ) -> int:
         """Deletes points by id and/or every point passing ``filter``; returns how many the
@@ -463,11 +483,15 @@ class RemoteCollection:
         self,
         limit: int = 10,
         offset: PointId | None = None,
-        filter: dict | None = None,
+        filter: JsonObject | None = None,
         with_vector: bool = False,
-    ) -> tuple:
+    ) -> tuple[list[JsonObject], int | str | None]:
         """One page of points in id order: ``(points, next_offset)``."""
-        body: dict = {"limit": limit, "with_payload": True, "with_vector": with_vector}
+        body: JsonObject = {
+            "limit": limit,
+            "with_payload": True,
+            "with_vector": with_vector,
+        }
         if offset is not None:
             body["offset"] = _id_out(offset)
         if filter is not None:
@@ -476,7 +500,7 @@ class RemoteCollection:
         points = [_hit(point, True, with_vector) for point in result["points"]]
         return points, result.get("next_page_offset")
 
-    def count(self, filter: dict | None = None) -> int:
+    def count(self, filter: JsonObject | None = None) -> int:
         """Exact number of points (passing ``filter`` when given)."""
         body = {"exact": True} if filter is None else {"filter": filter, "exact": True}
         return int(self._client.call("POST", self._path("points/count"), body)["count"])
@@ -484,13 +508,17 @@ class RemoteCollection:
     def __len__(self) -> int:
         return self.count()
 
-    def status(self) -> dict:
+    def status(self) -> JsonObject:
         """``{"status", "points_count", "indexed_vectors_count", "segments_count",
         "optimizer_error", "write_error"}`` as the embedded backend reports it (the
         server reports a red collection's reason as its optimizer error)."""
         info = self._info()
-        optimizer = info.get("optimizer_status")
-        error = optimizer.get("error") if isinstance(optimizer, dict) else None
+        optimizer = info.get("optimizer_status")  # "ok" or {"error": reason}
+        error = (
+            cast(JsonObject, optimizer).get("error")
+            if isinstance(optimizer, dict)
+            else None
+        )
         return {
             "status": info["status"],
             "points_count": info.get("points_count"),
@@ -501,7 +529,7 @@ class RemoteCollection:
         }
 
     def wait_until_indexed(
-        self, timeout: float | None = None, progress: Any = None
+        self, timeout: float | None = None, progress: Progress = None
     ) -> None:
         """Polls until the status is green; ``TimeoutError`` after ``timeout`` seconds,
         ``SagittaError`` if it turns red. ``progress`` (see ``sagittadb.progress``) is
@@ -512,7 +540,9 @@ class RemoteCollection:
         finally:
             finish_progress(callback)
 
-    def _wait(self, timeout: float | None, callback: Any) -> None:
+    def _wait(
+        self, timeout: float | None, callback: Callable[[int, int], None] | None
+    ) -> None:
         deadline = None if timeout is None else time.monotonic() + timeout
         reported = None
         while True:
@@ -542,7 +572,7 @@ class RemoteCollection:
     def delete_payload_index(self, field: str) -> None:
         self._client.call("DELETE", self._path(f"index/{field}"), wait="true")
 
-    def payload_schema(self) -> dict:
+    def payload_schema(self) -> dict[str, str]:
         """The indexed payload fields: ``{field: "keyword" | "integer" | ...}``."""
         schema = self._info()["payload_schema"]
         return {field: entry["data_type"] for field, entry in schema.items()}

@@ -1,9 +1,17 @@
 """Fixtures shared by the test files: a real `sagitta serve` per test module, and a
 database on each backend (embedded and remote) for the tests that run on both."""
 
+import sys
+from pathlib import Path
+
 import pytest
 import sagittadb
 from server_process import running_server
+
+# The repository root, for test_rag's `import rag` wherever pytest is started from.
+REPO_ROOT = Path(__file__).resolve().parents[2]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
 
 
 @pytest.fixture(scope="module")

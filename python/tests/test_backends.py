@@ -114,7 +114,7 @@ def test_errors_are_the_same_exceptions(database):
         docs.upsert([1], np.ones((1, DIM + 1), dtype=np.float32))
     with pytest.raises(sagittadb.DimensionError):
         docs.search(np.ones(DIM - 1, dtype=np.float32))
-    with pytest.raises(sagittadb.InvalidParameterError, match="non-finite|NaN"):
+    with pytest.raises(sagittadb.InvalidParameterError, match=r"non-finite|NaN"):
         docs.upsert([1], np.full((1, DIM), np.nan, dtype=np.float32))
     with pytest.raises(sagittadb.InvalidParameterError, match="filter"):
         docs.count({"must": [{"key": "a", "range": {"gt": "soon"}}]})
@@ -149,7 +149,7 @@ class Model(RuleBasedStateMachine):
             for _ in ids
         ]
         self.collection.upsert(ids, vectors, payloads, wait=data.draw(st.booleans()))
-        for point_id, row, payload in zip(ids, vectors, payloads):
+        for point_id, row, payload in zip(ids, vectors, payloads, strict=True):
             self.points[point_id] = (row, payload)
 
     @rule(ids=ids)

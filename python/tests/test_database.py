@@ -140,7 +140,7 @@ def test_filters_scroll_count_and_delete(tmp_path):
         sagittadb.InvalidParameterError, match=r"filter\.must\[0\]\.range\.lt"
     ):
         col.count(filter={"must": [{"key": "n", "range": {"lt": "ten"}}]})
-    with pytest.raises(sagittadb.InvalidParameterError, match="filter.should"):
+    with pytest.raises(sagittadb.InvalidParameterError, match=r"filter.should"):
         col.search(np.zeros(2, dtype=np.float32), filter={"should": 5})
 
 

@@ -33,7 +33,10 @@ def exact_top_k(base, queries, k, metric):
 
 def recall(found, truth):
     k = truth.shape[1]
-    hits = sum(len(set(f.tolist()) & set(t.tolist())) for f, t in zip(found, truth))
+    hits = sum(
+        len(set(f.tolist()) & set(t.tolist()))
+        for f, t in zip(found, truth, strict=True)
+    )
     return hits / (len(truth) * k)
 
 
@@ -87,7 +90,7 @@ def test_a_large_batch_is_placed_by_cluster_and_keeps_every_id_with_its_vector()
     bad = base.copy()
     bad[17_000, 3] = np.nan
     with pytest.raises(
-        sagittadb.InvalidParameterError, match="row 17000 .* position 3"
+        sagittadb.InvalidParameterError, match=r"row 17000 .* position 3"
     ):
         index.add(bad)
     assert len(index) == 0

@@ -702,7 +702,7 @@ def _search_problem(ranking: list, got: list, limit: int) -> str | None:
     ids = [p.id for p in got]
     if len(set(ids)) != len(ids):
         return "an id twice"
-    for hit, best in zip(got, ranking):
+    for hit, best in zip(got, ranking, strict=False):
         if hit.id not in true_score:
             return f"id {hit.id} does not pass the filter"
         if not _close(hit.score, true_score[hit.id]):

@@ -10,20 +10,14 @@ the same pipeline runs against a `sagitta serve` server.
 from __future__ import annotations
 
 import json
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 import pytest
 import sagittadb
 from server_process import running_server
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
 
 from rag import chat
 from rag.__main__ import main
@@ -138,9 +132,10 @@ def test_documents_source_ranks_most_answers_first(pipeline):
         for question, _ in DOCUMENT_QUESTIONS
     ]
     right = sum(
-        doc == expected for doc, (_, expected) in zip(firsts, DOCUMENT_QUESTIONS)
+        doc == expected
+        for doc, (_, expected) in zip(firsts, DOCUMENT_QUESTIONS, strict=True)
     )
-    assert right >= 12, list(zip(firsts, DOCUMENT_QUESTIONS))
+    assert right >= 12, list(zip(firsts, DOCUMENT_QUESTIONS, strict=True))
 
 
 @pytest.mark.parametrize(("question", "conversation"), MESSAGE_QUESTIONS)

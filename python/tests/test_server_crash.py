@@ -210,7 +210,7 @@ class Writer:
 
     def upsert(self, ids: list[int], kind: str = "upsert") -> Operation:
         points = []
-        for point_id, vector in zip(ids, self.new_vectors(len(ids))):
+        for point_id, vector in zip(ids, self.new_vectors(len(ids)), strict=True):
             payload = self.payload() if self.rng.random() < 0.95 else {}
             points.append((point_id, (vector, payload)))
         body = {

@@ -204,7 +204,7 @@ def test_second_create_is_409_already_exists(client, data):
 def test_retrieve_both_id_kinds_with_vectors_and_payloads(client, data):
     wanted = [data.ids[0], data.ids[N_INT - 1], data.ids[N_INT], data.ids[-1]]
     records = client.retrieve(
-        MAIN, ids=wanted + [999_999], with_vectors=True, with_payload=True
+        MAIN, ids=[*wanted, 999_999], with_vectors=True, with_payload=True
     )
     by_id = {r.id: r for r in records}
     assert set(by_id) == set(wanted)

@@ -35,7 +35,11 @@ def parameters(function: ast.FunctionDef) -> list:
     defaults = [None] * (len(names) - len(arguments.defaults)) + [
         ast.unparse(default) for default in arguments.defaults
     ]
-    return [(name, default) for name, default in zip(names, defaults) if name != "self"]
+    return [
+        (name, default)
+        for name, default in zip(names, defaults, strict=True)
+        if name != "self"
+    ]
 
 
 def runtime_parameters(target) -> list:
