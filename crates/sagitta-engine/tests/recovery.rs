@@ -134,3 +134,60 @@ fn a_failed_log_append_is_red_until_the_collection_is_reopened() {
     assert_eq!(collection.get(&PointId::Number(4)), Some(point(4, 0)));
     assert!(database.reopen_collection("absent").is_err());
 }
+
+/// A shard's logs continue one another's sequence numbers; a log that does not (a stale or
+/// foreign log in the directory under a listed name) is refused at open, naming the log,
+/// instead of having its writes replayed out of order.
+#[test]
+fn a_log_that_breaks_the_sequence_is_refused_at_open() {
+    let fs = SimFileSystem::new();
+    let directory = Path::new("/seq");
+    let config = CollectionConfig {
+        dim: DIM,
+        distance: Distance::Euclid,
+        shard_count: 1,
+    };
+    let collection = Collection::create(&fs, directory, config).unwrap();
+    collection
+        .upsert((0..20).map(|id| point(id, 0)).collect(), true)
+        .unwrap();
+    // a seal cut short after it rotated the log: a replay log and the live log
+    fs.pause_at_file(".hnsw");
+    std::thread::scope(|scope| {
+        let worker = scope.spawn(|| collection.optimize(&fs));
+        assert!(fs.wait_until_paused(|| worker.is_finished()));
+        fs.release(true);
+        assert!(worker.join().unwrap().is_err());
+    });
+    // (the shard now refuses writes until reopened)
+    drop(collection);
+    let shard = directory.join("shard-0");
+    assert_eq!(logs_in(&fs, &shard), 2);
+    // the intact pair opens; keep a copy of the files to tamper with
+    let live = fs
+        .list(&shard)
+        .unwrap()
+        .into_iter()
+        .filter(|path| path.to_string_lossy().contains("wal-"))
+        .max()
+        .unwrap();
+    let original = fs.read(&live).unwrap().unwrap();
+    // the live log's header claims a later first sequence (with a valid checksum)
+    let mut tampered = original.clone();
+    let first = u64::from_le_bytes(tampered[8..16].try_into().unwrap());
+    tampered[8..16].copy_from_slice(&(first + 5).to_le_bytes());
+    let crc = crc32c::crc32c(&tampered[..20]);
+    tampered[20..24].copy_from_slice(&crc.to_le_bytes());
+    fs.write_synced(&live, &tampered).unwrap();
+    let error = Collection::open(&fs, directory).err().expect("refused");
+    let message = error.to_string();
+    let name = live.file_name().unwrap().to_string_lossy().to_string();
+    assert!(
+        message.contains(&name) && message.contains("sequence"),
+        "{message}"
+    );
+    // restored, the shard opens with every point
+    fs.write_synced(&live, &original).unwrap();
+    let reopened = Collection::open(&fs, directory).unwrap();
+    assert_eq!(reopened.count(None), 20);
+}

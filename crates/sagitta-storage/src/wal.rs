@@ -19,6 +19,10 @@ const MAGIC: &[u8; 8] = b"SAGWAL01";
 const FORMAT_VERSION: u32 = 1;
 const HEADER_BYTES: usize = 24;
 const RECORD_HEADER_BYTES: usize = 16;
+// The layouts in the module docs: magic, first sequence, version, checksum; length,
+// checksum, sequence.
+const _: () = assert!(HEADER_BYTES == 8 + 8 + 4 + 4);
+const _: () = assert!(RECORD_HEADER_BYTES == 4 + 4 + 8);
 /// Largest record payload: 64 MiB (a 1,000-point batch of 1,536-d f32 vectors is 6 MB).
 pub const RECORD_BYTES_MAX: usize = 64 << 20;
 
@@ -32,6 +36,9 @@ pub struct Record {
 /// What opening found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Recovery {
+    /// The sequence of the log's first record (from its header; the one given to
+    /// [`Wal::open`] for a new log).
+    pub first_sequence: u64,
     pub records: Vec<Record>,
     /// Bytes cut from the end (a torn or corrupt tail); 0 for a clean log.
     pub truncated_bytes: u64,
@@ -80,6 +87,7 @@ impl Wal {
             return Ok((
                 wal,
                 Recovery {
+                    first_sequence,
                     records: Vec::new(),
                     truncated_bytes: bytes.len() as u64,
                 },
@@ -101,7 +109,8 @@ impl Wal {
                 reason: format!("write-ahead log version {version} is not supported"),
             });
         }
-        let mut next_sequence = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes"));
+        let stored_first = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes"));
+        let mut next_sequence = stored_first;
         let mut records = Vec::new();
         let mut offset = HEADER_BYTES;
         while let Some(record) = parse_record(&bytes[offset..], next_sequence) {
@@ -122,6 +131,7 @@ impl Wal {
                 poisoned: None,
             },
             Recovery {
+                first_sequence: stored_first,
                 records,
                 truncated_bytes,
             },

@@ -33,6 +33,21 @@ use crate::segment::{Segment, SegmentShape};
 use crate::shard_manifest::{remove_unreferenced, wal_path, ShardManifest};
 use crate::shard_state::{carried_records, Frozen, Writer};
 
+/// A shard's logs, replayed in order, continue one another's sequence numbers: a gap or an
+/// overlap means a log is missing, stale or from elsewhere, and replaying it would apply
+/// writes out of order.
+fn check_continuity(path: &Path, expected: Option<u64>, first: u64) -> Result<()> {
+    match expected {
+        Some(expected) if expected != first => Err(EngineError::Corrupt {
+            reason: format!(
+                "{}: log starts at sequence {first}, the log before it ended at {expected}",
+                path.display()
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// A replayed log shorter than this is never checkpointed at open: reading it costs less
 /// than rewriting it.
 const CHECKPOINT_LOG_BYTES_MIN: usize = 16 << 20;
@@ -89,6 +104,9 @@ impl Shard {
         // sealed again next time), then the live log.
         let had_replay_logs = !manifest.replay_logs.is_empty();
         let mut recovered = Vec::new();
+        // Each log continues the sequence of the one before it (a seal starts the next log
+        // at the synced end of the last; so does a checkpoint).
+        let mut next_sequence: Option<u64> = None;
         let existing = fs.list(directory)?;
         for log in &manifest.replay_logs {
             let path = wal_path(directory, *log);
@@ -100,12 +118,15 @@ impl Shard {
                     ),
                 });
             }
-            let (_, recovery) = Wal::open(fs, &path, 1)?;
+            let (wal, recovery) = Wal::open(fs, &path, next_sequence.unwrap_or(1))?;
+            check_continuity(&path, next_sequence, recovery.first_sequence)?;
+            next_sequence = Some(wal.next_sequence());
             recovered.push((path, recovery.records));
         }
         remove_unreferenced(fs, directory, &manifest, &existing)?;
         let path = wal_path(directory, manifest.generation);
-        let (wal, recovery) = Wal::open(fs, &path, 1)?;
+        let (wal, recovery) = Wal::open(fs, &path, next_sequence.unwrap_or(1))?;
+        check_continuity(&path, next_sequence, recovery.first_sequence)?;
         recovered.push((path, recovery.records));
         let shard = Shard::assemble(
             &SegmentShape {
