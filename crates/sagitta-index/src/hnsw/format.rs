@@ -25,7 +25,8 @@ const HEADER_BYTES: usize = 64;
 // docs/format.md's header table: magic 8, version 4, metric 1, quantization 1, has_codes 1,
 // reserved 1, dim 4, m 4, ef_construction 4, entry 4, count 8, max_level 4, sq8_scale 4,
 // seed 8, reserved 4, crc32c 4.
-const _: () = assert!(HEADER_BYTES == 8 + 4 + 1 + 1 + 1 + 1 + 4 + 4 + 4 + 4 + 8 + 4 + 4 + 8 + 4 + 4);
+const _: () =
+    assert!(HEADER_BYTES == 8 + 4 + 1 + 1 + 1 + 1 + 4 + 4 + 4 + 4 + 8 + 4 + 4 + 8 + 4 + 4);
 const NO_ENTRY: u32 = u32::MAX;
 const TAG_LABELS: u32 = u32::from_le_bytes(*b"LABL");
 const TAG_LEVELS: u32 = u32::from_le_bytes(*b"LEVL");
