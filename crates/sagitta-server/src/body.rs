@@ -1,15 +1,13 @@
-//! Request bodies in, response envelopes out.
+//! Request bodies in: the JSON body extractor under the size, aggregate, time and nesting
+//! limits, and the `wait` query parameter. (The success envelope out is in `response.rs`.)
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
 
 use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use http_body::Body as _;
 use http_body_util::BodyExt;
 use serde::de::DeserializeOwned;
-use serde::Serialize;
 
 use crate::error::ApiError;
 use crate::SharedState;
@@ -259,22 +257,6 @@ pub fn check_depth(bytes: &[u8], max_depth: usize) -> Result<(), ApiError> {
         }
     }
     Ok(())
-}
-
-/// Qdrant's success envelope: `{"result": .., "status": "ok", "time": seconds}`.
-pub fn ok<T: Serialize>(result: T, started: Instant) -> Response {
-    #[derive(Serialize)]
-    struct Envelope<T> {
-        result: T,
-        status: &'static str,
-        time: f64,
-    }
-    axum::Json(Envelope {
-        result,
-        status: "ok",
-        time: started.elapsed().as_secs_f64(),
-    })
-    .into_response()
 }
 
 /// The `wait` query parameter (default false, as in Qdrant); other parameters

@@ -14,8 +14,9 @@ use sagitta_engine::{Collection, CollectionConfig, FieldType};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
-use crate::body::{ok, wait_flag, JsonBody};
+use crate::body::{wait_flag, JsonBody};
 use crate::error::{ApiError, ApiResult};
+use crate::response::ok;
 use crate::wire::config::{
     CreateCollectionRequest, CreateIndexRequest, FieldSchemaInput, OptimizationThreads,
     UpdateCollectionRequest,

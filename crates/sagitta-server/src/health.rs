@@ -18,8 +18,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use crate::body::ok;
 use crate::collections::blocking;
+use crate::response::ok;
 use crate::{ApiError, ApiResult, SharedState};
 
 /// Collections that refuse writes, each with its reason.

@@ -27,6 +27,7 @@ pub mod error;
 mod health;
 pub mod metrics;
 mod points;
+pub mod response;
 pub mod wire;
 
 use std::collections::HashMap;

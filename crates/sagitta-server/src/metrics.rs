@@ -11,9 +11,10 @@ use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use parking_lot::Mutex;
+use sagitta_engine::Database;
 use serde_json::json;
 
-use crate::body::ok;
+use crate::response::ok;
 use crate::SharedState;
 
 /// Upper bounds of the latency histogram buckets, in seconds (+Inf is implied).
@@ -136,7 +137,44 @@ fn escape_label(value: &str) -> String {
 
 pub async fn prometheus(State(state): State<SharedState>) -> Response {
     let mut out = String::new();
-    let metrics = &state.metrics;
+    request_series(&mut out, &state.metrics);
+    let counters = [
+        (
+            "sagitta_points_upserted_total",
+            "Points written by upserts.",
+            &state.metrics.points_upserted_total,
+        ),
+        (
+            "sagitta_writes_rejected_total",
+            "Writes answered 429 because the write queue was full.",
+            &state.metrics.writes_rejected_total,
+        ),
+    ];
+    for (name, help, value) in counters {
+        let value = value.load(Ordering::Relaxed);
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
+        );
+    }
+    connection_series(&mut out, &state.metrics.connections);
+    if let Some((read, written)) = process_io_bytes() {
+        let _ = writeln!(
+            out,
+            "# HELP sagitta_storage_read_bytes_total Bytes the process read from storage.\n\
+             # TYPE sagitta_storage_read_bytes_total counter\n\
+             sagitta_storage_read_bytes_total {read}\n\
+             # HELP sagitta_storage_written_bytes_total Bytes the process wrote to storage.\n\
+             # TYPE sagitta_storage_written_bytes_total counter\n\
+             sagitta_storage_written_bytes_total {written}"
+        );
+    }
+    collection_series(&mut out, &state.database);
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
+}
+
+/// Requests answered, by method, route and status, and their latency histograms.
+fn request_series(out: &mut String, metrics: &Metrics) {
     out.push_str("# HELP sagitta_http_requests_total HTTP requests answered.\n");
     out.push_str("# TYPE sagitta_http_requests_total counter\n");
     for ((method, route, status), count) in metrics.responses.lock().iter() {
@@ -174,25 +212,10 @@ pub async fn prometheus(State(state): State<SharedState>) -> Response {
             latency.count
         );
     }
-    let counters = [
-        (
-            "sagitta_points_upserted_total",
-            "Points written by upserts.",
-            metrics.points_upserted_total.load(Ordering::Relaxed),
-        ),
-        (
-            "sagitta_writes_rejected_total",
-            "Writes answered 429 because the write queue was full.",
-            metrics.writes_rejected_total.load(Ordering::Relaxed),
-        ),
-    ];
-    for (name, help, value) in counters {
-        let _ = writeln!(
-            out,
-            "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
-        );
-    }
-    let connections = &metrics.connections;
+}
+
+/// The connection layer's gauge and counters.
+fn connection_series(out: &mut String, connections: &ConnectionMetrics) {
     let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
     let _ = writeln!(
         out,
@@ -205,62 +228,52 @@ pub async fn prometheus(State(state): State<SharedState>) -> Response {
         load(&connections.open),
         load(&connections.accepted)
     );
-    out.push_str(
-        "# HELP sagitta_http_connections_closed_total Connections the server closed, by reason.\n\
-         # TYPE sagitta_http_connections_closed_total counter\n",
+    by_reason(
+        out,
+        "sagitta_http_connections_closed_total",
+        "Connections the server closed, by reason.",
+        &[
+            ("header_timeout", &connections.closed_header_timeout),
+            ("idle_timeout", &connections.closed_idle_timeout),
+            ("write_timeout", &connections.closed_write_timeout),
+            ("evicted", &connections.evicted),
+        ],
     );
-    for (reason, counter) in [
-        ("header_timeout", &connections.closed_header_timeout),
-        ("idle_timeout", &connections.closed_idle_timeout),
-        ("write_timeout", &connections.closed_write_timeout),
-        ("evicted", &connections.evicted),
-    ] {
-        let _ = writeln!(
-            out,
-            "sagitta_http_connections_closed_total{{reason=\"{reason}\"}} {}",
-            load(counter)
-        );
-    }
-    out.push_str(
-        "# HELP sagitta_http_connections_refused_total Connections refused at once, by cap.\n\
-         # TYPE sagitta_http_connections_refused_total counter\n",
+    by_reason(
+        out,
+        "sagitta_http_connections_refused_total",
+        "Connections refused at once, by cap.",
+        &[
+            ("per_address", &connections.refused_address_full),
+            ("server", &connections.refused_server_full),
+        ],
     );
-    for (reason, counter) in [
-        ("per_address", &connections.refused_address_full),
-        ("server", &connections.refused_server_full),
-    ] {
-        let _ = writeln!(
-            out,
-            "sagitta_http_connections_refused_total{{reason=\"{reason}\"}} {}",
-            load(counter)
-        );
-    }
-    out.push_str(
-        "# HELP sagitta_http_request_bodies_refused_total Requests refused over their body, by reason.\n\
-         # TYPE sagitta_http_request_bodies_refused_total counter\n",
+    by_reason(
+        out,
+        "sagitta_http_request_bodies_refused_total",
+        "Requests refused over their body, by reason.",
+        &[
+            ("declared_too_large", &connections.declared_too_large),
+            ("read_timeout", &connections.body_read_timeouts),
+            ("inflight_bytes", &connections.bodies_refused_inflight),
+        ],
     );
-    for (reason, counter) in [
-        ("declared_too_large", &connections.declared_too_large),
-        ("read_timeout", &connections.body_read_timeouts),
-        ("inflight_bytes", &connections.bodies_refused_inflight),
-    ] {
+}
+
+/// A counter family labelled by `reason`.
+fn by_reason(out: &mut String, name: &str, help: &str, counters: &[(&str, &AtomicU64)]) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+    for (reason, counter) in counters {
         let _ = writeln!(
             out,
-            "sagitta_http_request_bodies_refused_total{{reason=\"{reason}\"}} {}",
-            load(counter)
+            "{name}{{reason=\"{reason}\"}} {}",
+            counter.load(Ordering::Relaxed)
         );
     }
-    if let Some((read, written)) = process_io_bytes() {
-        let _ = writeln!(
-            out,
-            "# HELP sagitta_storage_read_bytes_total Bytes the process read from storage.\n\
-             # TYPE sagitta_storage_read_bytes_total counter\n\
-             sagitta_storage_read_bytes_total {read}\n\
-             # HELP sagitta_storage_written_bytes_total Bytes the process wrote to storage.\n\
-             # TYPE sagitta_storage_written_bytes_total counter\n\
-             sagitta_storage_written_bytes_total {written}"
-        );
-    }
+}
+
+/// Each collection's gauges: points, indexed vectors, segments and status.
+fn collection_series(out: &mut String, database: &Database) {
     let gauges = [
         ("sagitta_collection_points", "Live points."),
         (
@@ -274,8 +287,8 @@ pub async fn prometheus(State(state): State<SharedState>) -> Response {
         ),
     ];
     let mut rows: Vec<[String; 4]> = Vec::new();
-    for name in state.database.list() {
-        let Ok(collection) = state.database.collection(&name) else {
+    for name in database.list() {
+        let Ok(collection) = database.collection(&name) else {
             continue;
         };
         let status = collection.status();
@@ -294,7 +307,6 @@ pub async fn prometheus(State(state): State<SharedState>) -> Response {
             let _ = writeln!(out, "{name}{}", row[column]);
         }
     }
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
 }
 
 pub async fn telemetry(State(state): State<SharedState>) -> Response {

@@ -18,13 +18,14 @@ use sagitta_engine::{
 use serde_json::{json, Value};
 use tokio::sync::OwnedSemaphorePermit;
 
-use crate::body::{ok, wait_flag, JsonBody};
+use crate::body::{wait_flag, JsonBody};
 use crate::collections::{blocking, collection, read, update_result, Path};
 use crate::error::{ApiError, ApiResult};
+use crate::response::ok;
 use crate::wire::{
     check_count, parse_filter, record_output, scored_output, unknown_vector_name, IdInput,
-    IdOutput, LookupLocation, PointSelector, QueryBatchRequest, QueryInput, QueryRequest,
-    RecordOutput, RetrieveRequest, ScoredPointOutput, ScrollRequest, SearchBatchRequest,
+    IdOutput, PointSelector, QueryBatchRequest, QueryInput, QueryRequest, RecordOutput,
+    RetrieveRequest, ScoredPointOutput, ScrollRequest, SearchBatchRequest, SearchHits,
     SearchParamsInput, SearchRequestInput, SearchVectorInput, SetPayloadRequest, UpdateMode,
     UpsertRequest, VectorInput, WithPayload, WithVector, DEFAULT_VECTOR_NAME,
 };
@@ -188,9 +189,15 @@ fn parsed(point: &Point) -> Option<Value> {
         .and_then(|text| serde_json::from_str(text).ok())
 }
 
-/// A search with everything owned, ready for the blocking pool.
-struct PreparedSearch {
-    vector: Vec<f32>,
+// ---------------------------------------------------------------------------------------
+// The four search endpoints: `query` and `query/batch` (Qdrant 1.10+), `search` and
+// `search/batch` (the pre-1.16 API). What Qdrant's API makes them differ in is their
+// request shape ([`SearchBody::prepare`]), the shape of their hits
+// ([`SearchBody::answer`]) and one search or a batch ([`Searches`]); everything else is
+// the one path of [`answer_searches`].
+
+/// One search, checked and owned, ready for the blocking pool: everything but its vector.
+struct Search {
     limit: usize,
     offset: usize,
     filter: Option<Filter>,
@@ -198,6 +205,112 @@ struct PreparedSearch {
     strategy: Strategy,
     with_payload: WithPayload,
     with_vector: bool,
+}
+
+/// Where a search's vector comes from.
+enum SearchVector {
+    /// Sent in the request.
+    Given(Vec<f32>),
+    /// A stored point's (a query by id), read on the blocking pool from the collection
+    /// `lookup_from` names, else the one queried; `field` prefixes its errors.
+    Point {
+        id: PointId,
+        lookup_from: Option<String>,
+        field: String,
+    },
+}
+
+/// A search endpoint's request shape.
+trait SearchBody: Send + 'static {
+    /// Checks and converts everything that needs no stored data; `field` prefixes the
+    /// names in errors (`searches[2].`).
+    fn prepare(self, field: &str) -> ApiResult<(SearchVector, Search)>;
+
+    /// One search's hits as the endpoint answers them.
+    fn answer(hits: Vec<ScoredPointOutput>) -> SearchHits;
+}
+
+impl SearchBody for QueryRequest {
+    fn prepare(self, field: &str) -> ApiResult<(SearchVector, Search)> {
+        let lookup_vector = self.lookup_from.as_ref().and_then(|l| l.vector.as_deref());
+        if let Some(vector) = lookup_vector.filter(|name| *name != DEFAULT_VECTOR_NAME) {
+            return Err(unknown_vector_name(
+                &format!("{field}lookup_from.vector"),
+                vector,
+            ));
+        }
+        if let Some(using) = self.using.as_deref() {
+            if using != DEFAULT_VECTOR_NAME {
+                return Err(unknown_vector_name(&format!("{field}using"), using));
+            }
+        }
+        let limit = checked_limit(self.limit, field)?;
+        let vector = match self.query {
+            None => {
+                return Err(ApiError::bad_request(format!(
+                    "Wrong input: `{field}query` is required (a vector, a point id or \
+                     {{\"nearest\": ..}})"
+                )))
+            }
+            Some(QueryInput::Vector(vector)) => SearchVector::Given(vector),
+            Some(QueryInput::Named(named)) => SearchVector::Given(
+                VectorInput::Named(named).into_default(&format!("{field}query.nearest"))?,
+            ),
+            Some(QueryInput::Point(id)) => SearchVector::Point {
+                id,
+                lookup_from: self.lookup_from.map(|lookup| lookup.collection),
+                field: field.to_string(),
+            },
+            Some(QueryInput::Unsupported(kind)) => {
+                return Err(ApiError::bad_request(format!(
+                    "Wrong input: `{field}query`: {kind:?} queries are not supported; use \
+                     {{\"nearest\": ..}}"
+                )))
+            }
+        };
+        let search = Search {
+            limit,
+            offset: self.offset.unwrap_or(0),
+            filter: parse_filter(self.filter.as_ref(), &format!("{field}filter"))?,
+            score_threshold: self.score_threshold,
+            strategy: strategy(self.params.as_ref()),
+            with_payload: self.with_payload.unwrap_or(WithPayload::Flag(false)),
+            with_vector: WithVector::wanted(self.with_vector.as_ref()),
+        };
+        Ok((vector, search))
+    }
+
+    fn answer(points: Vec<ScoredPointOutput>) -> SearchHits {
+        SearchHits::Points { points }
+    }
+}
+
+impl SearchBody for SearchRequestInput {
+    fn prepare(self, field: &str) -> ApiResult<(SearchVector, Search)> {
+        let vector = match self.vector {
+            SearchVectorInput::Dense(vector) => vector,
+            SearchVectorInput::Named { name, vector } => {
+                if name != DEFAULT_VECTOR_NAME {
+                    return Err(unknown_vector_name(&format!("{field}vector.name"), &name));
+                }
+                vector
+            }
+        };
+        let search = Search {
+            limit: checked_limit(Some(self.limit), field)?,
+            offset: self.offset.unwrap_or(0),
+            filter: parse_filter(self.filter.as_ref(), &format!("{field}filter"))?,
+            score_threshold: self.score_threshold,
+            strategy: strategy(self.params.as_ref()),
+            with_payload: self.with_payload.unwrap_or(WithPayload::Flag(false)),
+            with_vector: WithVector::wanted(self.with_vector.as_ref()),
+        };
+        Ok((SearchVector::Given(vector), search))
+    }
+
+    fn answer(hits: Vec<ScoredPointOutput>) -> SearchHits {
+        SearchHits::List(hits)
+    }
 }
 
 fn strategy(params: Option<&SearchParamsInput>) -> Strategy {
@@ -212,7 +325,65 @@ fn strategy(params: Option<&SearchParamsInput>) -> Strategy {
     }
 }
 
-/// The collection a query runs on, and the database its `lookup_from` may name.
+/// One search (answered with its hits) or a batch (`{"searches": [..]}`, answered with a
+/// list of hits, one per search).
+enum Searches<R> {
+    One(R),
+    Batch(Vec<R>),
+}
+
+/// The one path of the four search endpoints: every search is checked before the request
+/// waits for a read slot; then, on the blocking pool, the vectors of queries by point id
+/// are read, the searches run (as one engine batch when several), and their hits are
+/// shaped as the endpoint answers them.
+async fn answer_searches<R: SearchBody>(
+    state: &SharedState,
+    name: String,
+    searches: Searches<R>,
+) -> ApiResult<Response> {
+    let started = Instant::now();
+    let target = collection(state, &name)?;
+    let (requests, batch) = match searches {
+        Searches::One(request) => (vec![request], false),
+        Searches::Batch(requests) => {
+            check_count("searches", requests.len(), state.config.max_batch_points)?;
+            (requests, true)
+        }
+    };
+    let prepared = requests
+        .into_iter()
+        .enumerate()
+        .map(|(index, request)| {
+            let field = if batch {
+                format!("searches[{index}].")
+            } else {
+                String::new()
+            };
+            request.prepare(&field)
+        })
+        .collect::<ApiResult<Vec<_>>>()?;
+    let database = Arc::clone(&state.database);
+    let mut results = read(state, move || {
+        let on = QueryTarget {
+            collection: &target,
+            name: &name,
+            database: &database,
+        };
+        let searches = prepared
+            .into_iter()
+            .map(|(vector, search)| on.resolve(vector, search))
+            .collect::<ApiResult<Vec<_>>>()?;
+        run_searches(&target, &searches, &name)
+    })
+    .await?;
+    if batch {
+        let answers: Vec<SearchHits> = results.into_iter().map(R::answer).collect();
+        return Ok(ok(answers, started));
+    }
+    Ok(ok(R::answer(results.pop().unwrap_or_default()), started))
+}
+
+/// The collection a search runs on, and the database its `lookup_from` may name.
 struct QueryTarget<'a> {
     collection: &'a Collection,
     name: &'a str,
@@ -220,25 +391,44 @@ struct QueryTarget<'a> {
 }
 
 impl QueryTarget<'_> {
-    /// The vector of point `id`, from the collection `lookup_from` names (else this one),
-    /// and whether the point is one of this collection's (then the results leave it out).
+    /// The vector `search` runs with, and the search: for a query by point id, the
+    /// point's vector, and the point itself left out of the results when it is one of
+    /// this collection's.
+    fn resolve(&self, vector: SearchVector, mut search: Search) -> ApiResult<(Vec<f32>, Search)> {
+        match vector {
+            SearchVector::Given(vector) => Ok((vector, search)),
+            SearchVector::Point {
+                id,
+                lookup_from,
+                field,
+            } => {
+                let (vector, same_collection) =
+                    self.point_vector(id, lookup_from.as_deref(), &field)?;
+                if same_collection {
+                    search.filter = Some(without_point(search.filter, id));
+                }
+                Ok((vector, search))
+            }
+        }
+    }
+
+    /// The vector of point `id`, from collection `lookup_from` (else this one), and
+    /// whether the point is one of this collection's.
     fn point_vector(
         &self,
         id: PointId,
-        lookup_from: Option<&LookupLocation>,
+        lookup_from: Option<&str>,
         field: &str,
     ) -> ApiResult<(Vec<f32>, bool)> {
-        let (source, source_name) = match lookup_from {
-            None => (None, self.name),
-            Some(lookup) => (
-                Some(
-                    self.database
-                        .collection(&lookup.collection)
-                        .map_err(|_| ApiError::collection_not_found(&lookup.collection))?,
-                ),
-                lookup.collection.as_str(),
+        let source = match lookup_from {
+            None => None,
+            Some(name) => Some(
+                self.database
+                    .collection(name)
+                    .map_err(|_| ApiError::collection_not_found(name))?,
             ),
         };
+        let source_name = lookup_from.unwrap_or(self.name);
         let point = source
             .as_deref()
             .unwrap_or(self.collection)
@@ -253,99 +443,16 @@ impl QueryTarget<'_> {
     }
 }
 
-fn prepare_query(
-    target: &QueryTarget<'_>,
-    request: QueryRequest,
-    field: &str,
-) -> ApiResult<PreparedSearch> {
-    if let Some(lookup) = &request.lookup_from {
-        if let Some(vector) = lookup.vector.as_deref() {
-            if vector != DEFAULT_VECTOR_NAME {
-                return Err(unknown_vector_name(
-                    &format!("{field}lookup_from.vector"),
-                    vector,
-                ));
-            }
-        }
-    }
-    if let Some(using) = request.using.as_deref() {
-        if using != DEFAULT_VECTOR_NAME {
-            return Err(unknown_vector_name(&format!("{field}using"), using));
-        }
-    }
-    let limit = checked_limit(request.limit, field)?;
-    let (vector, exclude) = match request.query {
-        None => {
-            return Err(ApiError::bad_request(format!(
-                "Wrong input: `{field}query` is required (a vector, a point id or \
-                 {{\"nearest\": ..}})"
-            )))
-        }
-        Some(QueryInput::Vector(vector)) => (vector, None),
-        Some(QueryInput::Named(named)) => (
-            VectorInput::Named(named).into_default(&format!("{field}query.nearest"))?,
-            None,
-        ),
-        Some(QueryInput::Point(id)) => {
-            let (vector, same_collection) =
-                target.point_vector(id, request.lookup_from.as_ref(), field)?;
-            (vector, same_collection.then_some(id))
-        }
-        Some(QueryInput::Unsupported(kind)) => {
-            return Err(ApiError::bad_request(format!(
-                "Wrong input: `{field}query`: {kind:?} queries are not supported; use \
-                 {{\"nearest\": ..}}"
-            )))
-        }
-    };
-    let filter = parse_filter(request.filter.as_ref(), &format!("{field}filter"))?;
-    Ok(PreparedSearch {
-        vector,
-        limit,
-        offset: request.offset.unwrap_or(0),
-        filter: match exclude {
-            Some(id) => Some(without_point(filter, id)),
-            None => filter,
-        },
-        score_threshold: request.score_threshold,
-        strategy: strategy(request.params.as_ref()),
-        with_payload: request.with_payload.unwrap_or(WithPayload::Flag(false)),
-        with_vector: WithVector::wanted(request.with_vector.as_ref()),
-    })
-}
-
-fn prepare_search(request: SearchRequestInput, field: &str) -> ApiResult<PreparedSearch> {
-    let vector = match request.vector {
-        SearchVectorInput::Dense(vector) => vector,
-        SearchVectorInput::Named { name, vector } => {
-            if name != DEFAULT_VECTOR_NAME {
-                return Err(unknown_vector_name(&format!("{field}vector.name"), &name));
-            }
-            vector
-        }
-    };
-    Ok(PreparedSearch {
-        vector,
-        limit: checked_limit(Some(request.limit), field)?,
-        offset: request.offset.unwrap_or(0),
-        filter: parse_filter(request.filter.as_ref(), &format!("{field}filter"))?,
-        score_threshold: request.score_threshold,
-        strategy: strategy(request.params.as_ref()),
-        with_payload: request.with_payload.unwrap_or(WithPayload::Flag(false)),
-        with_vector: WithVector::wanted(request.with_vector.as_ref()),
-    })
-}
-
-/// Runs prepared searches (in parallel when several) and shapes their hits.
+/// Runs searches (in parallel when several) and shapes their hits.
 fn run_searches(
     collection: &Collection,
-    searches: &[PreparedSearch],
+    searches: &[(Vec<f32>, Search)],
     name: &str,
 ) -> ApiResult<Vec<Vec<ScoredPointOutput>>> {
     let requests: Vec<SearchRequest<'_>> = searches
         .iter()
-        .map(|search| SearchRequest {
-            vector: &search.vector,
+        .map(|(vector, search)| SearchRequest {
+            vector,
             limit: search.limit,
             offset: search.offset,
             filter: search.filter.as_ref(),
@@ -365,7 +472,7 @@ fn run_searches(
     Ok(results
         .into_iter()
         .zip(searches)
-        .map(|(hits, search)| {
+        .map(|(hits, (_, search))| {
             hits.into_iter()
                 .map(|hit| scored_output(hit, &search.with_payload, search.with_vector))
                 .collect()
@@ -395,21 +502,7 @@ pub async fn query(
     Path(name): Path<String>,
     JsonBody(request): JsonBody<QueryRequest>,
 ) -> ApiResult<Response> {
-    let started = Instant::now();
-    let target = collection(&state, &name)?;
-    let database = Arc::clone(&state.database);
-    let mut results = read(&state, move || {
-        let on = QueryTarget {
-            collection: &target,
-            name: &name,
-            database: &database,
-        };
-        let search = prepare_query(&on, request, "")?;
-        run_searches(&target, &[search], &name)
-    })
-    .await?;
-    let points = results.pop().unwrap_or_default();
-    Ok(ok(json!({ "points": points }), started))
+    answer_searches(&state, name, Searches::One(request)).await
 }
 
 pub async fn query_batch(
@@ -417,34 +510,7 @@ pub async fn query_batch(
     Path(name): Path<String>,
     JsonBody(request): JsonBody<QueryBatchRequest>,
 ) -> ApiResult<Response> {
-    let started = Instant::now();
-    let target = collection(&state, &name)?;
-    check_count(
-        "searches",
-        request.searches.len(),
-        state.config.max_batch_points,
-    )?;
-    let database = Arc::clone(&state.database);
-    let results = read(&state, move || {
-        let on = QueryTarget {
-            collection: &target,
-            name: &name,
-            database: &database,
-        };
-        let searches = request
-            .searches
-            .into_iter()
-            .enumerate()
-            .map(|(index, search)| prepare_query(&on, search, &format!("searches[{index}].")))
-            .collect::<ApiResult<Vec<_>>>()?;
-        run_searches(&target, &searches, &name)
-    })
-    .await?;
-    let results: Vec<Value> = results
-        .into_iter()
-        .map(|points| json!({ "points": points }))
-        .collect();
-    Ok(ok(results, started))
+    answer_searches(&state, name, Searches::Batch(request.searches)).await
 }
 
 pub async fn search(
@@ -452,11 +518,7 @@ pub async fn search(
     Path(name): Path<String>,
     JsonBody(request): JsonBody<SearchRequestInput>,
 ) -> ApiResult<Response> {
-    let started = Instant::now();
-    let target = collection(&state, &name)?;
-    let search = prepare_search(request, "")?;
-    let mut results = read(&state, move || run_searches(&target, &[search], &name)).await?;
-    Ok(ok(results.pop().unwrap_or_default(), started))
+    answer_searches(&state, name, Searches::One(request)).await
 }
 
 pub async fn search_batch(
@@ -464,21 +526,7 @@ pub async fn search_batch(
     Path(name): Path<String>,
     JsonBody(request): JsonBody<SearchBatchRequest>,
 ) -> ApiResult<Response> {
-    let started = Instant::now();
-    let target = collection(&state, &name)?;
-    check_count(
-        "searches",
-        request.searches.len(),
-        state.config.max_batch_points,
-    )?;
-    let searches = request
-        .searches
-        .into_iter()
-        .enumerate()
-        .map(|(index, search)| prepare_search(search, &format!("searches[{index}].")))
-        .collect::<ApiResult<Vec<_>>>()?;
-    let results = read(&state, move || run_searches(&target, &searches, &name)).await?;
-    Ok(ok(results, started))
+    answer_searches(&state, name, Searches::Batch(request.searches)).await
 }
 
 pub async fn scroll(

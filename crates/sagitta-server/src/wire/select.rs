@@ -321,4 +321,28 @@ mod tests {
             r#"{"a":1,"b":{"c":2,"d":3},"l":[{"m":2,"n":1},7]}"#
         );
     }
+
+    #[test]
+    fn payload_selectors() {
+        let stored = Some(r#"{"a":1,"b":{"c":2,"d":3}}"#.to_string());
+        let render = |selector: &WithPayload| {
+            serde_json::to_string(&select_payload(stored.clone(), selector)).unwrap()
+        };
+        assert_eq!(render(&WithPayload::Flag(false)), "null");
+        assert_eq!(
+            render(&WithPayload::Flag(true)),
+            r#"{"a":1,"b":{"c":2,"d":3}}"#
+        );
+        assert_eq!(
+            render(&WithPayload::Keys(vec!["b.c".to_string()])),
+            r#"{"b":{"c":2}}"#
+        );
+        assert_eq!(
+            render(&WithPayload::Selector(PayloadSelector::Exclude(vec![
+                "b.d".to_string(),
+                "a".to_string()
+            ]))),
+            r#"{"b":{"c":2}}"#
+        );
+    }
 }

@@ -1,0 +1,308 @@
+//! The request shapes of the four search endpoints: `POST /points/query` (and `/batch`),
+//! whose `query` is a vector, a point id or `{"nearest": ..}`, and the pre-1.16
+//! `POST /points/search` (and `/batch`), whose `vector` is a list or `{"name", "vector"}`;
+//! and the `params` both take.
+
+use std::fmt;
+
+use sagitta_engine::PointId;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::fields::{refuse_value, unknown_field, NoMmr, NoPrefetch, NoShardKeys, NullOnly};
+use super::ids::{signed_id, uuid_id};
+use super::vectors::{DenseVisitor, NamedVector};
+use super::{WithPayload, WithVector};
+
+/// `query` of `POST /points/query`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum QueryInput {
+    Vector(Vec<f32>),
+    /// Search with a stored point's vector (the point itself is left out of the results).
+    Point(PointId),
+    Named(Vec<(String, NamedVector)>),
+    /// A query kind SagittaDB does not serve (`recommend`, `fusion`, `discover`, ...).
+    Unsupported(String),
+}
+
+impl<'de> Deserialize<'de> for QueryInput {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<QueryInput, D::Error> {
+        struct QueryVisitor;
+        impl<'de> Visitor<'de> for QueryVisitor {
+            type Value = QueryInput;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a vector, a point id, or {\"nearest\": vector or point id}")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<QueryInput, A::Error> {
+                DenseVisitor.visit_seq(seq).map(QueryInput::Vector)
+            }
+            fn visit_u64<E: de::Error>(self, value: u64) -> Result<QueryInput, E> {
+                Ok(QueryInput::Point(PointId::Number(value)))
+            }
+            fn visit_i64<E: de::Error>(self, value: i64) -> Result<QueryInput, E> {
+                signed_id(value).map(QueryInput::Point)
+            }
+            fn visit_str<E: de::Error>(self, value: &str) -> Result<QueryInput, E> {
+                uuid_id(value).map(QueryInput::Point)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<QueryInput, A::Error> {
+                let mut result = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "nearest" => result = Some(map.next_value::<NearestInput>()?.0),
+                        "mmr" => {
+                            map.next_value::<Option<NullOnly<NoMmr>>>()?;
+                        }
+                        _ if QUERY_KINDS.contains(&key.as_str()) => {
+                            return Err(refuse_value(
+                                &mut map,
+                                format!(
+                                    "{key:?} queries are not supported; use \
+                                     {{\"nearest\": vector or point id}}"
+                                ),
+                            ))
+                        }
+                        _ => {
+                            return Err(refuse_value(
+                                &mut map,
+                                unknown_field(&key, &["nearest", "mmr"]),
+                            ))
+                        }
+                    }
+                }
+                result.ok_or_else(|| de::Error::custom("the query object needs `nearest`"))
+            }
+        }
+        deserializer.deserialize_any(QueryVisitor)
+    }
+}
+
+/// The query kinds of Qdrant's `query` object besides `nearest`.
+const QUERY_KINDS: &[&str] = &[
+    "recommend",
+    "discover",
+    "context",
+    "order_by",
+    "fusion",
+    "rrf",
+    "formula",
+    "sample",
+    "relevance_feedback",
+];
+
+/// The value of `{"nearest": ..}`: a vector, a named map, a sparse vector or a point id.
+struct NearestInput(QueryInput);
+
+impl<'de> Deserialize<'de> for NearestInput {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<NearestInput, D::Error> {
+        struct NearestVisitor;
+        impl<'de> Visitor<'de> for NearestVisitor {
+            type Value = NearestInput;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a vector or a point id")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<NearestInput, A::Error> {
+                DenseVisitor
+                    .visit_seq(seq)
+                    .map(|v| NearestInput(QueryInput::Vector(v)))
+            }
+            fn visit_u64<E: de::Error>(self, value: u64) -> Result<NearestInput, E> {
+                Ok(NearestInput(QueryInput::Point(PointId::Number(value))))
+            }
+            fn visit_i64<E: de::Error>(self, value: i64) -> Result<NearestInput, E> {
+                signed_id(value).map(|id| NearestInput(QueryInput::Point(id)))
+            }
+            fn visit_str<E: de::Error>(self, value: &str) -> Result<NearestInput, E> {
+                uuid_id(value).map(|id| NearestInput(QueryInput::Point(id)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<NearestInput, A::Error> {
+                let mut named = Vec::new();
+                let mut sparse = false;
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "indices" || key == "values" {
+                        map.next_value::<IgnoredAny>()?;
+                        sparse = true;
+                    } else {
+                        named.push((key, map.next_value::<NamedVector>()?));
+                    }
+                }
+                if sparse {
+                    return Ok(NearestInput(QueryInput::Unsupported(
+                        "nearest (sparse vector)".to_string(),
+                    )));
+                }
+                Ok(NearestInput(QueryInput::Named(named)))
+            }
+        }
+        deserializer.deserialize_any(NearestVisitor)
+    }
+}
+
+/// `params` of a query or search. `hnsw_ef` and `exact` choose the strategy; the rest
+/// are accepted as the hints they are in Qdrant: every search re-scores its SQ8
+/// candidates on f32 (`quantization`), searches every segment, indexed or not
+/// (`indexed_only` allows that), and checks filters inside the graph walk (`acorn`).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SearchParamsInput {
+    pub hnsw_ef: Option<usize>,
+    pub exact: Option<bool>,
+    pub quantization: Option<QuantizationSearchInput>,
+    pub indexed_only: Option<bool>,
+    pub acorn: Option<AcornInput>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct QuantizationSearchInput {
+    pub ignore: Option<bool>,
+    pub rescore: Option<bool>,
+    pub oversampling: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AcornInput {
+    pub enable: Option<bool>,
+    pub max_selectivity: Option<f64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct QueryRequest {
+    pub shard_key: Option<NullOnly<NoShardKeys>>,
+    pub prefetch: Option<NullOnly<NoPrefetch>>,
+    pub query: Option<QueryInput>,
+    pub using: Option<String>,
+    pub filter: Option<Value>,
+    pub params: Option<SearchParamsInput>,
+    pub limit: Option<usize>,
+    pub offset: Option<usize>,
+    pub score_threshold: Option<f32>,
+    pub with_payload: Option<WithPayload>,
+    pub with_vector: Option<WithVector>,
+    pub lookup_from: Option<LookupLocation>,
+}
+
+/// `lookup_from`: the collection (and vector) a query by point id takes its vector from.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LookupLocation {
+    pub collection: String,
+    #[serde(default)]
+    pub vector: Option<String>,
+    #[serde(default)]
+    pub shard_key: Option<NullOnly<NoShardKeys>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueryBatchRequest {
+    pub searches: Vec<QueryRequest>,
+}
+
+/// `vector` of the pre-1.16 `POST /points/search`: a list, or `{"name", "vector"}`.
+pub enum SearchVectorInput {
+    Dense(Vec<f32>),
+    Named { name: String, vector: Vec<f32> },
+}
+
+impl<'de> Deserialize<'de> for SearchVectorInput {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<SearchVectorInput, D::Error> {
+        struct SearchVectorVisitor;
+        impl<'de> Visitor<'de> for SearchVectorVisitor {
+            type Value = SearchVectorInput;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a list of numbers, or {\"name\": .., \"vector\": [..]}")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<SearchVectorInput, A::Error> {
+                DenseVisitor.visit_seq(seq).map(SearchVectorInput::Dense)
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<SearchVectorInput, A::Error> {
+                let (mut name, mut vector) = (None, None);
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "name" => name = Some(map.next_value::<String>()?),
+                        "vector" => match map.next_value::<NamedVector>()? {
+                            NamedVector::Dense(values) => vector = Some(values),
+                            NamedVector::Other => {
+                                return Err(de::Error::custom(
+                                    "sparse vectors are not supported; send a list of numbers",
+                                ))
+                            }
+                        },
+                        _ => {
+                            return Err(refuse_value(
+                                &mut map,
+                                unknown_field(&key, &["name", "vector"]),
+                            ))
+                        }
+                    }
+                }
+                Ok(SearchVectorInput::Named {
+                    name: name.ok_or_else(|| de::Error::missing_field("name"))?,
+                    vector: vector.ok_or_else(|| de::Error::missing_field("vector"))?,
+                })
+            }
+        }
+        deserializer.deserialize_any(SearchVectorVisitor)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchRequestInput {
+    #[serde(default)]
+    pub shard_key: Option<NullOnly<NoShardKeys>>,
+    pub vector: SearchVectorInput,
+    #[serde(default)]
+    pub filter: Option<Value>,
+    #[serde(default)]
+    pub params: Option<SearchParamsInput>,
+    pub limit: usize,
+    #[serde(default)]
+    pub offset: Option<usize>,
+    #[serde(default)]
+    pub score_threshold: Option<f32>,
+    #[serde(default)]
+    pub with_payload: Option<WithPayload>,
+    #[serde(default)]
+    pub with_vector: Option<WithVector>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchBatchRequest {
+    pub searches: Vec<SearchRequestInput>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::body::parse;
+
+    #[test]
+    fn every_query_form() {
+        let raw: QueryRequest = parse(br#"{"query":[1,2],"limit":3}"#).unwrap();
+        assert_eq!(raw.query, Some(QueryInput::Vector(vec![1.0, 2.0])));
+        let nearest: QueryRequest = parse(br#"{"query":{"nearest":[1,2]},"using":""}"#).unwrap();
+        assert_eq!(nearest.query, Some(QueryInput::Vector(vec![1.0, 2.0])));
+        let by_id: QueryRequest = parse(br#"{"query":{"nearest":7}}"#).unwrap();
+        assert_eq!(by_id.query, Some(QueryInput::Point(PointId::Number(7))));
+        let sparse: QueryRequest =
+            parse(br#"{"query":{"nearest":{"indices":[1],"values":[0.5]}}}"#).unwrap();
+        assert!(matches!(sparse.query, Some(QueryInput::Unsupported(_))));
+        let error = parse::<QueryRequest>(br#"{"query":{"fusion":"rrf"}}"#)
+            .err()
+            .unwrap();
+        assert!(error.message.contains("query.fusion"), "{}", error.message);
+        let error = parse::<QueryRequest>(br#"{"query":{"nearest":[1],"foo":1}}"#)
+            .err()
+            .unwrap();
+        assert!(error.message.contains("query.foo"), "{}", error.message);
+    }
+}
