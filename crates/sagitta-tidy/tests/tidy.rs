@@ -24,7 +24,6 @@ const MAX_FN_LINES: usize = 70;
 const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("crates/sagitta-engine/src/buffer.rs", "Buffer::search", 72),
     ("crates/sagitta-engine/src/filter.rs", "Parser::condition", 164),
-    ("crates/sagitta-engine/src/shard/mod.rs", "Shard::open", 75),
     ("crates/sagitta-engine/src/shard/read.rs", "Shard::search", 92),
     ("crates/sagitta-index/src/hnsw/builder.rs", "HnswIndex::add_in_order", 72),
     ("crates/sagitta-index/src/hnsw/format.rs", "HnswIndex::save_with", 86),

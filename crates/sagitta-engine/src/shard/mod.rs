@@ -21,7 +21,7 @@ use std::time::Instant;
 use parking_lot::{Mutex, RwLock};
 use sagitta_storage::fs::{remove_if_exists, FileSystem};
 use sagitta_storage::manifest;
-use sagitta_storage::wal::{Wal, RECORD_BYTES_MAX};
+use sagitta_storage::wal::{Record, Wal, RECORD_BYTES_MAX};
 
 use crate::buffer::{Buffer, BufferGraph};
 use crate::codec::{self, Operation};
@@ -32,6 +32,42 @@ use crate::policy::{OptimizerPolicy, Work};
 use crate::segment::{Segment, SegmentShape};
 use crate::shard_manifest::{remove_unreferenced, wal_path, ShardManifest};
 use crate::shard_state::{carried_records, Frozen, Writer};
+
+/// Opens a shard's logs: those of an unfinished seal first (their points simply return to
+/// the buffer and are sealed again next time), then the live log, removing files the
+/// manifest does not reference. Returns the live log and every log's intact records. Each
+/// log continues the sequence of the one before it (a seal starts the next log at the
+/// synced end of the last; so does a checkpoint).
+fn open_logs(
+    fs: &dyn FileSystem,
+    directory: &Path,
+    manifest: &ShardManifest,
+) -> Result<(Wal, Vec<(PathBuf, Vec<Record>)>)> {
+    let mut recovered = Vec::new();
+    let mut next_sequence: Option<u64> = None;
+    let existing = fs.list(directory)?;
+    for log in &manifest.replay_logs {
+        let path = wal_path(directory, *log);
+        if !existing.contains(&path) {
+            return Err(EngineError::Corrupt {
+                reason: format!(
+                    "{}: listed in the shard manifest but missing",
+                    path.display()
+                ),
+            });
+        }
+        let (wal, recovery) = Wal::open(fs, &path, next_sequence.unwrap_or(1))?;
+        check_continuity(&path, next_sequence, recovery.first_sequence)?;
+        next_sequence = Some(wal.next_sequence());
+        recovered.push((path, recovery.records));
+    }
+    remove_unreferenced(fs, directory, manifest, &existing)?;
+    let path = wal_path(directory, manifest.generation);
+    let (wal, recovery) = Wal::open(fs, &path, next_sequence.unwrap_or(1))?;
+    check_continuity(&path, next_sequence, recovery.first_sequence)?;
+    recovered.push((path, recovery.records));
+    Ok((wal, recovered))
+}
 
 /// A shard's logs, replayed in order, continue one another's sequence numbers: a gap or an
 /// overlap means a log is missing, stale or from elsewhere, and replaying it would apply
@@ -100,34 +136,8 @@ impl Shard {
                 Segment::load(fs, directory, *id, *tombstones, schema).map(Arc::new)
             })
             .collect::<Result<Vec<_>>>()?;
-        // Logs of an unfinished seal first (their points simply return to the buffer and are
-        // sealed again next time), then the live log.
         let had_replay_logs = !manifest.replay_logs.is_empty();
-        let mut recovered = Vec::new();
-        // Each log continues the sequence of the one before it (a seal starts the next log
-        // at the synced end of the last; so does a checkpoint).
-        let mut next_sequence: Option<u64> = None;
-        let existing = fs.list(directory)?;
-        for log in &manifest.replay_logs {
-            let path = wal_path(directory, *log);
-            if !existing.contains(&path) {
-                return Err(EngineError::Corrupt {
-                    reason: format!(
-                        "{}: listed in the shard manifest but missing",
-                        path.display()
-                    ),
-                });
-            }
-            let (wal, recovery) = Wal::open(fs, &path, next_sequence.unwrap_or(1))?;
-            check_continuity(&path, next_sequence, recovery.first_sequence)?;
-            next_sequence = Some(wal.next_sequence());
-            recovered.push((path, recovery.records));
-        }
-        remove_unreferenced(fs, directory, &manifest, &existing)?;
-        let path = wal_path(directory, manifest.generation);
-        let (wal, recovery) = Wal::open(fs, &path, next_sequence.unwrap_or(1))?;
-        check_continuity(&path, next_sequence, recovery.first_sequence)?;
-        recovered.push((path, recovery.records));
+        let (wal, recovered) = open_logs(fs, directory, &manifest)?;
         let shard = Shard::assemble(
             &SegmentShape {
                 dim,
