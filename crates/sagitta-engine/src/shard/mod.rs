@@ -33,6 +33,9 @@ use crate::segment::{Segment, SegmentShape};
 use crate::shard_manifest::{remove_unreferenced, wal_path, ShardManifest};
 use crate::shard_state::{carried_records, Frozen, Writer};
 
+/// Each log's path and intact records, in replay order.
+type RecoveredLogs = Vec<(PathBuf, Vec<Record>)>;
+
 /// Opens a shard's logs: those of an unfinished seal first (their points simply return to
 /// the buffer and are sealed again next time), then the live log, removing files the
 /// manifest does not reference. Returns the live log and every log's intact records. Each
@@ -42,7 +45,7 @@ fn open_logs(
     fs: &dyn FileSystem,
     directory: &Path,
     manifest: &ShardManifest,
-) -> Result<(Wal, Vec<(PathBuf, Vec<Record>)>)> {
+) -> Result<(Wal, RecoveredLogs)> {
     let mut recovered = Vec::new();
     let mut next_sequence: Option<u64> = None;
     let existing = fs.list(directory)?;
