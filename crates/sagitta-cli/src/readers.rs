@@ -12,7 +12,6 @@
 
 mod error;
 mod npy;
-mod npy_header;
 mod parquet;
 mod sidecar;
 mod vecs;

@@ -1,6 +1,10 @@
 //! Binary encoding of shard operations inside WAL records (see docs/format.md,
-//! "Engine operations in WAL records"). Little-endian, fixed-width; the decoder checks every
-//! length against the remaining bytes and returns `None` on anything malformed.
+//! "Engine operations in WAL records"). Little-endian, fixed-width, read and written with
+//! `sagitta_storage::codec`; the decoder checks every length and count against the remaining
+//! bytes before allocating, and [`try_decode`] names the byte offset and field of anything
+//! malformed.
+
+use sagitta_storage::codec::{self, DecodeError, DecodeResult, Reader, Writer};
 
 use crate::point::{Point, PointId};
 
@@ -12,6 +16,10 @@ const OPERATION_DELETE_PAYLOAD_KEYS: u8 = 5;
 const ID_NUMBER: u8 = 0;
 const ID_UUID: u8 = 1;
 const NO_PAYLOAD: u32 = u32::MAX;
+/// The fewest bytes an id takes (a number: tag and u64).
+const ID_BYTES_MIN: usize = 1 + 8;
+/// The fewest bytes a length-prefixed text takes (an empty one).
+const TEXT_BYTES_MIN: usize = 4;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Operation {
@@ -34,183 +42,158 @@ pub enum Operation {
     },
 }
 
-fn put_ids(out: &mut Vec<u8>, ids: &[PointId]) {
-    out.extend_from_slice(&u32::try_from(ids.len()).expect("batch").to_le_bytes());
+fn put_ids(out: &mut Writer, ids: &[PointId]) {
+    out.len_u32(ids.len(), "batch");
     for id in ids {
         put_id(out, id);
     }
 }
 
-fn put_text(out: &mut Vec<u8>, text: &str) {
-    out.extend_from_slice(
-        &u32::try_from(text.len())
-            .expect("payload limit")
-            .to_le_bytes(),
-    );
-    out.extend_from_slice(text.as_bytes());
+fn put_id(out: &mut Writer, id: &PointId) {
+    match id {
+        PointId::Number(value) => out.u8(ID_NUMBER).u64(*value),
+        PointId::Uuid(value) => out.u8(ID_UUID).u128(*value),
+    };
 }
 
-fn put_id(out: &mut Vec<u8>, id: &PointId) {
-    match id {
-        PointId::Number(value) => {
-            out.push(ID_NUMBER);
-            out.extend_from_slice(&value.to_le_bytes());
-        }
-        PointId::Uuid(value) => {
-            out.push(ID_UUID);
-            out.extend_from_slice(&value.to_le_bytes());
-        }
+fn put_upsert(out: &mut Writer, points: &[Point]) {
+    let dim = points.first().map_or(0, |p| p.vector.len());
+    out.u8(OPERATION_UPSERT)
+        .len_u32(points.len(), "batch")
+        .len_u32(dim, "dim");
+    for point in points {
+        debug_assert_eq!(point.vector.len(), dim);
+        put_id(out, &point.id);
+        out.f32s(&point.vector);
+        match &point.payload {
+            Some(text) => {
+                debug_assert!(text.len() < NO_PAYLOAD as usize, "payload limit");
+                out.str_u32(text, "payload limit")
+            }
+            None => out.u32(NO_PAYLOAD),
+        };
     }
 }
 
 pub fn encode(operation: &Operation) -> Vec<u8> {
-    let mut out = Vec::new();
+    let mut out = Writer::new();
     match operation {
-        Operation::Upsert(points) => {
-            out.push(OPERATION_UPSERT);
-            let dim = points.first().map_or(0, |p| p.vector.len());
-            out.extend_from_slice(&u32::try_from(points.len()).expect("batch").to_le_bytes());
-            out.extend_from_slice(&u32::try_from(dim).expect("dim").to_le_bytes());
-            for point in points {
-                debug_assert_eq!(point.vector.len(), dim);
-                put_id(&mut out, &point.id);
-                for value in &point.vector {
-                    out.extend_from_slice(&value.to_le_bytes());
-                }
-                match &point.payload {
-                    Some(text) => {
-                        let length = u32::try_from(text.len()).expect("payload limit");
-                        out.extend_from_slice(&length.to_le_bytes());
-                        out.extend_from_slice(text.as_bytes());
-                    }
-                    None => out.extend_from_slice(&NO_PAYLOAD.to_le_bytes()),
-                }
-            }
-        }
+        Operation::Upsert(points) => put_upsert(&mut out, points),
         Operation::Delete(ids) => {
-            out.push(OPERATION_DELETE);
+            out.u8(OPERATION_DELETE);
             put_ids(&mut out, ids);
         }
         Operation::SetPayload { ids, payload } | Operation::OverwritePayload { ids, payload } => {
-            out.push(if matches!(operation, Operation::SetPayload { .. }) {
+            out.u8(if matches!(operation, Operation::SetPayload { .. }) {
                 OPERATION_SET_PAYLOAD
             } else {
                 OPERATION_OVERWRITE_PAYLOAD
             });
             put_ids(&mut out, ids);
-            put_text(&mut out, payload);
+            out.str_u32(payload, "payload limit");
         }
         Operation::DeletePayloadKeys { ids, keys } => {
-            out.push(OPERATION_DELETE_PAYLOAD_KEYS);
+            out.u8(OPERATION_DELETE_PAYLOAD_KEYS);
             put_ids(&mut out, ids);
-            out.extend_from_slice(&u32::try_from(keys.len()).expect("keys").to_le_bytes());
+            out.len_u32(keys.len(), "keys");
             for key in keys {
-                put_text(&mut out, key);
+                out.str_u32(key, "key length");
             }
         }
     }
-    out
+    out.into_bytes()
 }
 
-struct Reader<'a> {
-    bytes: &'a [u8],
-}
-
-impl Reader<'_> {
-    fn take(&mut self, count: usize) -> Option<&[u8]> {
-        if self.bytes.len() < count {
-            return None;
-        }
-        let (head, tail) = self.bytes.split_at(count);
-        self.bytes = tail;
-        Some(head)
-    }
-    fn u8(&mut self) -> Option<u8> {
-        self.take(1).map(|b| b[0])
-    }
-    fn u32(&mut self) -> Option<u32> {
-        self.take(4)
-            .map(|b| u32::from_le_bytes(b.try_into().expect("4")))
-    }
-    fn ids(&mut self) -> Option<Vec<PointId>> {
-        let count = self.u32()? as usize;
-        if count > self.bytes.len() / 9 {
-            return None;
-        }
-        (0..count).map(|_| self.id()).collect()
-    }
-    fn text(&mut self) -> Option<String> {
-        let length = self.u32()? as usize;
-        String::from_utf8(self.take(length)?.to_vec()).ok()
-    }
-    fn id(&mut self) -> Option<PointId> {
-        match self.u8()? {
-            ID_NUMBER => Some(PointId::Number(u64::from_le_bytes(
-                self.take(8)?.try_into().ok()?,
-            ))),
-            ID_UUID => Some(PointId::Uuid(u128::from_le_bytes(
-                self.take(16)?.try_into().ok()?,
-            ))),
-            _ => None,
-        }
+fn read_id(reader: &mut Reader<'_>) -> DecodeResult<PointId> {
+    match reader.code("id kind", |kind| {
+        [ID_NUMBER, ID_UUID].contains(&kind).then_some(kind)
+    })? {
+        ID_NUMBER => reader.u64("numeric id").map(PointId::Number),
+        _ => reader.u128("UUID id").map(PointId::Uuid),
     }
 }
 
+fn read_ids(reader: &mut Reader<'_>) -> DecodeResult<Vec<PointId>> {
+    let count = reader.count_u32("id count", ID_BYTES_MIN)?;
+    (0..count).map(|_| read_id(reader)).collect()
+}
+
+fn read_text(reader: &mut Reader<'_>, expected: &'static str) -> DecodeResult<String> {
+    reader.str_u32(expected).map(str::to_string)
+}
+
+fn read_upsert(reader: &mut Reader<'_>) -> DecodeResult<Vec<Point>> {
+    let count_at = reader.offset();
+    let count = reader.u32("point count")? as usize;
+    let dim = reader.u32("dim")? as usize;
+    // every point needs at least an id, 4·dim bytes and a payload length: bound `count`
+    // before allocating
+    let needed = count as u128 * (ID_BYTES_MIN + 4 * dim + 4) as u128;
+    if needed > reader.remaining() as u128 {
+        return Err(Reader::invalid_at(
+            count_at,
+            "point count",
+            format!(
+                "{count} points of dim {dim} need at least {needed} bytes, {} remain",
+                reader.remaining()
+            ),
+        ));
+    }
+    let mut points = Vec::with_capacity(count);
+    for _ in 0..count {
+        let id = read_id(reader)?;
+        let vector = codec::f32s(reader.bytes(dim * 4, "vector")?).collect();
+        let payload = match reader.u32("payload length")? {
+            NO_PAYLOAD => None,
+            length => Some(reader.str(length as usize, "payload")?.to_string()),
+        };
+        points.push(Point {
+            id,
+            vector,
+            payload,
+        });
+    }
+    Ok(points)
+}
+
+/// Decodes one operation; `None` for anything malformed ([`try_decode`] says what).
 pub fn decode(bytes: &[u8]) -> Option<Operation> {
-    let mut reader = Reader { bytes };
-    let operation = match reader.u8()? {
-        OPERATION_UPSERT => {
-            let count = reader.u32()? as usize;
-            let dim = reader.u32()? as usize;
-            // every point needs at least 9 + 4·dim + 4 bytes: bound `count` before allocating
-            if count > reader.bytes.len() / (13 + 4 * dim) {
-                return None;
-            }
-            let mut points = Vec::with_capacity(count);
-            for _ in 0..count {
-                let id = reader.id()?;
-                let vector = reader
-                    .take(dim * 4)?
-                    .chunks_exact(4)
-                    .map(|c| f32::from_le_bytes(c.try_into().expect("4")))
-                    .collect();
-                let length = reader.u32()?;
-                let payload = if length == NO_PAYLOAD {
-                    None
-                } else {
-                    Some(String::from_utf8(reader.take(length as usize)?.to_vec()).ok()?)
-                };
-                points.push(Point {
-                    id,
-                    vector,
-                    payload,
-                });
-            }
-            Operation::Upsert(points)
-        }
-        OPERATION_DELETE => Operation::Delete(reader.ids()?),
+    try_decode(bytes).ok()
+}
+
+/// Decodes one operation, which must take every byte; a malformed one is an error naming
+/// the byte offset and the field.
+pub fn try_decode(bytes: &[u8]) -> Result<Operation, DecodeError> {
+    let mut reader = Reader::new(bytes);
+    let operation = match reader.u8("operation")? {
+        OPERATION_UPSERT => Operation::Upsert(read_upsert(&mut reader)?),
+        OPERATION_DELETE => Operation::Delete(read_ids(&mut reader)?),
         OPERATION_SET_PAYLOAD => Operation::SetPayload {
-            ids: reader.ids()?,
-            payload: reader.text()?,
+            ids: read_ids(&mut reader)?,
+            payload: read_text(&mut reader, "payload")?,
         },
         OPERATION_OVERWRITE_PAYLOAD => Operation::OverwritePayload {
-            ids: reader.ids()?,
-            payload: reader.text()?,
+            ids: read_ids(&mut reader)?,
+            payload: read_text(&mut reader, "payload")?,
         },
         OPERATION_DELETE_PAYLOAD_KEYS => {
-            let ids = reader.ids()?;
-            let count = reader.u32()? as usize;
-            if count > reader.bytes.len() / 4 {
-                return None;
-            }
+            let ids = read_ids(&mut reader)?;
+            let count = reader.count_u32("key count", TEXT_BYTES_MIN)?;
             let keys = (0..count)
-                .map(|_| reader.text())
-                .collect::<Option<Vec<_>>>()?;
+                .map(|_| read_text(&mut reader, "key"))
+                .collect::<DecodeResult<Vec<_>>>()?;
             Operation::DeletePayloadKeys { ids, keys }
         }
-        _ => return None,
+        other => {
+            return Err(Reader::invalid_at(
+                0,
+                "operation",
+                format!("unknown operation {other}"),
+            ))
+        }
     };
-    reader.bytes.is_empty().then_some(operation)
+    reader.expect_end("end of operation")?;
+    Ok(operation)
 }
 
 #[cfg(test)]
@@ -258,5 +241,75 @@ mod tests {
         let mut huge_count = bytes.clone();
         huge_count[1..5].copy_from_slice(&u32::MAX.to_le_bytes());
         assert_eq!(decode(&huge_count), None);
+    }
+
+    #[test]
+    fn encoding_is_the_documented_layout() {
+        let upsert = Operation::Upsert(vec![Point {
+            id: PointId::Number(7),
+            vector: vec![1.0],
+            payload: Some("{}".to_string()),
+        }]);
+        let mut expected = vec![OPERATION_UPSERT, 1, 0, 0, 0, 1, 0, 0, 0, ID_NUMBER];
+        expected.extend_from_slice(&7u64.to_le_bytes());
+        expected.extend_from_slice(&1.0f32.to_le_bytes());
+        expected.extend_from_slice(&[2, 0, 0, 0, b'{', b'}']);
+        assert_eq!(encode(&upsert), expected);
+        let keys = Operation::DeletePayloadKeys {
+            ids: vec![PointId::Uuid(1)],
+            keys: vec!["a".to_string()],
+        };
+        let mut expected = vec![OPERATION_DELETE_PAYLOAD_KEYS, 1, 0, 0, 0, ID_UUID];
+        expected.extend_from_slice(&1u128.to_le_bytes());
+        expected.extend_from_slice(&[1, 0, 0, 0, 1, 0, 0, 0, b'a']);
+        assert_eq!(encode(&keys), expected);
+        let no_payload = Operation::Upsert(vec![Point {
+            id: PointId::Number(1),
+            vector: vec![],
+            payload: None,
+        }]);
+        assert_eq!(encode(&no_payload)[18..], NO_PAYLOAD.to_le_bytes());
+    }
+
+    #[test]
+    fn malformed_operations_name_the_offset_and_field() {
+        let operation = Operation::SetPayload {
+            ids: vec![PointId::Number(3)],
+            payload: r#"{"b":2}"#.to_string(),
+        };
+        let bytes = encode(&operation);
+        // op 1 + count 4 + id 9 = the payload length at byte 14, its text at 18
+        let error = try_decode(&bytes[..bytes.len() - 1]).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "at byte 18: payload: truncated (needs 7 bytes, 6 remain)"
+        );
+        let mut trailing = bytes.clone();
+        trailing.push(0);
+        assert_eq!(
+            try_decode(&trailing).unwrap_err().to_string(),
+            "at byte 25: end of operation: 1 bytes follow the end"
+        );
+        let mut bad_id = bytes.clone();
+        bad_id[5] = 9;
+        assert!(try_decode(&bad_id)
+            .unwrap_err()
+            .to_string()
+            .starts_with("at byte 5: id kind: unknown code 9"));
+        let mut bad_text = bytes;
+        bad_text[18] = 0xff;
+        assert_eq!(
+            try_decode(&bad_text).unwrap_err().to_string(),
+            "at byte 18: payload: not UTF-8"
+        );
+        assert!(try_decode(&[9])
+            .unwrap_err()
+            .to_string()
+            .starts_with("at byte 0: operation: unknown operation 9"));
+        let mut huge = vec![OPERATION_UPSERT];
+        huge.extend_from_slice(&u32::MAX.to_le_bytes());
+        huge.extend_from_slice(&u32::MAX.to_le_bytes());
+        let error = try_decode(&huge).unwrap_err();
+        assert_eq!((error.offset, error.expected), (1, "point count"));
     }
 }

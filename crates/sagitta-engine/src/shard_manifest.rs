@@ -5,6 +5,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use sagitta_storage::codec::{DecodeError, Reader, Writer};
 use sagitta_storage::fs::{remove_if_exists, FileSystem};
 
 use crate::error::Result;
@@ -29,68 +30,63 @@ pub(crate) struct ShardManifest {
 const SHARD_MANIFEST_VERSION: u8 = 2;
 const NO_TOMBSTONES: u64 = u64::MAX;
 
-/// Reads little-endian fields front to back.
-struct Cursor<'a>(&'a [u8]);
-
-impl Cursor<'_> {
-    fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
-        let (head, rest) = self.0.split_at_checked(N)?;
-        self.0 = rest;
-        head.try_into().ok()
-    }
-    fn u64(&mut self) -> Option<u64> {
-        self.take().map(u64::from_le_bytes)
-    }
-    fn u32(&mut self) -> Option<usize> {
-        self.take().map(|bytes| u32::from_le_bytes(bytes) as usize)
-    }
-}
+/// The fewest bytes a segment entry takes: id and tombstone epoch.
+const SEGMENT_BYTES: usize = 8 + 8;
+/// The bytes of a replay log entry: its generation.
+const REPLAY_LOG_BYTES: usize = 8;
 
 impl ShardManifest {
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = vec![SHARD_MANIFEST_VERSION];
-        out.extend_from_slice(&self.generation.to_le_bytes());
-        out.extend_from_slice(&self.next_segment_id.to_le_bytes());
-        out.extend_from_slice(&self.tombstone_epoch.to_le_bytes());
-        out.extend_from_slice(
-            &u32::try_from(self.segments.len())
-                .expect("segments")
-                .to_le_bytes(),
-        );
+        let mut out = Writer::new();
+        out.u8(SHARD_MANIFEST_VERSION)
+            .u64(self.generation)
+            .u64(self.next_segment_id)
+            .u64(self.tombstone_epoch)
+            .len_u32(self.segments.len(), "segments");
         for (id, tombstones) in &self.segments {
-            out.extend_from_slice(&id.to_le_bytes());
-            out.extend_from_slice(&tombstones.unwrap_or(NO_TOMBSTONES).to_le_bytes());
+            out.u64(*id).u64(tombstones.unwrap_or(NO_TOMBSTONES));
         }
-        out.extend_from_slice(
-            &u32::try_from(self.replay_logs.len())
-                .expect("logs")
-                .to_le_bytes(),
-        );
-        for log in &self.replay_logs {
-            out.extend_from_slice(&log.to_le_bytes());
-        }
-        out
+        out.len_u32(self.replay_logs.len(), "logs")
+            .u64s(self.replay_logs.iter().copied());
+        out.into_bytes()
     }
 
+    /// Decodes a manifest payload; `None` when malformed ([`ShardManifest::try_decode`] says
+    /// what).
     pub fn decode(bytes: &[u8]) -> Option<ShardManifest> {
-        let mut cursor = Cursor(bytes);
-        if cursor.take::<1>()? != [SHARD_MANIFEST_VERSION] {
-            return None;
+        ShardManifest::try_decode(bytes).ok()
+    }
+
+    /// Decodes a manifest payload, which must take every byte; a malformed one is an error
+    /// naming the byte offset and the field.
+    pub fn try_decode(bytes: &[u8]) -> Result<ShardManifest, DecodeError> {
+        let mut reader = Reader::new(bytes);
+        let version = reader.u8("version")?;
+        if version != SHARD_MANIFEST_VERSION {
+            return Err(Reader::invalid_at(
+                0,
+                "version",
+                format!(
+                    "shard manifest version {version} is not supported (expected \
+                     {SHARD_MANIFEST_VERSION})"
+                ),
+            ));
         }
-        let generation = cursor.u64()?;
-        let next_segment_id = cursor.u64()?;
-        let tombstone_epoch = cursor.u64()?;
-        let segments = (0..cursor.u32()?)
+        let generation = reader.u64("generation")?;
+        let next_segment_id = reader.u64("next_segment_id")?;
+        let tombstone_epoch = reader.u64("tombstone_epoch")?;
+        let segments = (0..reader.count_u32("segment count", SEGMENT_BYTES)?)
             .map(|_| {
-                let id = cursor.u64()?;
-                let tombstones = cursor.u64()?;
-                Some((id, (tombstones != NO_TOMBSTONES).then_some(tombstones)))
+                let id = reader.u64("segment id")?;
+                let tombstones = reader.u64("segment tombstone_epoch")?;
+                Ok((id, (tombstones != NO_TOMBSTONES).then_some(tombstones)))
             })
-            .collect::<Option<Vec<_>>>()?;
-        let replay_logs = (0..cursor.u32()?)
-            .map(|_| cursor.u64())
-            .collect::<Option<Vec<_>>>()?;
-        cursor.0.is_empty().then_some(ShardManifest {
+            .collect::<Result<Vec<_>, DecodeError>>()?;
+        let replay_logs = (0..reader.count_u32("replay log count", REPLAY_LOG_BYTES)?)
+            .map(|_| reader.u64("replay log generation"))
+            .collect::<Result<Vec<_>, DecodeError>>()?;
+        reader.expect_end("end of shard manifest")?;
+        Ok(ShardManifest {
             generation,
             next_segment_id,
             tombstone_epoch,
@@ -148,4 +144,58 @@ pub(crate) fn wal_name(generation: u64) -> String {
 
 pub(crate) fn wal_path(directory: &Path, generation: u64) -> PathBuf {
     directory.join(wal_name(generation))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_bytes_are_the_documented_layout_and_round_trip() {
+        let manifest = ShardManifest {
+            generation: 3,
+            next_segment_id: 5,
+            tombstone_epoch: 2,
+            segments: vec![(1, None), (4, Some(2))],
+            replay_logs: vec![2],
+        };
+        let bytes = manifest.encode();
+        let mut expected = vec![SHARD_MANIFEST_VERSION];
+        for word in [3u64, 5, 2] {
+            expected.extend_from_slice(&word.to_le_bytes());
+        }
+        expected.extend_from_slice(&2u32.to_le_bytes());
+        for word in [1, NO_TOMBSTONES, 4, 2] {
+            expected.extend_from_slice(&word.to_le_bytes());
+        }
+        expected.extend_from_slice(&1u32.to_le_bytes());
+        expected.extend_from_slice(&2u64.to_le_bytes());
+        assert_eq!(bytes, expected);
+        assert_eq!(ShardManifest::decode(&bytes), Some(manifest));
+        assert_eq!(ShardManifest::decode(&[]), None);
+    }
+
+    #[test]
+    fn malformed_manifests_name_the_offset_and_field() {
+        let bytes = ShardManifest {
+            segments: vec![(1, None)],
+            ..ShardManifest::default()
+        }
+        .encode();
+        let error = ShardManifest::try_decode(&bytes[..bytes.len() - 1]).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "at byte 45: replay log count: truncated (needs 4 bytes, 3 remain)"
+        );
+        let mut wrong_version = bytes.clone();
+        wrong_version[0] = 1;
+        assert!(ShardManifest::try_decode(&wrong_version)
+            .unwrap_err()
+            .to_string()
+            .starts_with("at byte 0: version: shard manifest version 1"));
+        let mut huge = bytes;
+        huge[25..29].copy_from_slice(&u32::MAX.to_le_bytes());
+        let error = ShardManifest::try_decode(&huge).unwrap_err();
+        assert_eq!((error.offset, error.expected), (25, "segment count"));
+    }
 }

@@ -1,19 +1,31 @@
-//! Little-endian section framing shared by the index file formats (docs/format.md):
-//! a section is `tag: u32, reserved: u32 = 0, length: u64, crc32c: u32, reserved: u32 = 0`
-//! followed by `length` payload bytes. Readers verify tag, length bound and CRC before use.
+//! Section framing shared by the index file formats (docs/format.md): a section is
+//! `tag: u32, reserved: u32 = 0, length: u64, crc32c: u32, reserved: u32 = 0` followed by
+//! `length` payload bytes. Readers verify tag, length and CRC before use. Every field is read
+//! and written with `sagitta_storage::codec`, so a malformed file's error names the byte
+//! offset at fault.
 
 use std::io::{Read, Write};
+
+use sagitta_storage::codec::{DecodeError, Reader, Writer};
 
 use crate::error::{IndexError, Result};
 
 /// Largest section payload accepted on load (guards allocations against corrupt lengths).
 const SECTION_BYTES_MAX: u64 = 1 << 40;
+/// Bytes of a section header.
+const SECTION_HEADER_BYTES: usize = 24;
+const _: () = assert!(SECTION_HEADER_BYTES == 4 + 4 + 8 + 4 + 4);
 
 fn io_error(operation: &'static str) -> impl FnOnce(std::io::Error) -> IndexError {
     move |error| IndexError::Io {
         operation,
         message: error.to_string(),
     }
+}
+
+/// A malformed field as an [`IndexError::Format`]; `context` (e.g. "header") comes first.
+pub(crate) fn decode_error(context: &str, error: &DecodeError) -> IndexError {
+    IndexError::format(format!("{context}: {error}"))
 }
 
 pub(crate) fn write_all(writer: &mut impl Write, bytes: &[u8]) -> Result<()> {
@@ -45,11 +57,15 @@ pub(crate) fn write_section(writer: &mut impl Write, tag: u32, payload: &[u8]) -
 }
 
 fn write_section_header(writer: &mut impl Write, tag: u32, length: u64, crc: u32) -> Result<()> {
-    let mut header = [0u8; 24];
-    header[0..4].copy_from_slice(&tag.to_le_bytes());
-    header[8..16].copy_from_slice(&length.to_le_bytes());
-    header[16..20].copy_from_slice(&crc.to_le_bytes());
-    write_all(writer, &header)
+    let mut header = Writer::with_capacity(SECTION_HEADER_BYTES);
+    header
+        .u32(tag)
+        .zeros::<4>()
+        .u64(length)
+        .u32(crc)
+        .zeros::<4>();
+    debug_assert_eq!(header.len(), SECTION_HEADER_BYTES);
+    write_all(writer, header.as_bytes())
 }
 
 /// Writes a section whose payload is `row_count` rows that `encode_row(row, buffer)` puts
@@ -59,15 +75,15 @@ pub(crate) fn write_section_rows(
     writer: &mut impl Write,
     tag: u32,
     row_count: usize,
-    mut encode_row: impl FnMut(usize, &mut Vec<u8>) -> Result<()>,
+    mut encode_row: impl FnMut(usize, &mut Writer) -> Result<()>,
 ) -> Result<()> {
-    let mut buffer = Vec::new();
+    let mut buffer = Writer::new();
     let mut crc = 0u32;
     let mut length = 0u64;
     for row in 0..row_count {
         buffer.clear();
         encode_row(row, &mut buffer)?;
-        crc = crc32c::crc32c_append(crc, &buffer);
+        crc = crc32c::crc32c_append(crc, buffer.as_bytes());
         length += buffer.len() as u64;
     }
     write_section_header(writer, tag, length, crc)?;
@@ -76,103 +92,120 @@ pub(crate) fn write_section_rows(
         buffer.clear();
         encode_row(row, &mut buffer)?;
         written += buffer.len() as u64;
-        write_all(writer, &buffer)?;
+        write_all(writer, buffer.as_bytes())?;
     }
     assert_eq!(written, length, "rows encode the same bytes twice");
     Ok(())
 }
 
-/// Checks a section header against `tag` and `expected_length`; returns the stored CRC.
+/// Checks a section header (at `offset` in the file) against `tag` and `expected_length`;
+/// returns the stored CRC.
 fn check_section_header(
-    header: &[u8; 24],
+    header: &[u8; SECTION_HEADER_BYTES],
+    offset: u64,
     tag: u32,
     expected_length: u64,
     name: &str,
 ) -> Result<u32> {
-    let found_tag = u32::from_le_bytes(header[0..4].try_into().expect("4 bytes"));
-    let length = u64::from_le_bytes(header[8..16].try_into().expect("8 bytes"));
-    let crc = u32::from_le_bytes(header[16..20].try_into().expect("4 bytes"));
-    if header[4..8] != [0; 4] || header[20..24] != [0; 4] {
-        return Err(IndexError::format(format!(
-            "section `{name}`: reserved header bytes are not zero"
-        )));
-    }
+    let section_error = |error: DecodeError| decode_error(&format!("section `{name}`"), &error);
+    let mut fields = Reader::at(header, offset);
+    let tag_at = fields.offset();
+    let found_tag = fields.u32("tag").map_err(section_error)?;
+    fields.zeros::<4>("reserved").map_err(section_error)?;
+    let length_at = fields.offset();
+    let length = fields.u64("length").map_err(section_error)?;
+    let crc = fields.u32("crc32c").map_err(section_error)?;
+    fields.zeros::<4>("reserved").map_err(section_error)?;
     if found_tag != tag {
-        return Err(IndexError::format(format!(
-            "section `{name}`: expected tag {tag:#010x}, found {found_tag:#010x}"
+        return Err(section_error(Reader::invalid_at(
+            tag_at,
+            "tag",
+            format!("expected {tag:#010x}, found {found_tag:#010x}"),
         )));
     }
     if length != expected_length || length > SECTION_BYTES_MAX {
-        return Err(IndexError::format(format!(
-            "section `{name}`: expected {expected_length} bytes, header says {length}"
+        return Err(section_error(Reader::invalid_at(
+            length_at,
+            "length",
+            format!("expected {expected_length} bytes, header says {length}"),
         )));
     }
     Ok(crc)
 }
 
-fn check_section_crc(payload: &[u8], crc: u32, name: &str) -> Result<()> {
+fn check_section_crc(payload: &[u8], offset: u64, crc: u32, name: &str) -> Result<()> {
     let actual = crc32c::crc32c(payload);
     if actual != crc {
         return Err(IndexError::format(format!(
-            "section `{name}`: checksum mismatch (stored {crc:#010x}, computed {actual:#010x})"
+            "section `{name}` (payload at byte {offset}): checksum mismatch (stored \
+             {crc:#010x}, computed {actual:#010x})"
         )));
     }
     Ok(())
 }
 
-/// Reads the next section, which must carry `tag` and exactly `expected_length` bytes.
-pub(crate) fn read_section(
-    reader: &mut impl Read,
-    tag: u32,
-    expected_length: u64,
-    name: &str,
-) -> Result<Vec<u8>> {
-    let mut header = [0u8; 24];
-    read_exact(reader, &mut header)?;
-    let crc = check_section_header(&header, tag, expected_length, name)?;
-    // Read through `take` with a capped initial capacity: a corrupt length cannot make us
-    // allocate more than the bytes that actually arrive.
-    let length = expected_length;
-    let mut payload = Vec::with_capacity(usize::try_from(length.min(1 << 26)).unwrap_or(0));
-    reader
-        .take(length)
-        .read_to_end(&mut payload)
-        .map_err(io_error("reading index"))?;
-    if payload.len() as u64 != length {
-        return Err(IndexError::format(format!(
-            "section `{name}` is truncated ({} of {length} bytes)",
-            payload.len()
-        )));
+/// Sections read one by one from a stream; `offset` is the stream's position in the file.
+pub(crate) struct SectionStream<'r, R> {
+    pub reader: &'r mut R,
+    pub offset: u64,
+}
+
+impl<R: Read> SectionStream<'_, R> {
+    /// Reads the next section, which must carry `tag` and exactly `expected_length` bytes.
+    pub fn next(&mut self, tag: u32, expected_length: u64, name: &str) -> Result<Vec<u8>> {
+        let mut header = [0u8; SECTION_HEADER_BYTES];
+        read_exact(self.reader, &mut header).map_err(|error| match error {
+            IndexError::Format { .. } => IndexError::format(format!(
+                "file is truncated: section `{name}`: its header at byte {} is cut short",
+                self.offset
+            )),
+            other => other,
+        })?;
+        let crc = check_section_header(&header, self.offset, tag, expected_length, name)?;
+        let payload_at = self.offset + SECTION_HEADER_BYTES as u64;
+        // Read through `take` with a capped initial capacity: a corrupt length cannot make
+        // us allocate more than the bytes that actually arrive.
+        let length = expected_length;
+        let mut payload = Vec::with_capacity(usize::try_from(length.min(1 << 26)).unwrap_or(0));
+        self.reader
+            .take(length)
+            .read_to_end(&mut payload)
+            .map_err(io_error("reading index"))?;
+        if payload.len() as u64 != length {
+            return Err(IndexError::format(format!(
+                "section `{name}` (payload at byte {payload_at}) is truncated ({} of {length} \
+                 bytes)",
+                payload.len()
+            )));
+        }
+        check_section_crc(&payload, payload_at, crc, name)?;
+        self.offset = payload_at + length;
+        Ok(payload)
     }
-    check_section_crc(&payload, crc, name)?;
-    Ok(payload)
 }
 
 /// The sections of a file held whole in memory, read in place (no copy of the payloads).
 pub(crate) struct Sections<'a> {
-    pub rest: &'a [u8],
+    pub rest: Reader<'a>,
 }
 
 impl<'a> Sections<'a> {
     /// The next section's payload, which must carry `tag` and exactly `expected_length`
     /// bytes, its checksum verified.
     pub fn next(&mut self, tag: u32, expected_length: u64, name: &str) -> Result<&'a [u8]> {
-        let Some((header, rest)) = self.rest.split_first_chunk::<24>() else {
-            return Err(IndexError::format("file is truncated"));
-        };
-        let crc = check_section_header(header, tag, expected_length, name)?;
-        let length = usize::try_from(expected_length)
-            .ok()
-            .filter(|length| *length <= rest.len())
-            .ok_or_else(|| {
-                IndexError::format(format!(
-                    "section `{name}` is truncated ({} of {expected_length} bytes)",
-                    rest.len()
-                ))
-            })?;
-        let (payload, rest) = rest.split_at(length);
-        check_section_crc(payload, crc, name)?;
-        self.rest = rest;
+        let section_error = |error: DecodeError| decode_error(&format!("section `{name}`"), &error);
+        let header_at = self.rest.offset();
+        let header = self
+            .rest
+            .array::<SECTION_HEADER_BYTES>("section header")
+            .map_err(section_error)?;
+        let crc = check_section_header(&header, header_at, tag, expected_length, name)?;
+        let payload_at = self.rest.offset();
+        let payload = self
+            .rest
+            .bytes_u64_len(expected_length, "payload")
+            .map_err(section_error)?;
+        check_section_crc(payload, payload_at, crc, name)?;
         Ok(payload)
     }
 }
@@ -185,63 +218,5 @@ pub(crate) fn check_finite(values: &[f32], dim: usize, what: &str) -> Result<()>
             position / dim
         ))),
         None => Ok(()),
-    }
-}
-
-pub(crate) fn f32s_to_bytes(values: &[f32]) -> Vec<u8> {
-    values.iter().flat_map(|v| v.to_le_bytes()).collect()
-}
-
-pub(crate) fn bytes_to_f32s(bytes: &[u8]) -> Vec<f32> {
-    bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
-        .collect()
-}
-
-pub(crate) fn u32s_to_bytes(values: impl IntoIterator<Item = u32>) -> Vec<u8> {
-    values.into_iter().flat_map(u32::to_le_bytes).collect()
-}
-
-pub(crate) fn u64s_to_bytes(values: impl IntoIterator<Item = u64>) -> Vec<u8> {
-    values.into_iter().flat_map(u64::to_le_bytes).collect()
-}
-
-pub(crate) fn bytes_to_u64s(bytes: &[u8]) -> Vec<u64> {
-    bytes
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-        .collect()
-}
-
-/// Fixed 64-byte file header fields shared by both index kinds.
-pub(crate) struct HeaderCursor<'a> {
-    pub bytes: &'a [u8],
-    pub offset: usize,
-}
-
-impl HeaderCursor<'_> {
-    pub fn u8(&mut self) -> u8 {
-        let value = self.bytes[self.offset];
-        self.offset += 1;
-        value
-    }
-    pub fn u32(&mut self) -> u32 {
-        let value = u32::from_le_bytes(
-            self.bytes[self.offset..self.offset + 4]
-                .try_into()
-                .expect("4 bytes"),
-        );
-        self.offset += 4;
-        value
-    }
-    pub fn u64(&mut self) -> u64 {
-        let value = u64::from_le_bytes(
-            self.bytes[self.offset..self.offset + 8]
-                .try_into()
-                .expect("8 bytes"),
-        );
-        self.offset += 8;
-        value
     }
 }

@@ -1,12 +1,13 @@
-//! A small reader for NumPy `.npy` files: format versions 1, 2 and 3, C order, 2-d arrays of
-//! little-endian `<f4`, `<f2`, `<i8` or `<i4` (a 1-d array reads as one column). Anything
-//! else is an error that names the file.
+//! The data set's `.npy` files as row-major matrices: 2-d arrays (a 1-d array reads as one
+//! column) of floats (float32, float16, float64; converted to f32) or integers (as i64),
+//! read with the one `.npy` reader, `sagitta_storage::npy` (format versions 1 to 3, C order;
+//! its header errors name the field and the byte offset). Every error names the file.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use half::f16;
-
-const MAGIC: &[u8] = b"\x93NUMPY";
+use sagitta_storage::npy::{self, decode_floats, decode_integer, NpyFile};
+pub use sagitta_storage::npy::{encode, Dtype};
 
 /// Why a file could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -16,52 +17,12 @@ pub struct NpyError {
     pub reason: String,
 }
 
-/// Element type of an `.npy` file this reader accepts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dtype {
-    F32,
-    F16,
-    I64,
-    I32,
-}
-
-impl Dtype {
-    fn parse(descr: &str) -> Option<Dtype> {
-        match descr {
-            "<f4" => Some(Dtype::F32),
-            "<f2" => Some(Dtype::F16),
-            "<i8" => Some(Dtype::I64),
-            "<i4" => Some(Dtype::I32),
-            _ => None,
-        }
-    }
-
-    fn size(self) -> usize {
-        match self {
-            Dtype::F32 | Dtype::I32 => 4,
-            Dtype::F16 => 2,
-            Dtype::I64 => 8,
-        }
-    }
-
-    pub fn descr(self) -> &'static str {
-        match self {
-            Dtype::F32 => "<f4",
-            Dtype::F16 => "<f2",
-            Dtype::I64 => "<i8",
-            Dtype::I32 => "<i4",
-        }
-    }
-}
-
 /// The parsed header: element type and shape (rows, columns).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Header {
     pub dtype: Dtype,
     pub rows: usize,
     pub cols: usize,
-    /// Byte offset of the data.
-    pub data_offset: usize,
 }
 
 /// A row-major matrix.
@@ -87,172 +48,66 @@ fn error(path: &Path, reason: impl Into<String>) -> NpyError {
     }
 }
 
-/// Parses the magic string and header dictionary of `bytes` (the whole file).
-/// Parses the header of a whole file (`bytes`) and checks the data is all there.
-pub fn parse_header(path: &Path, bytes: &[u8]) -> Result<Header, NpyError> {
-    parse_header_prefix(path, bytes, bytes.len() as u64)
-}
-
-/// Parses the header from the first bytes of a file `file_len` bytes long.
-pub fn parse_header_prefix(path: &Path, bytes: &[u8], file_len: u64) -> Result<Header, NpyError> {
-    if bytes.len() < 10 || &bytes[..6] != MAGIC {
-        return Err(error(path, "not a .npy file (bad magic string)"));
-    }
-    let major = bytes[6];
-    let (header_len, start) = match major {
-        1 => (usize::from(u16::from_le_bytes([bytes[8], bytes[9]])), 10),
-        2 | 3 => {
-            if bytes.len() < 12 {
-                return Err(error(path, "truncated header"));
-            }
-            let len = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
-            (len as usize, 12)
-        }
-        other => return Err(error(path, format!("unsupported .npy version {other}"))),
-    };
-    let end = start + header_len;
-    if bytes.len() < end {
-        return Err(error(path, "truncated header"));
-    }
-    // Version 3 allows UTF-8 in the header; 1 and 2 are Latin-1. The keys and values we read
-    // are ASCII either way, so a lossy decode is enough.
-    let text = String::from_utf8_lossy(&bytes[start..end]);
-    let descr = dict_value(&text, "descr")
-        .and_then(|value| quoted(value))
-        .ok_or_else(|| error(path, format!("header has no 'descr': {text}")))?;
-    let dtype = Dtype::parse(descr).ok_or_else(|| {
-        error(
-            path,
-            format!("unsupported dtype {descr:?} (supported: '<f4', '<f2', '<i8', '<i4')"),
-        )
-    })?;
-    let fortran = dict_value(&text, "fortran_order")
-        .ok_or_else(|| error(path, format!("header has no 'fortran_order': {text}")))?;
-    if fortran.starts_with("True") {
-        return Err(error(
-            path,
-            "Fortran-ordered arrays are not supported (need C order)",
-        ));
-    }
-    if !fortran.starts_with("False") {
-        return Err(error(
-            path,
-            format!("bad 'fortran_order' in header: {text}"),
-        ));
-    }
-    let shape_text = dict_value(&text, "shape")
-        .and_then(|value| value.strip_prefix('('))
-        .and_then(|value| value.split_once(')'))
-        .map(|(inside, _)| inside)
-        .ok_or_else(|| error(path, format!("header has no 'shape': {text}")))?;
-    let shape = shape_text
-        .split(',')
-        .map(str::trim)
-        .filter(|part| !part.is_empty())
-        .map(|part| part.trim_end_matches('L').parse::<usize>())
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|_| error(path, format!("bad shape ({shape_text})")))?;
+/// Opens `path` as a matrix: its header read, its shape 1-d or 2-d, its data exactly the
+/// shape's bytes.
+fn open(path: &Path) -> Result<(NpyFile, Header), NpyError> {
+    let file = npy::open(path).map_err(|e| error(path, e.to_string()))?;
+    let header = &file.header;
+    let shape = &header.shape;
     let (rows, cols) = match shape.as_slice() {
         [rows] => (*rows, 1),
         [rows, cols] => (*rows, *cols),
         _ => {
             return Err(error(
                 path,
-                format!("expected a 1-d or 2-d array, shape is ({shape_text})"),
+                format!("`shape` {shape:?}: expected a 1-d or 2-d array"),
             ))
         }
     };
-    let expected = rows
-        .checked_mul(cols)
-        .and_then(|count| count.checked_mul(dtype.size()))
-        .ok_or_else(|| error(path, "shape too large"))?;
-    let available = file_len.saturating_sub(end as u64);
-    if available < expected as u64 {
-        return Err(error(
-            path,
-            format!(
-                "truncated data: shape ({rows}, {cols}) of {} needs {expected} bytes, file has {}",
-                dtype.descr(),
-                available
-            ),
-        ));
-    }
-    Ok(Header {
-        dtype,
-        rows,
-        cols,
-        data_offset: end,
-    })
-}
-
-/// The text after `'key':` in a header dictionary.
-fn dict_value<'a>(text: &'a str, key: &str) -> Option<&'a str> {
-    let pattern_single = format!("'{key}'");
-    let pattern_double = format!("\"{key}\"");
-    let at = text
-        .find(&pattern_single)
-        .map(|at| at + pattern_single.len())
-        .or_else(|| {
-            text.find(&pattern_double)
-                .map(|at| at + pattern_double.len())
-        })?;
-    let rest = text[at..].trim_start().strip_prefix(':')?;
-    Some(rest.trim_start())
-}
-
-/// The contents of a leading quoted string.
-fn quoted(value: &str) -> Option<&str> {
-    let quote = value.chars().next().filter(|c| *c == '\'' || *c == '"')?;
-    let rest = &value[1..];
-    rest.find(quote).map(|end| &rest[..end])
+    header
+        .check_data_length(file.file_bytes)
+        .map_err(|e| error(path, e.to_string()))?;
+    let too_large = || error(path, format!("shape {shape:?} is too large"));
+    let header = Header {
+        dtype: header.dtype,
+        rows: usize::try_from(rows).map_err(|_| too_large())?,
+        cols: usize::try_from(cols).map_err(|_| too_large())?,
+    };
+    Ok((file, header))
 }
 
 /// The header alone (shape and dtype), without reading the data.
 pub fn read_header(path: &Path) -> Result<Header, NpyError> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(path).map_err(|e| error(path, e.to_string()))?;
-    let file_len = file
-        .metadata()
-        .map_err(|e| error(path, e.to_string()))?
-        .len();
-    let mut prefix = Vec::new();
-    file.by_ref()
-        .take(1 << 20)
-        .read_to_end(&mut prefix)
+    open(path).map(|(_, header)| header)
+}
+
+/// The data bytes of an opened file (their length checked against the file's size).
+fn read_data(path: &Path, file: &mut NpyFile, header: &Header) -> Result<Vec<u8>, NpyError> {
+    let mut data = vec![0u8; header.rows * header.cols * header.dtype.size_bytes()];
+    file.reader
+        .read_exact(&mut data)
         .map_err(|e| error(path, e.to_string()))?;
-    parse_header_prefix(path, &prefix, file_len)
+    Ok(data)
 }
 
-fn read_file(path: &Path) -> Result<Vec<u8>, NpyError> {
-    std::fs::read(path).map_err(|e| error(path, e.to_string()))
-}
-
-/// Reads a float32 or float16 matrix as float32 (float16 converted exactly); every value
-/// must be finite.
+/// Reads a float matrix as float32 (float16 converted exactly, float64 rounded); every
+/// value must be finite.
 pub fn read_f32(path: &Path) -> Result<Matrix<f32>, NpyError> {
-    let bytes = read_file(path)?;
-    let header = parse_header(path, &bytes)?;
-    let count = header.rows * header.cols;
-    let data = &bytes[header.data_offset..];
-    let values: Vec<f32> = match header.dtype {
-        Dtype::F32 => data[..count * 4]
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect(),
-        Dtype::F16 => data[..count * 2]
-            .chunks_exact(2)
-            .map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32())
-            .collect(),
-        other => {
-            return Err(error(
-                path,
-                format!(
-                    "expected float32 ('<f4') or float16 ('<f2') vectors, found {}",
-                    other.descr()
-                ),
-            ))
-        }
-    };
+    let (mut file, header) = open(path)?;
+    if !header.dtype.is_float() {
+        return Err(error(
+            path,
+            format!(
+                "expected float32 ('<f4'), float16 ('<f2') or float64 ('<f8') vectors, found \
+                 {} ({})",
+                header.dtype.name(),
+                header.dtype.descr()
+            ),
+        ));
+    }
+    let data = read_data(path, &mut file, &header)?;
+    let mut values = Vec::with_capacity(header.rows * header.cols);
+    decode_floats(&data, header.dtype, &mut values);
     if let Some(position) = values.iter().position(|v| !v.is_finite()) {
         return Err(error(
             path,
@@ -271,79 +126,50 @@ pub fn read_f32(path: &Path) -> Result<Matrix<f32>, NpyError> {
     })
 }
 
-/// Reads an int64 or int32 matrix as i64.
+/// Reads an integer matrix (any of int8..int64, uint8..uint64) as i64.
 pub fn read_i64(path: &Path) -> Result<Matrix<i64>, NpyError> {
-    let bytes = read_file(path)?;
-    let header = parse_header(path, &bytes)?;
-    let count = header.rows * header.cols;
-    let data = &bytes[header.data_offset..];
-    let values: Vec<i64> = match header.dtype {
-        Dtype::I64 => data[..count * 8]
-            .chunks_exact(8)
-            .map(|b| i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
-            .collect(),
-        Dtype::I32 => data[..count * 4]
-            .chunks_exact(4)
-            .map(|b| i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])))
-            .collect(),
-        other => {
-            return Err(error(
-                path,
-                format!(
-                    "expected integer ids ('<i8' or '<i4'), found {}",
-                    other.descr()
-                ),
-            ))
-        }
-    };
+    let (mut file, header) = open(path)?;
+    let dtype = header.dtype;
+    if dtype.is_float() {
+        return Err(error(
+            path,
+            format!(
+                "expected integer ids ('<i8', '<i4' or another integer type), found {} ({})",
+                dtype.name(),
+                dtype.descr()
+            ),
+        ));
+    }
+    let data = read_data(path, &mut file, &header)?;
+    let values = data
+        .chunks_exact(dtype.size_bytes())
+        .enumerate()
+        .map(|(position, chunk)| {
+            let value = decode_integer(chunk, dtype).expect("an integer type");
+            i64::try_from(value).map_err(|_| {
+                error(
+                    path,
+                    format!(
+                        "value {value} at row {}, column {} exceeds int64",
+                        position / header.cols.max(1),
+                        position % header.cols.max(1)
+                    ),
+                )
+            })
+        })
+        .collect::<Result<Vec<i64>, NpyError>>()?;
     Ok(Matrix {
         rows: header.rows,
         cols: header.cols,
         data: values,
-        source_dtype: header.dtype,
+        source_dtype: dtype,
     })
-}
-
-/// Encodes a version-1 `.npy` file (used by the tests and handy for tools).
-pub fn encode(dtype: Dtype, shape: &[usize], data_le: &[u8], version: u8) -> Vec<u8> {
-    let shape_text = match shape {
-        [single] => format!("({single},)"),
-        _ => format!(
-            "({})",
-            shape
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    };
-    let mut header = format!(
-        "{{'descr': '{}', 'fortran_order': False, 'shape': {shape_text}, }}",
-        dtype.descr()
-    );
-    let prefix = if version == 1 { 10 } else { 12 };
-    while (prefix + header.len() + 1) % 64 != 0 {
-        header.push(' ');
-    }
-    header.push('\n');
-    let mut out = Vec::with_capacity(prefix + header.len() + data_le.len());
-    out.extend_from_slice(MAGIC);
-    out.push(version);
-    out.push(0);
-    if version == 1 {
-        let len = u16::try_from(header.len()).unwrap_or(u16::MAX);
-        out.extend_from_slice(&len.to_le_bytes());
-    } else {
-        let len = u32::try_from(header.len()).unwrap_or(u32::MAX);
-        out.extend_from_slice(&len.to_le_bytes());
-    }
-    out.extend_from_slice(header.as_bytes());
-    out.extend_from_slice(data_le);
-    out
 }
 
 #[cfg(test)]
 mod tests {
+    use half::f16;
+
     use super::*;
 
     fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
@@ -470,10 +296,36 @@ mod tests {
     }
 
     #[test]
-    fn header_is_padded_like_numpy() {
-        let bytes = encode(Dtype::F32, &[2, 3], &f32_bytes(&[0.0; 6]), 1);
-        let header = parse_header(Path::new("x.npy"), &bytes).unwrap();
-        assert_eq!(header.data_offset % 64, 0);
-        assert_eq!((header.rows, header.cols, header.dtype), (2, 3, Dtype::F32));
+    fn reads_float64_and_every_integer_type() {
+        let dir = tempfile::tempdir().unwrap();
+        let f64s: Vec<u8> = [0.5f64, -1.0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let path = write(dir.path(), "d.npy", &encode(Dtype::F64, &[1, 2], &f64s, 1));
+        assert_eq!(read_f32(&path).unwrap().data, [0.5, -1.0]);
+        let path = write(dir.path(), "u.npy", &encode(Dtype::U8, &[2], &[7, 255], 1));
+        assert_eq!(read_i64(&path).unwrap().data, [7, 255]);
+        let path = write(
+            dir.path(),
+            "big.npy",
+            &encode(Dtype::U64, &[1], &u64::MAX.to_le_bytes(), 1),
+        );
+        let message = read_i64(&path).unwrap_err().to_string();
+        assert!(message.contains("exceeds int64"), "{message}");
+        let path = write(dir.path(), "extra.npy", &{
+            let mut bytes = encode(Dtype::F32, &[1, 1], &f32_bytes(&[1.0]), 1);
+            bytes.push(0);
+            bytes
+        });
+        let message = read_f32(&path).unwrap_err().to_string();
+        assert!(message.contains("1 bytes follow the data"), "{message}");
+        let path = write(
+            dir.path(),
+            "3d.npy",
+            &encode(Dtype::F32, &[1, 1, 1], &[0; 4], 1),
+        );
+        let message = read_f32(&path).unwrap_err().to_string();
+        assert!(message.contains("`shape` [1, 1, 1]"), "{message}");
     }
 }

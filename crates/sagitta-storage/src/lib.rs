@@ -1,5 +1,8 @@
 //! Durable storage for SagittaDB.
 //!
+//! * [`codec`] — the little-endian byte codec every file format is read and written with:
+//!   [`codec::Reader`] (typed reads whose errors name the byte offset and the field) and
+//!   [`codec::Writer`].
 //! * [`fs`] — the file-system seam: [`fs::OsFileSystem`] for real files (fsync included) and
 //!   [`sim::SimFileSystem`], an in-memory disk that loses unsynced bytes on a simulated crash
 //!   and fails chosen operations (ENOSPC, EIO), for deterministic crash tests.
@@ -7,6 +10,8 @@
 //!   one write and one fsync; a torn or corrupt tail is detected and truncated on open.
 //! * [`manifest`] — a small checksummed file published atomically (write, fsync, rename,
 //!   fsync directory).
+//! * [`npy`] — NumPy `.npy` files: the one reader behind `sagitta import` and the load
+//!   generator (headers of versions 1 to 3, every numeric dtype, Fortran order refused).
 //!
 //! Architecture invariant: every byte this crate writes goes through [`fs::FileSystem`], so
 //! every write path can be crash-tested against the simulator.
@@ -14,9 +19,11 @@
 //! only reopening, which re-reads and validates what is durable, recovers.
 #![deny(unsafe_code)]
 
+pub mod codec;
 pub mod error;
 pub mod fs;
 pub mod manifest;
+pub mod npy;
 pub mod sim;
 pub mod wal;
 

@@ -2,6 +2,8 @@
 //! engine's limits on what a request may hold (one place; ranges checked with the index's
 //! check).
 
+use sagitta_storage::codec::{DecodeError, Reader, Writer};
+
 use crate::error::{EngineError, Result};
 use crate::payload_index::{check_field_name, FieldType, PayloadSchema};
 use crate::point::{Distance, Point};
@@ -85,44 +87,62 @@ impl CollectionConfig {
 
     /// The collection manifest: configuration and payload schema (docs/format.md).
     pub(super) fn encode(&self, schema: &PayloadSchema) -> Vec<u8> {
-        let mut out = vec![CONFIG_VERSION, self.distance.code()];
-        out.extend_from_slice(&u32::try_from(self.dim).expect("validated").to_le_bytes());
-        out.extend_from_slice(
-            &u32::try_from(self.shard_count)
-                .expect("validated")
-                .to_le_bytes(),
-        );
-        out.extend_from_slice(&u32::try_from(schema.len()).expect("bounded").to_le_bytes());
+        let mut out = Writer::new();
+        out.u8(CONFIG_VERSION)
+            .u8(self.distance.code())
+            .len_u32(self.dim, "validated dim")
+            .len_u32(self.shard_count, "validated shard count")
+            .len_u32(schema.len(), "bounded field count");
         for (field, kind) in schema {
-            out.push(kind.code());
-            out.extend_from_slice(&u16::try_from(field.len()).expect("bounded").to_le_bytes());
-            out.extend_from_slice(field.as_bytes());
+            out.u8(kind.code()).str_u16(field, "bounded field name");
         }
-        out
+        out.into_bytes()
     }
 
+    /// Decodes a collection manifest; `None` when malformed ([`CollectionConfig::try_decode`]
+    /// says what).
     pub(super) fn decode(bytes: &[u8]) -> Option<(CollectionConfig, PayloadSchema)> {
-        if bytes.len() < 14 || bytes[0] != CONFIG_VERSION {
-            return None;
+        CollectionConfig::try_decode(bytes).ok()
+    }
+
+    /// Decodes a collection manifest, which must take every byte; a malformed one is an
+    /// error naming the byte offset and the field.
+    pub(super) fn try_decode(
+        bytes: &[u8],
+    ) -> Result<(CollectionConfig, PayloadSchema), DecodeError> {
+        let mut reader = Reader::new(bytes);
+        let version = reader.u8("config_version")?;
+        if version != CONFIG_VERSION {
+            return Err(Reader::invalid_at(
+                0,
+                "config_version",
+                format!(
+                    "collection config version {version} is not supported (expected \
+                     {CONFIG_VERSION})"
+                ),
+            ));
         }
+        let distance = reader.code("distance", Distance::from_code)?;
         let config = CollectionConfig {
-            distance: Distance::from_code(bytes[1])?,
-            dim: u32::from_le_bytes(bytes[2..6].try_into().ok()?) as usize,
-            shard_count: u32::from_le_bytes(bytes[6..10].try_into().ok()?) as usize,
+            distance,
+            dim: reader.u32("dim")? as usize,
+            shard_count: reader.u32("shard_count")? as usize,
         };
-        config.validate().ok()?;
-        let count = u32::from_le_bytes(bytes[10..14].try_into().ok()?) as usize;
-        let mut rest = &bytes[14..];
+        config
+            .validate()
+            .map_err(|error| Reader::invalid_at(2, "dim and shard_count", error.to_string()))?;
+        let count = reader.u32("field_count")?;
         let mut schema = PayloadSchema::new();
         for _ in 0..count {
-            let kind = FieldType::from_code(*rest.first()?)?;
-            let length = u16::from_le_bytes(rest.get(1..3)?.try_into().ok()?) as usize;
-            let field = std::str::from_utf8(rest.get(3..3 + length)?).ok()?;
-            check_field_name(field).ok()?;
+            let kind = reader.code("field type", FieldType::from_code)?;
+            let at = reader.offset();
+            let field = reader.str_u16("field name")?;
+            check_field_name(field)
+                .map_err(|error| Reader::invalid_at(at, "field name", error.to_string()))?;
             schema.insert(field.to_string(), kind);
-            rest = &rest[3 + length..];
         }
-        rest.is_empty().then_some((config, schema))
+        reader.expect_end("end of collection config")?;
+        Ok((config, schema))
     }
 }
 
@@ -176,5 +196,51 @@ pub(super) fn normalize(vector: &mut [f32]) {
             let scaled = (f64::from(*value) / norm) as f32;
             *value = scaled;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_bytes_are_the_documented_layout_and_round_trip() {
+        let config = CollectionConfig {
+            dim: 3,
+            distance: Distance::Dot,
+            shard_count: 2,
+        };
+        let schema = PayloadSchema::from([("a.b".to_string(), FieldType::Integer)]);
+        let bytes = config.encode(&schema);
+        let mut expected = vec![CONFIG_VERSION, 1, 3, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0];
+        expected.extend_from_slice(&[1, 3, 0, b'a', b'.', b'b']);
+        assert_eq!(bytes, expected);
+        assert_eq!(CollectionConfig::decode(&bytes), Some((config, schema)));
+    }
+
+    #[test]
+    fn malformed_manifests_name_the_offset_and_field() {
+        let config = CollectionConfig {
+            dim: 3,
+            distance: Distance::Cosine,
+            shard_count: 1,
+        };
+        let schema = PayloadSchema::from([("kind".to_string(), FieldType::Keyword)]);
+        let bytes = config.encode(&schema);
+        let message = |bytes: &[u8]| CollectionConfig::try_decode(bytes).unwrap_err().to_string();
+        assert_eq!(
+            message(&bytes[..bytes.len() - 1]),
+            "at byte 17: field name: truncated (needs 4 bytes, 3 remain)"
+        );
+        let mut no_dim = bytes.clone();
+        no_dim[2] = 0;
+        assert!(message(&no_dim).starts_with("at byte 2: dim and shard_count: parameter `dim`"));
+        let mut bad_kind = bytes.clone();
+        bad_kind[14] = 9;
+        assert_eq!(message(&bad_kind), "at byte 14: field type: unknown code 9");
+        let mut empty_part = bytes;
+        empty_part[17] = b'.';
+        assert!(message(&empty_part).starts_with("at byte 15: field name:"));
+        assert!(CollectionConfig::decode(&[CONFIG_VERSION]).is_none());
     }
 }

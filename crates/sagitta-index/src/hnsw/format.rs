@@ -5,6 +5,7 @@ use std::io::{Read, Write};
 use std::sync::atomic::Ordering;
 
 use sagitta_kernels::AppendSlab;
+use sagitta_storage::codec::{self, DecodeError, Reader, Writer};
 
 use super::storage::Sq8Store;
 use super::{HnswIndex, HnswParams, Quantization};
@@ -15,8 +16,7 @@ use crate::limits::{
 use crate::metric::Metric;
 use crate::quantizer::Sq8Quantizer;
 use crate::serial::{
-    bytes_to_u64s, read_to_end, u32s_to_bytes, u64s_to_bytes, write_all, write_section,
-    write_section_rows, HeaderCursor, Sections,
+    decode_error, read_to_end, write_all, write_section, write_section_rows, Sections,
 };
 
 pub(crate) const MAGIC: &[u8; 8] = b"SAGHNSW\0";
@@ -71,62 +71,58 @@ impl HnswIndex {
         let (entry, max_level) = self
             .entry_snapshot()
             .map_or((NO_ENTRY, 0), |(node, level)| (node, level));
-        let mut header = [0u8; HEADER_BYTES];
-        header[0..8].copy_from_slice(MAGIC);
-        header[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
-        header[12] = params.metric.code();
-        header[13] = match params.quantization {
-            Quantization::None => 0,
-            Quantization::Sq8 => 1,
-        };
         let stored_codes = self.sq8.get().filter(|_| codes == Codes::Stored);
-        header[14] = match (self.sq8.get().is_some(), codes) {
-            (false, _) => 0,
-            (true, Codes::Stored) => 1,
-            (true, Codes::Recomputed) => 2,
-        };
         let words = |value: usize| u32::try_from(value).expect("checked against limits");
-        header[16..20].copy_from_slice(&words(params.dim).to_le_bytes());
-        header[20..24].copy_from_slice(&words(params.m).to_le_bytes());
-        header[24..28].copy_from_slice(&words(params.ef_construction).to_le_bytes());
-        header[28..32].copy_from_slice(&entry.to_le_bytes());
-        header[32..40].copy_from_slice(&(count as u64).to_le_bytes());
-        header[40..44].copy_from_slice(&words(max_level).to_le_bytes());
-        header[44..48].copy_from_slice(&self.sq8_scale().unwrap_or(0.0).to_le_bytes());
-        header[48..56].copy_from_slice(&params.seed.to_le_bytes());
-        let crc = crc32c::crc32c(&header[..60]);
-        header[60..64].copy_from_slice(&crc.to_le_bytes());
-        write_all(writer, &header)?;
+        let mut header = Writer::with_capacity(HEADER_BYTES);
+        header
+            .bytes(MAGIC)
+            .u32(FORMAT_VERSION)
+            .u8(params.metric.code())
+            .u8(match params.quantization {
+                Quantization::None => 0,
+                Quantization::Sq8 => 1,
+            })
+            .u8(match (self.sq8.get().is_some(), codes) {
+                (false, _) => 0,
+                (true, Codes::Stored) => 1,
+                (true, Codes::Recomputed) => 2,
+            })
+            .zeros::<1>()
+            .u32(words(params.dim))
+            .u32(words(params.m))
+            .u32(words(params.ef_construction))
+            .u32(entry)
+            .u64(count as u64)
+            .u32(words(max_level))
+            .f32(self.sq8_scale().unwrap_or(0.0))
+            .u64(params.seed)
+            .zeros::<4>();
+        let crc = crc32c::crc32c(header.as_bytes());
+        header.u32(crc);
+        debug_assert_eq!(header.len(), HEADER_BYTES);
+        write_all(writer, header.as_bytes())?;
 
         let nodes = (0..count).map(|node| u32::try_from(node).expect("< MAX_POINTS"));
-        write_section(
-            writer,
-            TAG_LABELS,
-            &u64s_to_bytes(nodes.clone().map(|n| self.label(n))),
-        )?;
+        let mut labels = Writer::with_capacity(count * 8);
+        labels.u64s(nodes.clone().map(|n| self.label(n)));
+        write_section(writer, TAG_LABELS, labels.as_bytes())?;
         let levels: Vec<u8> = nodes
             .clone()
             .map(|n| u8::try_from(self.graph.level(n)).expect("<= MAX_LEVEL"))
             .collect();
         write_section(writer, TAG_LEVELS, &levels)?;
-        write_section(
-            writer,
-            TAG_LINKS_LAYER0,
-            &u32s_to_bytes(nodes.clone().flat_map(|n| self.graph.block_words(n, 0))),
-        )?;
-        write_section(
-            writer,
-            TAG_LINKS_UPPER,
-            &u32s_to_bytes(nodes.clone().flat_map(|n| {
-                (1..=levels[n as usize] as usize)
-                    .flat_map(move |layer| self.graph.block_words(n, layer))
-            })),
-        )?;
+        let mut links = Writer::new();
+        links.u32s(nodes.clone().flat_map(|n| self.graph.block_words(n, 0)));
+        write_section(writer, TAG_LINKS_LAYER0, links.as_bytes())?;
+        links.clear();
+        links.u32s(nodes.clone().flat_map(|n| {
+            (1..=levels[n as usize] as usize)
+                .flat_map(move |layer| self.graph.block_words(n, layer))
+        }));
+        write_section(writer, TAG_LINKS_UPPER, links.as_bytes())?;
         write_section_rows(writer, TAG_VECTORS, count, |node, buffer| {
             let node = u32::try_from(node).expect("< MAX_POINTS");
-            for value in self.vector(node).expect("checked above") {
-                buffer.extend_from_slice(&value.to_le_bytes());
-            }
+            buffer.f32s(self.vector(node).expect("checked above"));
             Ok(())
         })?;
         if let Some(store) = stored_codes {
@@ -134,12 +130,15 @@ impl HnswIndex {
                 let row = store.codes.row(node).ok_or_else(|| {
                     IndexError::format(format!("code row {node} is not published"))
                 })?;
-                buffer.extend(row.iter().map(|code| code.to_le_bytes()[0]));
+                for code in row.iter() {
+                    buffer.bytes(&code.to_le_bytes());
+                }
                 Ok(())
             })?;
         }
-        let deleted_words: Vec<u64> = self.deleted.words().take(count.div_ceil(64)).collect();
-        write_section(writer, TAG_DELETED, &u64s_to_bytes(deleted_words))
+        let mut deleted = Writer::with_capacity(count.div_ceil(64) * 8);
+        deleted.u64s(self.deleted.words().take(count.div_ceil(64)));
+        write_section(writer, TAG_DELETED, deleted.as_bytes())
     }
 
     /// Loads an index written by [`HnswIndex::save`], verifying header and section checksums
@@ -165,88 +164,29 @@ impl HnswIndex {
         bytes: &[u8],
         capacity: impl FnOnce(usize) -> usize,
     ) -> Result<HnswIndex> {
-        let Some((header, rest)) = bytes.split_first_chunk::<HEADER_BYTES>() else {
-            return Err(IndexError::format("file is truncated"));
-        };
-        let header = *header;
-        if &header[0..8] != MAGIC {
-            return Err(IndexError::format("not a SagittaDB HNSW index (bad magic)"));
-        }
-        let stored_crc = u32::from_le_bytes(header[60..64].try_into().expect("4 bytes"));
-        if crc32c::crc32c(&header[..60]) != stored_crc {
-            return Err(IndexError::format("header checksum mismatch"));
-        }
-        let mut cursor = HeaderCursor {
-            bytes: &header,
-            offset: 8,
-        };
-        let version = cursor.u32();
-        if version != FORMAT_VERSION {
+        let Some((header, _)) = bytes.split_first_chunk::<HEADER_BYTES>() else {
             return Err(IndexError::format(format!(
-                "HNSW format version {version} is not supported (expected {FORMAT_VERSION})"
+                "file is truncated: {} bytes, shorter than the {HEADER_BYTES}-byte header",
+                bytes.len()
             )));
-        }
-        let metric = Metric::from_code(cursor.u8())?;
-        let quantization = match cursor.u8() {
-            0 => Quantization::None,
-            1 => Quantization::Sq8,
-            other => {
-                return Err(IndexError::format(format!(
-                    "unknown quantization code {other}"
-                )))
-            }
         };
-        let (trained, has_codes) = match cursor.u8() {
-            0 => (false, false),
-            1 => (true, true),
-            2 => (true, false),
-            other => return Err(IndexError::format(format!("has_codes byte is {other}"))),
-        };
-        if header[15] != 0 || header[56..60] != [0; 4] {
-            return Err(IndexError::format("header: reserved bytes are not zero"));
-        }
-        cursor.offset = 16;
-        let dim = cursor.u32() as usize;
-        let m = cursor.u32() as usize;
-        let ef_construction = cursor.u32() as usize;
-        let entry = cursor.u32();
-        let count = cursor.u64();
-        let max_level = cursor.u32() as usize;
-        let scale = f32::from_le_bytes(header[44..48].try_into().expect("4 bytes"));
-        cursor.offset = 48;
-        let seed = cursor.u64();
-        let header_error = |error: IndexError| IndexError::format(format!("header: {error}"));
-        check_range("dim", dim, 1, MAX_DIMENSION).map_err(header_error)?;
-        check_range("m", m, MIN_M, MAX_M).map_err(header_error)?;
-        check_range("ef_construction", ef_construction, 1, MAX_EF_CONSTRUCTION)
-            .map_err(header_error)?;
-        check_range("max_level", max_level, 0, MAX_LEVEL).map_err(header_error)?;
-        if count > MAX_POINTS as u64 {
-            return Err(IndexError::format(format!(
-                "header: count {count} exceeds {MAX_POINTS}"
-            )));
-        }
-        let count = usize::try_from(count).map_err(|_| IndexError::format("count too large"))?;
-        if (count == 0) != (entry == NO_ENTRY) || (entry != NO_ENTRY && entry as usize >= count) {
-            return Err(IndexError::format(format!(
-                "header: entry point {entry} inconsistent with count {count}"
-            )));
-        }
-        if trained && quantization != Quantization::Sq8 {
-            return Err(IndexError::format("codes present without sq8 quantization"));
-        }
-        let params = HnswParams {
-            dim,
-            metric,
-            m,
-            ef_construction,
-            quantization,
-            seed,
-        };
+        let FileHeader {
+            params,
+            trained,
+            has_codes,
+            entry,
+            count,
+            max_level,
+            scale,
+        } = read_header(header)?;
+        let HnswParams { dim, m, .. } = params;
         // Every section's length and checksum are verified before the index is allocated,
         // so memory use is bounded by the bytes the file really holds.
-        let mut sections = Sections { rest };
-        let labels = bytes_to_u64s(sections.next(TAG_LABELS, count as u64 * 8, "labels")?);
+        let mut sections = Sections {
+            rest: Reader::at(&bytes[HEADER_BYTES..], HEADER_BYTES as u64),
+        };
+        let labels: Vec<u64> =
+            codec::u64s(sections.next(TAG_LABELS, count as u64 * 8, "labels")?).collect();
         let levels = sections.next(TAG_LEVELS, count as u64, "levels")?;
         let block0 = 1 + 2 * m;
         let layer0 = sections.next(
@@ -274,11 +214,9 @@ impl HnswIndex {
         } else {
             None
         };
-        let deleted = bytes_to_u64s(sections.next(
-            TAG_DELETED,
-            (count.div_ceil(64) * 8) as u64,
-            "deleted",
-        )?);
+        let deleted: Vec<u64> =
+            codec::u64s(sections.next(TAG_DELETED, (count.div_ceil(64) * 8) as u64, "deleted")?)
+                .collect();
 
         let mut index = HnswIndex::new(
             params,
@@ -323,11 +261,11 @@ impl HnswIndex {
                 index.graph.restore_block(node_id, layer, &words);
                 upper_offset += 1 + m;
             }
-            for (value, bytes) in row
+            for (value, stored) in row
                 .iter_mut()
-                .zip(vectors[node * dim * 4..(node + 1) * dim * 4].chunks_exact(4))
+                .zip(codec::f32s(&vectors[node * dim * 4..(node + 1) * dim * 4]))
             {
-                *value = f32::from_le_bytes(bytes.try_into().expect("4 bytes"));
+                *value = stored;
             }
             if row.iter().any(|value| !value.is_finite()) {
                 return Err(IndexError::format(format!(
@@ -387,11 +325,113 @@ impl HnswIndex {
 /// `words` := the little-endian u32s of `bytes`.
 fn words_from(words: &mut Vec<u32>, bytes: &[u8]) {
     words.clear();
-    words.extend(
-        bytes
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))),
-    );
+    words.extend(codec::u32s(bytes));
+}
+
+/// What the 64-byte file header holds, checked.
+struct FileHeader {
+    params: HnswParams,
+    /// The SQ8 quantizer is trained (`has_codes` 1 or 2).
+    trained: bool,
+    /// The `CODE` section is present (`has_codes` 1).
+    has_codes: bool,
+    entry: u32,
+    count: usize,
+    max_level: usize,
+    scale: f32,
+}
+
+/// Reads and checks the header: magic, checksum, version, codes, reserved bytes, every
+/// parameter's range and the entry point against the count.
+fn read_header(header: &[u8; HEADER_BYTES]) -> Result<FileHeader> {
+    let header_error = |error: DecodeError| decode_error("header", &error);
+    if &header[0..8] != MAGIC {
+        return Err(IndexError::format("not a SagittaDB HNSW index (bad magic)"));
+    }
+    let stored_crc = u32::from_le_bytes(header[60..].try_into().expect("4 bytes"));
+    if crc32c::crc32c(&header[..60]) != stored_crc {
+        return Err(IndexError::format("header checksum mismatch"));
+    }
+    let mut fields = Reader::at(&header[8..60], 8);
+    let version = fields.u32("format_version").map_err(header_error)?;
+    if version != FORMAT_VERSION {
+        return Err(IndexError::format(format!(
+            "HNSW format version {version} is not supported (expected {FORMAT_VERSION})"
+        )));
+    }
+    let metric = Metric::from_code(fields.u8("metric").map_err(header_error)?)?;
+    let quantization = fields
+        .code("quantization", |code| match code {
+            0 => Some(Quantization::None),
+            1 => Some(Quantization::Sq8),
+            _ => None,
+        })
+        .map_err(header_error)?;
+    let (trained, has_codes) = fields
+        .code("has_codes", |code| match code {
+            0 => Some((false, false)),
+            1 => Some((true, true)),
+            2 => Some((true, false)),
+            _ => None,
+        })
+        .map_err(header_error)?;
+    fields.zeros::<1>("reserved").map_err(header_error)?;
+    let dim = fields.u32("dim").map_err(header_error)? as usize;
+    let m = fields.u32("m").map_err(header_error)? as usize;
+    let ef_construction = fields.u32("ef_construction").map_err(header_error)? as usize;
+    let entry = fields.u32("entry_point").map_err(header_error)?;
+    let count = fields.u64("count").map_err(header_error)?;
+    let max_level = fields.u32("max_level").map_err(header_error)? as usize;
+    let scale = fields.f32("sq8_scale").map_err(header_error)?;
+    let seed = fields.u64("seed").map_err(header_error)?;
+    fields.zeros::<4>("reserved").map_err(header_error)?;
+    fields.expect_end("header_crc32c").map_err(header_error)?;
+    let count = check_ranges(dim, m, ef_construction, max_level, count)?;
+    if (count == 0) != (entry == NO_ENTRY) || (entry != NO_ENTRY && entry as usize >= count) {
+        return Err(IndexError::format(format!(
+            "header: entry point {entry} inconsistent with count {count}"
+        )));
+    }
+    if trained && quantization != Quantization::Sq8 {
+        return Err(IndexError::format("codes present without sq8 quantization"));
+    }
+    Ok(FileHeader {
+        params: HnswParams {
+            dim,
+            metric,
+            m,
+            ef_construction,
+            quantization,
+            seed,
+        },
+        trained,
+        has_codes,
+        entry,
+        count,
+        max_level,
+        scale,
+    })
+}
+
+/// Checks the header's parameters against the limits; returns `count` as a usize.
+fn check_ranges(
+    dim: usize,
+    m: usize,
+    ef_construction: usize,
+    max_level: usize,
+    count: u64,
+) -> Result<usize> {
+    let range_error = |error: IndexError| IndexError::format(format!("header: {error}"));
+    check_range("dim", dim, 1, MAX_DIMENSION).map_err(range_error)?;
+    check_range("m", m, MIN_M, MAX_M).map_err(range_error)?;
+    check_range("ef_construction", ef_construction, 1, MAX_EF_CONSTRUCTION).map_err(range_error)?;
+    check_range("max_level", max_level, 0, MAX_LEVEL).map_err(range_error)?;
+    if count > MAX_POINTS as u64 {
+        return Err(IndexError::format(format!(
+            "header: count {count} exceeds {MAX_POINTS}"
+        )));
+    }
+    usize::try_from(count).map_err(|_| IndexError::format("count too large"))
 }
 
 /// A link block is valid when its length fits and every target exists on that layer.
