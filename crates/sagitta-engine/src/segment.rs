@@ -309,9 +309,10 @@ impl Segment {
             .read(&path)?
             .ok_or_else(|| corrupt(&path, "listed in the shard manifest but missing"))?;
         file_bytes += bytes.len() as u64;
-        let Some(Operation::Upsert(points)) = codec::decode(unframed(POINTS_MAGIC, &bytes, &path)?)
-        else {
-            return Err(corrupt(&path, "points do not decode"));
+        let points = match codec::try_decode(unframed(POINTS_MAGIC, &bytes, &path)?) {
+            Ok(Operation::Upsert(points)) => points,
+            Ok(_) => return Err(corrupt(&path, "points do not decode: not a point listing")),
+            Err(error) => return Err(corrupt(&path, &format!("points do not decode: {error}"))),
         };
         if points.len() != index.len() {
             return Err(corrupt(&path, "point count differs from the index"));

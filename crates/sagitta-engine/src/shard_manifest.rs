@@ -51,12 +51,6 @@ impl ShardManifest {
         out.into_bytes()
     }
 
-    /// Decodes a manifest payload; `None` when malformed ([`ShardManifest::try_decode`] says
-    /// what).
-    pub fn decode(bytes: &[u8]) -> Option<ShardManifest> {
-        ShardManifest::try_decode(bytes).ok()
-    }
-
     /// Decodes a manifest payload, which must take every byte; a malformed one is an error
     /// naming the byte offset and the field.
     pub fn try_decode(bytes: &[u8]) -> Result<ShardManifest, DecodeError> {
@@ -171,8 +165,8 @@ mod tests {
         expected.extend_from_slice(&1u32.to_le_bytes());
         expected.extend_from_slice(&2u64.to_le_bytes());
         assert_eq!(bytes, expected);
-        assert_eq!(ShardManifest::decode(&bytes), Some(manifest));
-        assert_eq!(ShardManifest::decode(&[]), None);
+        assert_eq!(ShardManifest::try_decode(&bytes).ok(), Some(manifest));
+        assert!(ShardManifest::try_decode(&[]).is_err());
     }
 
     #[test]

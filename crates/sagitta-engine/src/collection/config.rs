@@ -99,12 +99,6 @@ impl CollectionConfig {
         out.into_bytes()
     }
 
-    /// Decodes a collection manifest; `None` when malformed ([`CollectionConfig::try_decode`]
-    /// says what).
-    pub(super) fn decode(bytes: &[u8]) -> Option<(CollectionConfig, PayloadSchema)> {
-        CollectionConfig::try_decode(bytes).ok()
-    }
-
     /// Decodes a collection manifest, which must take every byte; a malformed one is an
     /// error naming the byte offset and the field.
     pub(super) fn try_decode(
@@ -215,7 +209,10 @@ mod tests {
         let mut expected = vec![CONFIG_VERSION, 1, 3, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0];
         expected.extend_from_slice(&[1, 3, 0, b'a', b'.', b'b']);
         assert_eq!(bytes, expected);
-        assert_eq!(CollectionConfig::decode(&bytes), Some((config, schema)));
+        assert_eq!(
+            CollectionConfig::try_decode(&bytes).ok(),
+            Some((config, schema))
+        );
     }
 
     #[test]
@@ -241,6 +238,6 @@ mod tests {
         let mut empty_part = bytes;
         empty_part[17] = b'.';
         assert!(message(&empty_part).starts_with("at byte 15: field name:"));
-        assert!(CollectionConfig::decode(&[CONFIG_VERSION]).is_none());
+        assert!(CollectionConfig::try_decode(&[CONFIG_VERSION]).is_err());
     }
 }

@@ -155,9 +155,9 @@ impl Collection {
                 path: directory.display().to_string(),
             })?;
         let (config, schema) =
-            CollectionConfig::decode(&bytes).ok_or_else(|| EngineError::Corrupt {
+            CollectionConfig::try_decode(&bytes).map_err(|error| EngineError::Corrupt {
                 reason: format!(
-                    "{}: collection configuration does not decode",
+                    "{}: collection configuration does not decode: {error}",
                     directory.display()
                 ),
             })?;

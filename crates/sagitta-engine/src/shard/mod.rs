@@ -127,9 +127,14 @@ impl Shard {
     ) -> Result<Shard> {
         fs.create_dir_all(directory)?;
         let manifest = match manifest::load(fs, directory)? {
-            Some(bytes) => ShardManifest::decode(&bytes).ok_or_else(|| EngineError::Corrupt {
-                reason: format!("{}: shard manifest does not decode", directory.display()),
-            })?,
+            Some(bytes) => {
+                ShardManifest::try_decode(&bytes).map_err(|error| EngineError::Corrupt {
+                    reason: format!(
+                        "{}: shard manifest does not decode: {error}",
+                        directory.display()
+                    ),
+                })?
+            }
             None => ShardManifest::default(),
         };
         let segments = manifest
@@ -158,9 +163,9 @@ impl Shard {
         for (path, records) in recovered {
             for record in records {
                 let operation =
-                    codec::decode(&record.payload).ok_or_else(|| EngineError::Corrupt {
+                    codec::try_decode(&record.payload).map_err(|error| EngineError::Corrupt {
                         reason: format!(
-                            "{}: record {} passed its checksum but does not decode",
+                            "{}: record {} passed its checksum but does not decode: {error}",
                             path.display(),
                             record.sequence
                         ),
