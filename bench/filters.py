@@ -2,7 +2,7 @@
 against qdrant-client's local mode, which is also the oracle for every answer.
 
     python -m bench.filters --out bench/results/filters.json
-    python -m bench.filters --points 300 --filters 5 --out /tmp/filters-small.json
+    python -m bench.filters --points 300 --filters 5 --out bench/results/filters-small.json
 
 An outside fuzzer found one valid filter (random nested must / should / must_not over missing
 keys and arrays) that took 11 s on a 3,000-point collection. Two causes were fixed in the
@@ -1100,9 +1100,7 @@ def main(argv: list[str] | None = None) -> int:
                 else round(no_filter["scroll_ms"] / no_filter["scroll_pages"], 3),
                 "note": SUMMARY_NOTE,
             },
-            "binary": os.path.relpath(binary, REPO_ROOT)
-            if binary.is_relative_to(REPO_ROOT)
-            else str(binary),
+            "binary": report.repo_relative(binary),
             "binary_info": version,
             "server_panics": facts["server_panics"],
             "note": args.note,

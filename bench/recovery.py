@@ -121,7 +121,7 @@ def load_vectors(
     if choice == "debian-minilm":
         dataset = datasets.load_debian_minilm(path)
         base = dataset.base[:rows]
-        name, source = "debian-minilm", {"path": str(path)}
+        name, source = "debian-minilm", {"path": report.repo_relative(path)}
     else:
         dataset = datasets.synthetic(rows, max(queries, 1), DIM)
         base = dataset.base
@@ -870,7 +870,7 @@ def main(argv: list[str] | None = None) -> int:
                 "note": "per case and scenario: time to ready median / max over its "
                 "restarts, and the largest segment count, log and data bytes seen",
             },
-            "binary": str(binary),
+            "binary": report.repo_relative(binary),
             "binary_version": version,
             "note": args.note,
             "time_to_ready": "spawn of `sagitta serve` until GET /readyz answered 200 and "

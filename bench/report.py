@@ -17,6 +17,19 @@ OURS = ("sagitta-hnsw-sq8", "sagitta-hnsw")
 # Machine
 
 
+_REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def repo_relative(path: str | Path) -> str:
+    """`path` as recorded in a result: relative to the repository when it lies in the
+    repository or beside it (``target/release/sagitta``, ``../shared/datasets/...``), so
+    results name no machine's absolute paths; otherwise as given."""
+    resolved = Path(path).resolve()
+    if resolved.is_relative_to(_REPO_ROOT.parent):
+        return os.path.relpath(resolved, _REPO_ROOT)
+    return str(path)
+
+
 def _cpuinfo() -> dict:
     info: dict = {}
     try:
