@@ -37,6 +37,18 @@ fn logs_in(fs: &SimFileSystem, shard: &Path) -> usize {
         .count()
 }
 
+/// Runs a seal that freezes the buffer, rotates the log, and fails writing its segment
+/// (the simulator holds it at the segment file, then fails the write).
+fn fail_a_seal_after_rotation(fs: &SimFileSystem, collection: &Collection) {
+    fs.pause_at_file(".hnsw");
+    std::thread::scope(|scope| {
+        let worker = scope.spawn(|| collection.optimize(fs));
+        assert!(fs.wait_until_paused(|| worker.is_finished()));
+        fs.release(true);
+        assert!(worker.join().unwrap().is_err());
+    });
+}
+
 /// A server that crashes during every seal must not add a log per restart: each open
 /// checkpoints what it replayed, so the logs stay bounded (and with them restart time).
 #[test]
@@ -55,13 +67,7 @@ fn crashes_during_seals_do_not_pile_up_logs() {
             .upsert((0..50).map(|id| point(id, round)).collect(), true)
             .unwrap();
         // a seal that freezes the buffer, rotates the log, and dies writing its segment
-        fs.pause_at_file(".hnsw");
-        std::thread::scope(|scope| {
-            let worker = scope.spawn(|| collection.optimize(&fs));
-            assert!(fs.wait_until_paused(|| worker.is_finished()));
-            fs.release(true);
-            assert!(worker.join().unwrap().is_err());
-        });
+        fail_a_seal_after_rotation(&fs, &collection);
         drop(collection);
         fs.crash(&mut rng);
         collection = Collection::open(&fs, directory).unwrap();
@@ -152,13 +158,7 @@ fn a_log_that_breaks_the_sequence_is_refused_at_open() {
         .upsert((0..20).map(|id| point(id, 0)).collect(), true)
         .unwrap();
     // a seal cut short after it rotated the log: a replay log and the live log
-    fs.pause_at_file(".hnsw");
-    std::thread::scope(|scope| {
-        let worker = scope.spawn(|| collection.optimize(&fs));
-        assert!(fs.wait_until_paused(|| worker.is_finished()));
-        fs.release(true);
-        assert!(worker.join().unwrap().is_err());
-    });
+    fail_a_seal_after_rotation(&fs, &collection);
     // (the shard now refuses writes until reopened)
     drop(collection);
     let shard = directory.join("shard-0");
