@@ -32,7 +32,7 @@ use bytes::Bytes;
 use clap::Parser;
 use serde_json::{json, Value};
 
-use crate::http::{new_client, Endpoint};
+use crate::http::{new_client, Endpoint, HttpClient};
 use crate::npy::{Matrix, NpyError};
 use crate::search::{PhaseResult, PhaseSettings, Target};
 
@@ -181,58 +181,10 @@ pub fn load_data(dir: &Path, k: usize, need_base: bool) -> Result<Data, LoadErro
         None
     };
     let (truth, truth_source) = if has_gt {
-        let gt = npy::read_i64(&gt_path)?;
-        if gt.rows != queries.rows {
-            return Err(format!(
-                "{}: {} rows, but queries.npy has {}",
-                gt_path.display(),
-                gt.rows,
-                queries.rows
-            )
-            .into());
-        }
-        if gt.cols < k.min(n) {
-            return Err(format!(
-                "{}: {} columns, fewer than --limit {k}",
-                gt_path.display(),
-                gt.cols
-            )
-            .into());
-        }
-        let mut truth = Vec::with_capacity(gt.rows);
-        for q in 0..gt.rows {
-            let row = &gt.row(q)[..k.min(gt.cols)];
-            let ids = row
-                .iter()
-                .map(|&id| u64::try_from(id).ok().filter(|&id| id < n as u64))
-                .collect::<Option<Vec<u64>>>()
-                .ok_or_else(|| {
-                    format!(
-                        "{}: row {q} has an id outside 0..{n} (ids must be base row numbers)",
-                        gt_path.display()
-                    )
-                })?;
-            truth.push(ids);
-        }
-        (
-            truth,
-            format!("gt.npy ({}, first {k} columns)", gt.source_dtype.descr()),
-        )
+        read_truth(&gt_path, queries.rows, k, n)?
     } else {
         let base = base.as_ref().expect("base is loaded without gt.npy");
-        eprintln!(
-            "no gt.npy in {}: computing exact cosine top-{k} by brute force ({n} x {} queries)",
-            dir.display(),
-            queries.rows
-        );
-        let truth = truth::brute_force_cosine(base, &queries, k)
-            .into_iter()
-            .map(|row| row.into_iter().map(u64::from).collect())
-            .collect();
-        (
-            truth,
-            "computed by brute force (cosine, exact, float32) because gt.npy is absent".to_string(),
-        )
+        compute_truth(dir, base, n, &queries, k)
     };
     Ok(Data {
         n,
@@ -243,6 +195,77 @@ pub fn load_data(dir: &Path, k: usize, need_base: bool) -> Result<Data, LoadErro
         truth_source,
         base_dtype: base_header.dtype.descr(),
     })
+}
+
+/// The exact top-`k` of each of `queries` queries from gt.npy at `gt_path`, checked
+/// against the data set (`n` base rows), and how it was obtained.
+fn read_truth(
+    gt_path: &Path,
+    queries: usize,
+    k: usize,
+    n: usize,
+) -> Result<(Vec<Vec<u64>>, String), LoadError> {
+    let gt = npy::read_i64(gt_path)?;
+    if gt.rows != queries {
+        return Err(format!(
+            "{}: {} rows, but queries.npy has {}",
+            gt_path.display(),
+            gt.rows,
+            queries
+        )
+        .into());
+    }
+    if gt.cols < k.min(n) {
+        return Err(format!(
+            "{}: {} columns, fewer than --limit {k}",
+            gt_path.display(),
+            gt.cols
+        )
+        .into());
+    }
+    let mut truth = Vec::with_capacity(gt.rows);
+    for q in 0..gt.rows {
+        let row = &gt.row(q)[..k.min(gt.cols)];
+        let ids = row
+            .iter()
+            .map(|&id| u64::try_from(id).ok().filter(|&id| id < n as u64))
+            .collect::<Option<Vec<u64>>>()
+            .ok_or_else(|| {
+                format!(
+                    "{}: row {q} has an id outside 0..{n} (ids must be base row numbers)",
+                    gt_path.display()
+                )
+            })?;
+        truth.push(ids);
+    }
+    Ok((
+        truth,
+        format!("gt.npy ({}, first {k} columns)", gt.source_dtype.descr()),
+    ))
+}
+
+/// The exact cosine top-`k` of each query by brute force over the `n` rows of `base` (the
+/// data set in `dir`, which has no gt.npy), and how it was obtained.
+fn compute_truth(
+    dir: &Path,
+    base: &Matrix<f32>,
+    n: usize,
+    queries: &Matrix<f32>,
+    k: usize,
+) -> (Vec<Vec<u64>>, String) {
+    eprintln!(
+        "no gt.npy in {}: computing exact cosine top-{k} by brute force ({n} x {} queries)",
+        dir.display(),
+        queries.rows
+    );
+    let truth = truth::brute_force_cosine(base, queries, k)
+        .into_iter()
+        .map(|row| row.into_iter().map(u64::from).collect())
+        .collect();
+    (
+        truth,
+        "computed by brute force (cosine, exact, float32) because gt.npy is absent".to_string(),
+    )
 }
 
 fn available_memory_bytes() -> Option<u64> {
@@ -351,6 +374,8 @@ pub struct Measured {
     pub warnings: Vec<String>,
 }
 
+/// Checks that the server answers, uploads and waits for green when asked, then runs the
+/// timed phases.
 async fn measure(
     args: &Args,
     endpoint: &Endpoint,
@@ -360,63 +385,13 @@ async fn measure(
 ) -> Result<Measured, LoadError> {
     let control = new_client(&Arc::new(AtomicU64::new(0)));
     let name = &args.collection;
-    let root = upload::get_json(endpoint, &control, "/").await;
-    if root.is_none() {
-        return Err(format!(
-            "no answer from GET {}/ (is the server running?)",
-            endpoint.base
-        )
-        .into());
-    }
-    let server_app = upload::get_json(endpoint, &control, "/telemetry")
-        .await
-        .map(|mut telemetry| telemetry["result"]["app"].take())
-        .filter(|app| !app.is_null());
+    let server_app = probe_server(endpoint, &control).await?;
     let mut warnings = Vec::new();
     let (mut upload_result, mut wait_result) = (None, None);
     if let Some(bodies) = upload_bodies {
-        upload::recreate_collection(
-            endpoint,
-            &control,
-            name,
-            body::create_collection_body(data.dim),
-        )
-        .await?;
-        eprintln!(
-            "uploading {} points in {} batches of {} ({} in flight)",
-            data.n,
-            bodies.len(),
-            args.upload_batch,
-            args.upload_parallel
-        );
-        let uploaded = upload::upload(endpoint, name, bodies, args.upload_parallel).await?;
-        println!(
-            "upload: {} points in {:.3} s = {:.0} points/s ({} MiB of JSON, {} retries after 429)",
-            data.n,
-            uploaded.seconds,
-            data.n as f64 / uploaded.seconds.max(1e-9),
-            uploaded.bytes >> 20,
-            uploaded.retries
-        );
-        upload_result = Some(uploaded);
+        upload_result = Some(upload_points(args, endpoint, &control, data, bodies).await?);
         if !args.skip_wait {
-            let waited = upload::wait_for_green(
-                endpoint,
-                &control,
-                name,
-                Duration::from_millis(200),
-                Duration::from_secs_f64(args.wait_timeout),
-            )
-            .await?;
-            println!(
-                "wait for green: {:.3} s ({} polls); points {}, indexed {}, segments {}",
-                waited.seconds,
-                waited.polls,
-                waited.info["points_count"],
-                waited.info["indexed_vectors_count"],
-                waited.info["segments_count"]
-            );
-            wait_result = Some(waited);
+            wait_result = Some(wait_until_green(args, endpoint, &control).await?);
         }
     }
     let collection_info = upload::collection_info(endpoint, &control, name).await?;
@@ -428,52 +403,16 @@ async fn measure(
         eprintln!("warning: {warning}");
         warnings.push(warning);
     }
-    let query_uri = endpoint.uri(&format!("/collections/{name}/points/query"))?;
-    let target = Arc::new(Target::Query {
-        uri: query_uri,
-        bodies: query_bodies,
-        truth: data.truth.clone(),
-        k: args.limit,
-    });
-    let readyz = Arc::new(Target::Get {
-        uri: endpoint.uri("/readyz")?,
-    });
     let server_pid = args.server_pid.map(|pid| pid.to_string());
-    let mut phases = Vec::new();
-    for &concurrency in &args.concurrency {
-        let settings = PhaseSettings {
-            concurrency,
-            requests: args.queries,
-            warmup: args.warmup,
-            server_pid: server_pid.clone(),
-        };
-        let phase = search::run_phase(endpoint, &target, &settings).await;
-        println!("{}", report::phase_line("query ", &phase));
-        for sample in &phase.error_samples {
-            eprintln!("  error: {sample}");
-        }
-        if phase.errors > 0 || phase.warmup_errors > 0 {
-            let warning = format!(
-                "concurrency {concurrency}: {} of {} timed requests failed, {} of {} warm-up \
-                 requests failed ({:?})",
-                phase.errors,
-                phase.requests,
-                phase.warmup_errors,
-                phase.warmup_requests,
-                phase.errors_by_kind
-            );
-            eprintln!("warning: {warning}");
-            warnings.push(warning);
-        }
-        let baseline = if args.baseline_readyz {
-            let baseline = search::run_phase(endpoint, &readyz, &settings).await;
-            println!("{}", report::phase_line("readyz", &baseline));
-            Some(baseline)
-        } else {
-            None
-        };
-        phases.push((phase, baseline));
-    }
+    let phases = run_phases(
+        args,
+        endpoint,
+        data,
+        query_bodies,
+        server_pid.as_deref(),
+        &mut warnings,
+    )
+    .await?;
     let server_rss_bytes = server_pid.as_deref().and_then(stats::rss_bytes);
     Ok(Measured {
         server_app,
@@ -486,6 +425,152 @@ async fn measure(
     })
 }
 
+/// The server's `app` telemetry (name, version), if it reports one; an error if the
+/// server does not answer at all.
+async fn probe_server(
+    endpoint: &Endpoint,
+    control: &HttpClient,
+) -> Result<Option<Value>, LoadError> {
+    let root = upload::get_json(endpoint, control, "/").await;
+    if root.is_none() {
+        return Err(format!(
+            "no answer from GET {}/ (is the server running?)",
+            endpoint.base
+        )
+        .into());
+    }
+    Ok(upload::get_json(endpoint, control, "/telemetry")
+        .await
+        .map(|mut telemetry| telemetry["result"]["app"].take())
+        .filter(|app| !app.is_null()))
+}
+
+/// Recreates the collection and upserts `bodies` into it, printing the upload rate.
+async fn upload_points(
+    args: &Args,
+    endpoint: &Endpoint,
+    control: &HttpClient,
+    data: &Data,
+    bodies: Arc<Vec<Bytes>>,
+) -> Result<upload::UploadResult, LoadError> {
+    let name = &args.collection;
+    upload::recreate_collection(
+        endpoint,
+        control,
+        name,
+        body::create_collection_body(data.dim),
+    )
+    .await?;
+    eprintln!(
+        "uploading {} points in {} batches of {} ({} in flight)",
+        data.n,
+        bodies.len(),
+        args.upload_batch,
+        args.upload_parallel
+    );
+    let uploaded = upload::upload(endpoint, name, bodies, args.upload_parallel).await?;
+    println!(
+        "upload: {} points in {:.3} s = {:.0} points/s ({} MiB of JSON, {} retries after 429)",
+        data.n,
+        uploaded.seconds,
+        data.n as f64 / uploaded.seconds.max(1e-9),
+        uploaded.bytes >> 20,
+        uploaded.retries
+    );
+    Ok(uploaded)
+}
+
+/// Waits for the collection to turn green, printing how long it took and what it holds.
+async fn wait_until_green(
+    args: &Args,
+    endpoint: &Endpoint,
+    control: &HttpClient,
+) -> Result<upload::WaitResult, LoadError> {
+    let waited = upload::wait_for_green(
+        endpoint,
+        control,
+        &args.collection,
+        Duration::from_millis(200),
+        Duration::from_secs_f64(args.wait_timeout),
+    )
+    .await?;
+    println!(
+        "wait for green: {:.3} s ({} polls); points {}, indexed {}, segments {}",
+        waited.seconds,
+        waited.polls,
+        waited.info["points_count"],
+        waited.info["indexed_vectors_count"],
+        waited.info["segments_count"]
+    );
+    Ok(waited)
+}
+
+/// One timed phase per concurrency level, each followed by its `/readyz` baseline when
+/// asked; failed requests add a warning.
+async fn run_phases(
+    args: &Args,
+    endpoint: &Endpoint,
+    data: &Data,
+    query_bodies: Vec<Bytes>,
+    server_pid: Option<&str>,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<(PhaseResult, Option<PhaseResult>)>, LoadError> {
+    let name = &args.collection;
+    let query_uri = endpoint.uri(&format!("/collections/{name}/points/query"))?;
+    let target = Arc::new(Target::Query {
+        uri: query_uri,
+        bodies: query_bodies,
+        truth: data.truth.clone(),
+        k: args.limit,
+    });
+    let readyz = Arc::new(Target::Get {
+        uri: endpoint.uri("/readyz")?,
+    });
+    let mut phases = Vec::new();
+    for &concurrency in &args.concurrency {
+        let settings = PhaseSettings {
+            concurrency,
+            requests: args.queries,
+            warmup: args.warmup,
+            server_pid: server_pid.map(str::to_string),
+        };
+        let phase = search::run_phase(endpoint, &target, &settings).await;
+        println!("{}", report::phase_line("query ", &phase));
+        report_phase_errors(concurrency, &phase, warnings);
+        let baseline = if args.baseline_readyz {
+            let baseline = search::run_phase(endpoint, &readyz, &settings).await;
+            println!("{}", report::phase_line("readyz", &baseline));
+            Some(baseline)
+        } else {
+            None
+        };
+        phases.push((phase, baseline));
+    }
+    Ok(phases)
+}
+
+/// Prints the error samples of a phase and, if any of its requests failed, a warning,
+/// which it adds to `warnings`.
+fn report_phase_errors(concurrency: usize, phase: &PhaseResult, warnings: &mut Vec<String>) {
+    for sample in &phase.error_samples {
+        eprintln!("  error: {sample}");
+    }
+    if phase.errors > 0 || phase.warmup_errors > 0 {
+        let warning = format!(
+            "concurrency {concurrency}: {} of {} timed requests failed, {} of {} warm-up \
+             requests failed ({:?})",
+            phase.errors,
+            phase.requests,
+            phase.warmup_errors,
+            phase.warmup_requests,
+            phase.errors_by_kind
+        );
+        eprintln!("warning: {warning}");
+        warnings.push(warning);
+    }
+}
+
+/// The result document (bench-schema "sagitta-bench/1") of a run.
 fn build_document(
     args: &Args,
     argv: &[String],
@@ -495,27 +580,59 @@ fn build_document(
     nofile: u64,
     measured: &Measured,
 ) -> Value {
-    let search_params = match args.hnsw_ef {
-        Some(ef) => json!({"hnsw_ef": ef, "limit": args.limit}),
-        None => json!({"hnsw_ef": null, "limit": args.limit, "note": "server default ef"}),
-    };
-    let runs: Vec<Value> = measured
-        .phases
-        .iter()
-        .map(|(phase, baseline)| {
-            report::run_entry(phase, &search_params, threads, baseline.as_ref())
-        })
-        .collect();
-    let upload_seconds = measured.upload.as_ref().map(|u| u.seconds);
-    let wait_seconds = measured.wait.as_ref().map(|w| w.seconds);
-    let build_seconds = upload_seconds.unwrap_or(0.0) + wait_seconds.unwrap_or(0.0);
-    let config = &measured.collection_info["config"];
+    json!({
+        "schema": report::SCHEMA,
+        "suite": report::SUITE,
+        "started_at": started_at,
+        "command": report::shell_join(argv),
+        "machine": report::machine_info(),
+        "dataset": dataset_section(args, data),
+        "notes": notes(data, measured),
+        "warnings": measured.warnings,
+        "load_generator": {
+            "name": "sagitta-load",
+            "version": env!("CARGO_PKG_VERSION"),
+            "tokio_worker_threads": threads,
+            "http": "hyper 1 legacy client, HTTP/1.1 keep-alive, one connection per client",
+            "rlimit_nofile": nofile,
+            "requests_per_level": args.queries,
+            "warmup_per_level": args.warmup,
+            "timeout_seconds": args.timeout,
+        },
+        "server": {
+            "url": args.url,
+            "pid": args.server_pid,
+            "app": measured.server_app,
+            "collection": args.collection,
+            "collection_info": measured.collection_info,
+        },
+        "results": [engine_result(args, data, threads, measured)],
+    })
+}
+
+/// The document's `dataset`: what was searched.
+fn dataset_section(args: &Args, data: &Data) -> Value {
     let dataset_name = args.dataset_name.clone().unwrap_or_else(|| {
         args.data.file_name().map_or_else(
             || "unknown".to_string(),
             |n| n.to_string_lossy().into_owned(),
         )
     });
+    json!({
+        "name": dataset_name,
+        "n": data.n,
+        "dim": data.dim,
+        "metric": "cosine",
+        "queries": data.queries.rows,
+        "k": args.limit,
+        "path": args.data.display().to_string(),
+        "base_dtype": data.base_dtype,
+        "queries_dtype": data.queries.source_dtype.descr(),
+    })
+}
+
+/// The document's `notes`: what each measurement means and how it was taken.
+fn notes(data: &Data, measured: &Measured) -> Vec<String> {
     let mut notes = vec![
         "recall_at_k is precision@k: mean |returned ids ∩ exact top-k| / k over the successful \
          timed requests (ids are base row numbers)"
@@ -539,7 +656,54 @@ fn build_document(
     if measured.upload.is_none() {
         notes.push("no --upload: build_seconds is 0 and upload_seconds null".to_string());
     }
-    let upload = measured.upload.as_ref().map(|u| {
+    notes
+}
+
+/// The document's one entry of `results`: the engine, its index, the build and the runs.
+fn engine_result(args: &Args, data: &Data, threads: usize, measured: &Measured) -> Value {
+    let search_params = match args.hnsw_ef {
+        Some(ef) => json!({"hnsw_ef": ef, "limit": args.limit}),
+        None => json!({"hnsw_ef": null, "limit": args.limit, "note": "server default ef"}),
+    };
+    let runs: Vec<Value> = measured
+        .phases
+        .iter()
+        .map(|(phase, baseline)| {
+            report::run_entry(phase, &search_params, threads, baseline.as_ref())
+        })
+        .collect();
+    let upload_seconds = measured.upload.as_ref().map(|u| u.seconds);
+    let wait_seconds = measured.wait.as_ref().map(|w| w.seconds);
+    let build_seconds = upload_seconds.unwrap_or(0.0) + wait_seconds.unwrap_or(0.0);
+    let config = &measured.collection_info["config"];
+    json!({
+        "engine": args.engine_name,
+        "engine_version": measured.server_app.as_ref()
+            .and_then(|app| app["version"].as_str())
+            .unwrap_or("unknown"),
+        "index_params": {
+            "hnsw_config": config["hnsw_config"],
+            "quantization_config": config["quantization_config"],
+        },
+        "build_seconds": report::round(build_seconds, 4),
+        "upload_seconds": upload_seconds.map(|s| report::round(s, 4)),
+        "wait_for_green_seconds": wait_seconds.map(|s| report::round(s, 4)),
+        "wait_for_green_polls": measured.wait.as_ref().map(|w| w.polls),
+        "upload": upload_section(args, data, measured.upload.as_ref()),
+        "memory_bytes": null,
+        "server_rss_bytes": measured.server_rss_bytes,
+        "disk_bytes_written": null,
+        "runs": runs,
+    })
+}
+
+/// The result's `upload`: how the points were sent; `None` (null) without `--upload`.
+fn upload_section(
+    args: &Args,
+    data: &Data,
+    upload: Option<&upload::UploadResult>,
+) -> Option<Value> {
+    upload.map(|u| {
         json!({
             "points": data.n,
             "batch": args.upload_batch,
@@ -551,62 +715,6 @@ fn build_document(
             "wait": false,
             "points_per_second": data.n as f64 / u.seconds.max(1e-9),
         })
-    });
-    json!({
-        "schema": report::SCHEMA,
-        "suite": report::SUITE,
-        "started_at": started_at,
-        "command": report::shell_join(argv),
-        "machine": report::machine_info(),
-        "dataset": {
-            "name": dataset_name,
-            "n": data.n,
-            "dim": data.dim,
-            "metric": "cosine",
-            "queries": data.queries.rows,
-            "k": args.limit,
-            "path": args.data.display().to_string(),
-            "base_dtype": data.base_dtype,
-            "queries_dtype": data.queries.source_dtype.descr(),
-        },
-        "notes": notes,
-        "warnings": measured.warnings,
-        "load_generator": {
-            "name": "sagitta-load",
-            "version": env!("CARGO_PKG_VERSION"),
-            "tokio_worker_threads": threads,
-            "http": "hyper 1 legacy client, HTTP/1.1 keep-alive, one connection per client",
-            "rlimit_nofile": nofile,
-            "requests_per_level": args.queries,
-            "warmup_per_level": args.warmup,
-            "timeout_seconds": args.timeout,
-        },
-        "server": {
-            "url": args.url,
-            "pid": args.server_pid,
-            "app": measured.server_app,
-            "collection": args.collection,
-            "collection_info": measured.collection_info,
-        },
-        "results": [{
-            "engine": args.engine_name,
-            "engine_version": measured.server_app.as_ref()
-                .and_then(|app| app["version"].as_str())
-                .unwrap_or("unknown"),
-            "index_params": {
-                "hnsw_config": config["hnsw_config"],
-                "quantization_config": config["quantization_config"],
-            },
-            "build_seconds": report::round(build_seconds, 4),
-            "upload_seconds": upload_seconds.map(|s| report::round(s, 4)),
-            "wait_for_green_seconds": wait_seconds.map(|s| report::round(s, 4)),
-            "wait_for_green_polls": measured.wait.as_ref().map(|w| w.polls),
-            "upload": upload,
-            "memory_bytes": null,
-            "server_rss_bytes": measured.server_rss_bytes,
-            "disk_bytes_written": null,
-            "runs": runs,
-        }],
     })
 }
 

@@ -10,6 +10,7 @@ use bytes::Bytes;
 use hyper::{Method, StatusCode, Uri};
 use serde::Deserialize;
 use tokio::sync::Barrier;
+use tokio::task::JoinHandle;
 
 use crate::http::{body_excerpt, new_client, Endpoint, HttpClient};
 use crate::stats::{cpu_seconds, summarize, Summary};
@@ -280,14 +281,7 @@ pub async fn run_phase(
     let connections_warmup = opened.load(Ordering::Relaxed);
     let client_cpu = cpu_seconds("self");
     let server_cpu = settings.server_pid.as_deref().and_then(cpu_seconds);
-    let mut outs = Vec::with_capacity(concurrency);
-    let mut panics = 0u64;
-    for handle in handles {
-        match handle.await {
-            Ok(out) => outs.push(out),
-            Err(_) => panics += 1,
-        }
-    }
+    let (outs, panics) = join_clients(handles).await;
     let wall_seconds = started.elapsed().as_secs_f64();
     let client_cpu_after = cpu_seconds("self");
     let server_cpu_after = settings.server_pid.as_deref().and_then(cpu_seconds);
@@ -306,7 +300,27 @@ pub async fn run_phase(
             .errors_by_kind
             .insert("client task panicked".to_string(), panics);
     }
-    let mut latencies = Vec::with_capacity(settings.requests);
+    add_client_outputs(&mut result, outs, settings.requests);
+    result
+}
+
+/// Waits for every client task: their outputs, and how many panicked.
+async fn join_clients(handles: Vec<JoinHandle<TaskOut>>) -> (Vec<TaskOut>, u64) {
+    let mut outs = Vec::with_capacity(handles.len());
+    let mut panics = 0u64;
+    for handle in handles {
+        match handle.await {
+            Ok(out) => outs.push(out),
+            Err(_) => panics += 1,
+        }
+    }
+    (outs, panics)
+}
+
+/// Adds the clients' counts, errors, latencies (about `requests` of them) and precision
+/// to `result`.
+fn add_client_outputs(result: &mut PhaseResult, outs: Vec<TaskOut>, requests: usize) {
+    let mut latencies = Vec::with_capacity(requests);
     let (mut precision_sum, mut precision_count) = (0.0, 0u64);
     for out in outs {
         latencies.extend_from_slice(&out.latencies_ms);
@@ -330,7 +344,6 @@ pub async fn run_phase(
     result.requests = result.ok + result.errors;
     result.latency_ms = summarize(&mut latencies);
     result.precision = (precision_count > 0).then(|| precision_sum / precision_count as f64);
-    result
 }
 
 #[cfg(test)]

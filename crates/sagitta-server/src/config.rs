@@ -206,6 +206,20 @@ impl ServerConfig {
 
     /// Rejects settings the server cannot run with.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.validate_limits()?;
+        self.validate_timeouts()?;
+        if self.max_inflight_request_bytes < self.max_request_bytes {
+            return Err(ConfigError::Invalid {
+                field: "max_inflight_request_bytes",
+                value: self.max_inflight_request_bytes.to_string(),
+                reason: "must be at least max_request_bytes, or no request that large could ever be received",
+            });
+        }
+        self.validate_keys()
+    }
+
+    /// Rejects a size or count limit of 0.
+    fn validate_limits(&self) -> Result<(), ConfigError> {
         let positive = [
             ("max_request_bytes", self.max_request_bytes),
             ("max_batch_points", self.max_batch_points),
@@ -227,6 +241,11 @@ impl ServerConfig {
                 });
             }
         }
+        Ok(())
+    }
+
+    /// Rejects a timeout (or the body rate) of 0, and a timeout over a week.
+    fn validate_timeouts(&self) -> Result<(), ConfigError> {
         let seconds = [
             ("header_read_timeout_secs", self.header_read_timeout_secs),
             ("body_read_timeout_secs", self.body_read_timeout_secs),
@@ -250,13 +269,11 @@ impl ServerConfig {
                 });
             }
         }
-        if self.max_inflight_request_bytes < self.max_request_bytes {
-            return Err(ConfigError::Invalid {
-                field: "max_inflight_request_bytes",
-                value: self.max_inflight_request_bytes.to_string(),
-                reason: "must be at least max_request_bytes, or no request that large could ever be received",
-            });
-        }
+        Ok(())
+    }
+
+    /// Rejects an empty API key, and a read-only key equal to the read-write one.
+    fn validate_keys(&self) -> Result<(), ConfigError> {
         for (field, key) in [
             ("api_key", &self.api_key),
             ("read_only_api_key", &self.read_only_api_key),

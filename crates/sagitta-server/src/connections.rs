@@ -715,6 +715,14 @@ pub async fn serve(
     let (running, mut all_done) = mpsc::channel::<()>(1);
     let mut shutdown = std::pin::pin!(shutdown);
     let counters = table.counters();
+    let spawner = Spawner {
+        router,
+        limits: Arc::clone(&limits),
+        state,
+        table: Arc::clone(&table),
+        stop,
+        running,
+    };
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -723,72 +731,111 @@ pub async fn serve(
         let (stream, peer) = match accepted {
             Ok(accepted) => accepted,
             Err(error) => {
-                if !matches!(
-                    error.kind(),
-                    io::ErrorKind::ConnectionRefused
-                        | io::ErrorKind::ConnectionAborted
-                        | io::ErrorKind::ConnectionReset
-                ) {
-                    // Most likely out of descriptors: free one, let it close, retry.
-                    table.evict_any();
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
+                recover_from_accept_error(&table, &error).await;
                 continue;
             }
         };
         let connection = match table.admit(peer.ip()) {
             Ok(connection) => connection,
-            Err(Refusal::AddressFull) => {
-                counters
-                    .refused_address_full
-                    .fetch_add(1, Ordering::Relaxed);
-                refuse(
-                    &stream,
-                    StatusCode::TOO_MANY_REQUESTS,
-                    &format!(
-                        "Too many connections: {} from your address are all handling \
-                         requests (max_connections_per_ip); retry later",
-                        limits.max_connections_per_ip
-                    ),
-                );
-                continue;
-            }
-            Err(Refusal::ServerFull) => {
-                counters.refused_server_full.fetch_add(1, Ordering::Relaxed);
-                refuse(
-                    &stream,
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    &format!(
-                        "Service unavailable: all {} connections are handling requests \
-                         (max_connections); retry later",
-                        limits.max_connections
-                    ),
-                );
+            Err(refusal) => {
+                refuse_over_cap(&stream, &refusal, &limits, counters);
                 continue;
             }
         };
         counters.accepted.fetch_add(1, Ordering::Relaxed);
         counters.open.store(table.open() as u64, Ordering::Relaxed);
-        let task = ConnectionTask {
-            front: Front {
-                router: router.clone(),
-                connection,
-                limits: Arc::clone(&limits),
-                state: Arc::clone(&state),
-            },
-            table: Arc::clone(&table),
-            stop: stop.clone(),
-            _running: running.clone(),
-        };
-        tokio::spawn(task.run(stream));
+        spawner.spawn(stream, connection);
     }
     drop(listener);
     let _ = stop_sender.send(true);
+    // Only our channel ends go now: the router and state stay until the tasks are done.
+    let Spawner { running, stop, .. } = spawner;
     drop(running);
     drop(stop);
     // Every connection task holds a sender; `None` once the last has finished.
     let _ = all_done.recv().await;
     Ok(())
+}
+
+/// After a failed `accept`: unless the client merely went away, frees a descriptor (the
+/// likely cause is running out of them) and pauses before the next try.
+async fn recover_from_accept_error(table: &Table, error: &io::Error) {
+    if !matches!(
+        error.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+    ) {
+        // Most likely out of descriptors: free one, let it close, retry.
+        table.evict_any();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Answers a connection that `refusal` keeps out (429 at the address's cap, 503 at the
+/// server's) and counts it.
+fn refuse_over_cap(
+    stream: &TcpStream,
+    refusal: &Refusal,
+    limits: &Limits,
+    counters: &ConnectionMetrics,
+) {
+    match refusal {
+        Refusal::AddressFull => {
+            counters
+                .refused_address_full
+                .fetch_add(1, Ordering::Relaxed);
+            refuse(
+                stream,
+                StatusCode::TOO_MANY_REQUESTS,
+                &format!(
+                    "Too many connections: {} from your address are all handling \
+                     requests (max_connections_per_ip); retry later",
+                    limits.max_connections_per_ip
+                ),
+            );
+        }
+        Refusal::ServerFull => {
+            counters.refused_server_full.fetch_add(1, Ordering::Relaxed);
+            refuse(
+                stream,
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!(
+                    "Service unavailable: all {} connections are handling requests \
+                     (max_connections); retry later",
+                    limits.max_connections
+                ),
+            );
+        }
+    }
+}
+
+/// What each connection task of one [`serve`] call starts with.
+struct Spawner {
+    router: Router,
+    limits: Arc<Limits>,
+    state: SharedState,
+    table: Arc<Table>,
+    stop: watch::Receiver<bool>,
+    running: mpsc::Sender<()>,
+}
+
+impl Spawner {
+    /// Serves `stream`, admitted as `connection`, on a task of its own.
+    fn spawn(&self, stream: TcpStream, connection: Arc<Connection>) {
+        let task = ConnectionTask {
+            front: Front {
+                router: self.router.clone(),
+                connection,
+                limits: Arc::clone(&self.limits),
+                state: Arc::clone(&self.state),
+            },
+            table: Arc::clone(&self.table),
+            stop: self.stop.clone(),
+            _running: self.running.clone(),
+        };
+        tokio::spawn(task.run(stream));
+    }
 }
 
 struct ConnectionTask {
@@ -835,31 +882,11 @@ impl ConnectionTask {
                 }
             }
             let changed = connection.changed.notified();
-            let timer = async {
-                match deadline {
-                    Some(ms) => tokio::time::sleep_until(instant_of(ms)).await,
-                    None => std::future::pending().await,
-                }
-            };
             tokio::select! {
                 _ = served.as_mut() => break,
                 () = changed => {}
-                () = timer => {
-                    let now = now_ms();
-                    if connection.phase.load(Ordering::Acquire) == BODY
-                        && body_cut_at.is_some_and(|cut| now >= cut)
-                    {
-                        break;
-                    }
-                    if connection.deadline_ms(&limits).is_some_and(|at| at <= now) {
-                        let counter = if connection.write_blocked_ms.load(Ordering::Relaxed) != 0 {
-                            &counters.closed_write_timeout
-                        } else if connection.phase.load(Ordering::Acquire) == HEAD {
-                            &counters.closed_header_timeout
-                        } else {
-                            &counters.closed_idle_timeout
-                        };
-                        counter.fetch_add(1, Ordering::Relaxed);
+                () = sleep_until_ms(deadline) => {
+                    if timed_out(&connection, &limits, body_cut_at, counters) {
                         break;
                     }
                 }
@@ -874,6 +901,42 @@ impl ConnectionTask {
             .open
             .store(self.table.open() as u64, Ordering::Relaxed);
     }
+}
+
+/// Sleeps until `deadline` (`now_ms` time), or for ever without one.
+async fn sleep_until_ms(deadline: Option<u64>) {
+    match deadline {
+        Some(ms) => tokio::time::sleep_until(instant_of(ms)).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Whether `connection` must close now that its timer fired: its body is past the
+/// shutdown cut (`body_cut_at`) or its deadline has passed (counted in `counters` by
+/// cause).
+fn timed_out(
+    connection: &Connection,
+    limits: &Limits,
+    body_cut_at: Option<u64>,
+    counters: &ConnectionMetrics,
+) -> bool {
+    let now = now_ms();
+    if connection.phase.load(Ordering::Acquire) == BODY && body_cut_at.is_some_and(|cut| now >= cut)
+    {
+        return true;
+    }
+    if connection.deadline_ms(limits).is_some_and(|at| at <= now) {
+        let counter = if connection.write_blocked_ms.load(Ordering::Relaxed) != 0 {
+            &counters.closed_write_timeout
+        } else if connection.phase.load(Ordering::Acquire) == HEAD {
+            &counters.closed_header_timeout
+        } else {
+            &counters.closed_idle_timeout
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        return true;
+    }
+    false
 }
 
 #[cfg(test)]
