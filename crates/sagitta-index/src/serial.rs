@@ -208,6 +208,14 @@ impl<'a> Sections<'a> {
         check_section_crc(payload, payload_at, crc, name)?;
         Ok(payload)
     }
+
+    /// Succeeds only when no bytes follow the last section (a file longer than what was
+    /// written is damaged, not extended).
+    pub fn finish(&self) -> Result<()> {
+        self.rest
+            .expect_end("end of file")
+            .map_err(|error| decode_error("the last section", &error))
+    }
 }
 
 /// Rejects a loaded vector section holding NaN or ±Inf, naming the row.

@@ -264,6 +264,15 @@ fn save_load_round_trip_and_corruption_is_detected() {
             HnswIndex::load(&mut &truncated[..]),
             Err(IndexError::Format { .. })
         ));
+        // a byte after the last section is damage too, named as such
+        let mut longer = bytes.clone();
+        longer.push(0);
+        match HnswIndex::load(&mut longer.as_slice()) {
+            Err(IndexError::Format { reason }) => {
+                assert!(reason.contains("end of file"), "{reason}")
+            }
+            other => panic!("a trailing byte was accepted: {:?}", other.map(|i| i.len())),
+        }
         // loaded indexes keep accepting inserts after growing
         let mut loaded = loaded;
         loaded.reserve(2_000).unwrap();

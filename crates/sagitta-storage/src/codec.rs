@@ -415,6 +415,45 @@ impl Writer {
     }
 }
 
+/// Bytes of a [`frame`] header: `magic [8] | length u64 | crc32c u32 | reserved u32`.
+pub const FRAME_HEADER_BYTES: usize = 24;
+
+/// `body` behind a checksummed header, `magic [8] | length u64 | crc32c u32 | reserved u32
+/// (zero) | body` (docs/format.md, "Framed files": a segment's points and tombstones).
+pub fn frame(magic: &[u8; 8], body: &[u8]) -> Vec<u8> {
+    let mut writer = Writer::with_capacity(FRAME_HEADER_BYTES + body.len());
+    writer
+        .bytes(magic)
+        .u64(body.len() as u64)
+        .u32(crc32c::crc32c(body))
+        .zeros::<4>()
+        .bytes(body);
+    writer.into_bytes()
+}
+
+/// The body of a [`frame`] with this `magic`, checked whole: magic, reserved bytes, length
+/// (the body runs to the end of `bytes`) and checksum.
+pub fn unframe<'a>(magic: &[u8; 8], bytes: &'a [u8]) -> DecodeResult<&'a [u8]> {
+    let mut reader = Reader::new(bytes);
+    if reader.array::<8>("frame magic")? != *magic {
+        return Err(Reader::invalid_at(
+            0,
+            "frame magic",
+            format!("not {}", String::from_utf8_lossy(magic)),
+        ));
+    }
+    let length = reader.u64("frame length")?;
+    let crc = reader.u32("frame checksum")?;
+    reader.zeros::<4>("frame reserved bytes")?;
+    let start = reader.offset();
+    let body = reader.bytes_u64_len(length, "frame body")?;
+    reader.expect_end("frame body")?;
+    if crc32c::crc32c(body) != crc {
+        return Err(Reader::invalid_at(start, "frame body", "checksum mismatch"));
+    }
+    Ok(body)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -535,5 +574,31 @@ mod tests {
         assert_eq!(u32s(&bytes[..8]).collect::<Vec<_>>(), [1, 2]);
         assert_eq!(u64s(&bytes[8..16]).collect::<Vec<_>>(), [3]);
         assert_eq!(f32s(&bytes[16..]).collect::<Vec<_>>(), [0.5]);
+    }
+    #[test]
+    fn frames_round_trip_and_name_what_is_wrong() {
+        let framed = frame(b"SAGTEST1", b"body bytes");
+        assert_eq!(framed.len(), FRAME_HEADER_BYTES + 10);
+        assert_eq!(unframe(b"SAGTEST1", &framed).unwrap(), b"body bytes");
+        let error = unframe(b"SAGOTHER", &framed).unwrap_err();
+        assert_eq!((error.offset, error.expected), (0, "frame magic"));
+        let mut flipped = framed.clone();
+        *flipped.last_mut().unwrap() ^= 1;
+        let error = unframe(b"SAGTEST1", &flipped).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "at byte 24: frame body: checksum mismatch"
+        );
+        let mut reserved = framed.clone();
+        reserved[21] = 1;
+        let error = unframe(b"SAGTEST1", &reserved).unwrap_err();
+        assert_eq!(error.expected, "frame reserved bytes");
+        assert!(unframe(b"SAGTEST1", &framed[..framed.len() - 1])
+            .unwrap_err()
+            .is_truncated());
+        let mut longer = framed.clone();
+        longer.push(0);
+        let error = unframe(b"SAGTEST1", &longer).unwrap_err();
+        assert_eq!(error.problem, Problem::Trailing { remaining: 1 });
     }
 }

@@ -24,18 +24,9 @@ const MAX_FN_LINES: usize = 70;
 const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("crates/sagitta-engine/src/buffer.rs", "Buffer::search", 72),
     ("crates/sagitta-engine/src/filter.rs", "Parser::condition", 164),
-    ("crates/sagitta-engine/src/shard/read.rs", "Shard::search", 92),
     ("crates/sagitta-index/src/hnsw/builder.rs", "HnswIndex::add_in_order", 72),
     ("crates/sagitta-index/src/hnsw/format.rs", "HnswIndex::save_with", 85),
-    ("crates/sagitta-index/src/hnsw/format.rs", "HnswIndex::load_from_bytes", 160),
     ("crates/sagitta-index/src/hnsw/order.rs", "group", 104),
-    ("crates/sagitta-load/src/lib.rs", "load_data", 87),
-    ("crates/sagitta-load/src/lib.rs", "measure", 134),
-    ("crates/sagitta-load/src/lib.rs", "build_document", 123),
-    ("crates/sagitta-load/src/search.rs", "run_phase", 84),
-    ("crates/sagitta-server/src/config.rs", "ServerConfig::validate", 73),
-    ("crates/sagitta-server/src/connections.rs", "serve", 91),
-    ("crates/sagitta-server/src/connections.rs", "ConnectionTask::run", 75),
 ];
 
 /// Module cycles today: (crate folder, the sorted modules of one strongly connected

@@ -8,7 +8,7 @@ use sagitta_index::hnsw::HnswIndex;
 use crate::buffer::{Buffer, BufferGraph};
 use crate::error::Result;
 use crate::policy::OptimizerPolicy;
-use crate::segment::{self, Segment};
+use crate::segment::{self, SharedSegment};
 
 use super::Shard;
 
@@ -32,7 +32,7 @@ impl Shard {
     pub(super) fn finish_graph(
         &self,
         buffer: &Buffer,
-    ) -> Result<Option<(Arc<HnswIndex>, Option<Arc<Segment>>)>> {
+    ) -> Result<Option<(Arc<HnswIndex>, Option<SharedSegment>)>> {
         let Some(graph) = &buffer.graph else {
             return Ok(None);
         };
@@ -123,11 +123,16 @@ impl Shard {
             .segments
             .read()
             .iter()
-            .filter(|segment| segment.can_host(room))
+            .filter(|segment| segment.graph_host().is_some_and(|host| host.can_host(room)))
             .max_by_key(|segment| segment.len())
             .cloned();
-        let graph = match host {
-            Some(host) => BufferGraph::hosted(Arc::clone(host.index()), host.id, host.len()),
+        let graph = match host
+            .as_ref()
+            .and_then(|host| Some((host, host.graph_host()?)))
+        {
+            Some((host, hosting)) => {
+                BufferGraph::hosted(Arc::clone(hosting.graph()), host.id(), host.len())
+            }
             None => {
                 if slots < policy.index_min_rows.max(1) {
                     return Ok(false);

@@ -46,18 +46,18 @@ impl Shard {
         }
         let mut ids = HashSet::new();
         for segment in segments.iter() {
-            if !ids.insert(segment.id) {
-                return Err(format!("segment {} is listed twice", segment.id));
+            if !ids.insert(segment.id()) {
+                return Err(format!("segment {} is listed twice", segment.id()));
             }
             let mut live = 0;
             for id in segment.live_ids(None) {
-                claim(id, format!("segment {}", segment.id))?;
+                claim(id, format!("segment {}", segment.id()))?;
                 live += 1;
             }
             if live != segment.live_count() {
                 return Err(format!(
                     "segment {} counts {} live points, holds {live}",
-                    segment.id,
+                    segment.id(),
                     segment.live_count()
                 ));
             }

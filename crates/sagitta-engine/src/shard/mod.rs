@@ -29,7 +29,7 @@ use crate::error::{EngineError, Result};
 use crate::payload_index::{FieldType, PayloadSchema};
 use crate::point::{Distance, Point, PointId};
 use crate::policy::{OptimizerPolicy, Work};
-use crate::segment::{Segment, SegmentShape};
+use crate::segment::{HnswSegment, SegmentKind, SegmentRead, SegmentShape, SharedSegment};
 use crate::shard_manifest::{remove_unreferenced, wal_path, ShardManifest};
 use crate::shard_state::{carried_records, Frozen, Writer};
 
@@ -92,11 +92,16 @@ fn check_continuity(path: &Path, expected: Option<u64>, first: u64) -> Result<()
 const CHECKPOINT_LOG_BYTES_MIN: usize = 16 << 20;
 
 /// The segment among `segments` whose graph `graph` extends (its host), if any.
-pub(super) fn host_among(segments: &[Arc<Segment>], graph: &BufferGraph) -> Option<Arc<Segment>> {
+pub(super) fn host_among(segments: &[SharedSegment], graph: &BufferGraph) -> Option<SharedSegment> {
     let host = graph.host?;
     segments
         .iter()
-        .find(|segment| segment.id == host && Arc::ptr_eq(segment.index(), &graph.index))
+        .find(|segment| {
+            segment.id() == host
+                && segment
+                    .graph_host()
+                    .is_some_and(|hosting| Arc::ptr_eq(hosting.graph(), &graph.index))
+        })
         .cloned()
 }
 
@@ -112,7 +117,7 @@ pub(crate) struct Shard {
     maintenance: Mutex<bool>,
     buffer: RwLock<Buffer>,
     frozen: RwLock<Option<Arc<Frozen>>>,
-    segments: RwLock<Vec<Arc<Segment>>>,
+    segments: RwLock<Vec<SharedSegment>>,
 }
 
 impl Shard {
@@ -141,7 +146,8 @@ impl Shard {
             .segments
             .iter()
             .map(|(id, tombstones)| {
-                Segment::load(fs, directory, *id, *tombstones, schema).map(Arc::new)
+                HnswSegment::load(fs, directory, *id, *tombstones, schema)
+                    .map(|segment| Arc::new(segment) as SharedSegment)
             })
             .collect::<Result<Vec<_>>>()?;
         let had_replay_logs = !manifest.replay_logs.is_empty();
@@ -218,7 +224,7 @@ impl Shard {
         shape: &SegmentShape<'_>,
         directory: &Path,
         writer: Writer,
-        segments: Vec<Arc<Segment>>,
+        segments: Vec<SharedSegment>,
     ) -> Shard {
         Shard {
             dim: shape.dim,
@@ -259,11 +265,10 @@ impl Shard {
             ..ShardManifest::default()
         };
         let mut written = 0;
-        let mut segments = Vec::new();
+        let mut segments: Vec<SharedSegment> = Vec::new();
         if !points.is_empty() {
-            let segment =
-                Segment::build_with_progress(fs, directory, 0, points, &shape, Some(progress))?;
-            written += segment.file_bytes;
+            let segment = HnswSegment::build(fs, directory, 0, points, &shape, Some(progress))?;
+            written += segment.file_bytes();
             manifest.segments.push((0, None));
             segments.push(Arc::new(segment));
         }
@@ -444,12 +449,12 @@ impl Shard {
             let fraction = deleted as f64 / segment.len() as f64;
             deleted >= policy.vacuum_min_deleted && fraction >= policy.vacuum_fraction
         }) {
-            return Some(Work::Merge(vec![wasted.id]));
+            return Some(Work::Merge(vec![wasted.id()]));
         }
         if segments.len() > policy.max_segments {
             let mut by_size: Vec<(usize, u64)> = segments
                 .iter()
-                .map(|segment| (segment.live_count(), segment.id))
+                .map(|segment| (segment.live_count(), segment.id()))
                 .collect();
             by_size.sort_unstable();
             let count = (segments.len() - policy.max_segments + 1).max(2);

@@ -4,17 +4,24 @@
 
 use std::sync::Arc;
 
-use sagitta_index::hnsw::HnswSearchParams;
+use sagitta_index::hnsw::{HnswIndex, HnswSearchParams};
 
 use crate::buffer::{Buffer, BufferGraph, BufferPlan};
 use crate::error::Result;
 use crate::filter::Filter;
 use crate::point::{Point, PointId};
 use crate::query::{auto_beam, hit_distance, ShardHit, Strategy};
-use crate::segment::Segment;
+use crate::segment::{SegmentWrite, SharedSegment};
 use crate::shard_state::Frozen;
 
 use super::{host_among, Shard};
+
+/// The graph a host segment shares with a write buffer (see [`host_among`]).
+fn hosted_graph(host: &SharedSegment) -> &Arc<HnswIndex> {
+    host.graph_host()
+        .expect("a host segment has a graph")
+        .graph()
+}
 
 impl Shard {
     /// Points passing `filter` (all points without one).
@@ -87,7 +94,10 @@ impl Shard {
         let segments = self.segments.read();
         let frozen = self.frozen.read();
         let buffer = self.buffer.read();
-        let mut points: Vec<Point> = segments.iter().flat_map(|s| s.points()).collect();
+        let mut points: Vec<Point> = segments
+            .iter()
+            .flat_map(|s| s.live_points().map(|(_, point)| point))
+            .collect();
         if let Some(frozen) = frozen.as_ref() {
             let removed = frozen.removed.lock();
             points.extend(
@@ -122,25 +132,11 @@ impl Shard {
         let segments_lock = self.segments.read();
         let frozen_lock = self.frozen.read();
         let buffer = self.buffer.read();
-        let segments: Vec<Arc<Segment>> = segments_lock.clone();
+        let segments: Vec<SharedSegment> = segments_lock.clone();
         let frozen: Option<Arc<Frozen>> = frozen_lock.clone();
-        // With the default beam, a part smaller than the largest gets a narrower one: its
-        // share of the true top k is smaller, and a write buffer searched at the full beam
-        // would double a query's cost during ingestion.
-        let largest = segments
-            .iter()
-            .map(|segment| segment.len())
-            .chain([buffer.slot_count()])
-            .chain(frozen.as_ref().map(|frozen| frozen.buffer.slot_count()))
-            .max()
-            .unwrap_or(0);
-        let part_strategy = |size: usize| match strategy {
-            Strategy::Auto => Strategy::Beam(auto_beam(k, size, largest)),
-            other => other,
-        };
-        let beam = |size: usize| part_strategy(size).beam(k);
+        let mut plan = PartPlan::new(k, strategy, &segments, frozen.as_deref(), &buffer);
         // The segment whose graph the buffer's (or the frozen buffer's) points joined.
-        let host = match beam(largest) {
+        let host = match plan.beam(plan.largest) {
             Some(ef) if filter.is_none() => self
                 .shared_host(&segments, frozen.as_deref(), &buffer)
                 .map(|host| (host, ef)),
@@ -148,34 +144,17 @@ impl Shard {
         };
         let mut hits = match &host {
             Some((host, ef)) => {
-                self.walk_shared(query, k, *ef, host, frozen.as_deref(), &buffer)?
+                plan.walked = Some(Arc::clone(hosted_graph(host)));
+                self.walk_shared(query, k, *ef, host.as_ref(), frozen.as_deref(), &buffer)?
             }
             None => Vec::new(),
         };
-        let shares_host = |graph: Option<&Arc<BufferGraph>>| {
-            host.as_ref()
-                .zip(graph)
-                .is_some_and(|((host, _), graph)| Arc::ptr_eq(host.index(), &graph.index))
-        };
-        let plan = |graph: Option<&Arc<BufferGraph>>, size: usize| {
-            if shares_host(graph) {
-                BufferPlan::Tail
-            } else {
-                beam(size).map_or(BufferPlan::Exact, BufferPlan::Graph)
-            }
-        };
-        hits.extend(buffer.search(
-            query,
-            k,
-            filter,
-            None,
-            self.dim,
-            self.distance,
-            plan(buffer.graph.as_ref(), buffer.slot_count()),
-        ));
+        let buffer_plan = plan.buffer(buffer.graph.as_ref(), buffer.slot_count());
+        hits.extend(buffer.search(query, k, filter, None, self.dim, self.distance, buffer_plan));
         drop((buffer, frozen_lock, segments_lock));
         if let Some(frozen) = frozen.as_ref() {
             let removed = frozen.removed.lock();
+            let frozen_plan = plan.buffer(frozen.buffer.graph.as_ref(), frozen.buffer.slot_count());
             hits.extend(frozen.buffer.search(
                 query,
                 k,
@@ -183,15 +162,15 @@ impl Shard {
                 Some(&removed),
                 self.dim,
                 self.distance,
-                plan(frozen.buffer.graph.as_ref(), frozen.buffer.slot_count()),
+                frozen_plan,
             ));
         }
-        let host_id = host.as_ref().map(|(host, _)| host.id);
+        let host_id = host.as_ref().map(|(host, _)| host.id());
         for segment in segments
             .iter()
-            .filter(|segment| Some(segment.id) != host_id)
+            .filter(|segment| Some(segment.id()) != host_id)
         {
-            let strategy = part_strategy(segment.len());
+            let strategy = plan.strategy(segment.len());
             for (distance, point) in segment.search(query, k, filter, self.distance, strategy)? {
                 hits.push(ShardHit { distance, point });
             }
@@ -203,10 +182,10 @@ impl Shard {
     /// buffer's) joined.
     fn shared_host(
         &self,
-        segments: &[Arc<Segment>],
+        segments: &[SharedSegment],
         frozen: Option<&Frozen>,
         buffer: &Buffer,
-    ) -> Option<Arc<Segment>> {
+    ) -> Option<SharedSegment> {
         [
             buffer.graph.as_ref(),
             frozen.and_then(|frozen| frozen.buffer.graph.as_ref()),
@@ -224,13 +203,14 @@ impl Shard {
         query: &[f32],
         k: usize,
         ef: usize,
-        host: &Segment,
+        host: &dyn SegmentWrite,
         frozen: Option<&Frozen>,
         buffer: &Buffer,
     ) -> Result<Vec<ShardHit>> {
+        let hosting = host.graph_host().expect("a host segment has a graph");
         let joined = |graph: Option<&Arc<BufferGraph>>| {
             graph
-                .filter(|graph| Arc::ptr_eq(host.index(), &graph.index))
+                .filter(|graph| Arc::ptr_eq(hosting.graph(), &graph.index))
                 .map(Arc::clone)
         };
         let frozen_graph = frozen.and_then(|frozen| joined(frozen.buffer.graph.as_ref()));
@@ -251,12 +231,12 @@ impl Shard {
                     })
         };
         let params = HnswSearchParams::new(k, ef.max(k));
-        let found = host.index().search_filtered(query, params, accept)?;
+        let found = hosting.graph().search_filtered(query, params, accept)?;
         let mut hits = Vec::with_capacity(found.len());
         for hit in found {
             let distance = hit_distance(hit.score, self.distance);
             let point = if (hit.node as usize) < host_nodes {
-                host.live_point(hit.node)
+                hosting.live_point(hit.node)
             } else if let Some(slot) = buffer_graph
                 .as_ref()
                 .and_then(|graph| graph.slot_of(hit.node))
@@ -278,5 +258,69 @@ impl Shard {
             hits.extend(point.map(|point| ShardHit { distance, point }));
         }
         Ok(hits)
+    }
+}
+
+/// How a search treats each part of a shard's view: the beam each part gets, and which
+/// graph was walked already for the buffers whose points joined a segment's.
+struct PartPlan {
+    k: usize,
+    strategy: Strategy,
+    /// Points in the largest part (segment, buffer or frozen buffer).
+    largest: usize,
+    /// The host graph walked with the buffers' points, if any.
+    walked: Option<Arc<HnswIndex>>,
+}
+
+impl PartPlan {
+    fn new(
+        k: usize,
+        strategy: Strategy,
+        segments: &[SharedSegment],
+        frozen: Option<&Frozen>,
+        buffer: &Buffer,
+    ) -> PartPlan {
+        let largest = segments
+            .iter()
+            .map(|segment| segment.len())
+            .chain([buffer.slot_count()])
+            .chain(frozen.map(|frozen| frozen.buffer.slot_count()))
+            .max()
+            .unwrap_or(0);
+        PartPlan {
+            k,
+            strategy,
+            largest,
+            walked: None,
+        }
+    }
+
+    /// The strategy of a part of `size` points. With the default beam, a part smaller than
+    /// the largest gets a narrower one: its share of the true top k is smaller, and a write
+    /// buffer searched at the full beam would double a query's cost during ingestion.
+    fn strategy(&self, size: usize) -> Strategy {
+        match self.strategy {
+            Strategy::Auto => Strategy::Beam(auto_beam(self.k, size, self.largest)),
+            other => other,
+        }
+    }
+
+    fn beam(&self, size: usize) -> Option<usize> {
+        self.strategy(size).beam(self.k)
+    }
+
+    /// The plan of a buffer with `graph` and `size` slots: only the tail the graph does
+    /// not hold when the graph was walked already with the host's points.
+    fn buffer(&self, graph: Option<&Arc<BufferGraph>>, size: usize) -> BufferPlan {
+        let walked = self
+            .walked
+            .as_ref()
+            .zip(graph)
+            .is_some_and(|(walked, graph)| Arc::ptr_eq(walked, &graph.index));
+        if walked {
+            BufferPlan::Tail
+        } else {
+            self.beam(size).map_or(BufferPlan::Exact, BufferPlan::Graph)
+        }
     }
 }

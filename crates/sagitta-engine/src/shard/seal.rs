@@ -12,7 +12,7 @@ use sagitta_storage::wal::Wal;
 
 use crate::buffer::BufferGraph;
 use crate::error::Result;
-use crate::segment::Segment;
+use crate::segment::{HnswSegment, SegmentKind, SharedSegment};
 use crate::shard_manifest::{wal_path, ShardManifest};
 use crate::shard_state::{Frozen, Writer};
 
@@ -92,37 +92,10 @@ impl Shard {
         Ok(std::mem::replace(&mut writer.manifest, next))
     }
 
-    /// Steps 2 and 3 of [`Shard::seal`]. A buffer whose points joined a segment's graph
-    /// (its host) is saved with the host's points as one segment that replaces the host.
+    /// Steps 2 and 3 of [`Shard::seal`].
     fn finish_seal(&self, fs: &dyn FileSystem, frozen: &Frozen) -> Result<usize> {
         let id = self.writer.lock().manifest.next_segment_id;
-        let schema = self.schema.read().clone();
-        let shape = self.shape(&schema);
-        let mut retired = Vec::new();
-        let segment = match self.finish_graph(&frozen.buffer)? {
-            Some((graph, None)) => Segment::from_graph(
-                fs,
-                &self.directory,
-                id,
-                graph,
-                frozen.buffer.listing(),
-                &shape,
-            )?,
-            Some((graph, Some(host))) => {
-                let mut listing = host.listing();
-                listing.extend(frozen.buffer.listing());
-                retired.push(host.id);
-                Segment::from_graph(fs, &self.directory, id, graph, listing, &shape)?
-            }
-            None => Segment::build(
-                fs,
-                &self.directory,
-                id,
-                frozen.buffer.points(self.dim),
-                &shape,
-            )?,
-        };
-
+        let (segment, retired) = self.build_sealed(fs, frozen, id)?;
         let mut writer = self.writer.lock();
         let removed = frozen.removed.lock();
         for superseded in removed.iter() {
@@ -143,7 +116,13 @@ impl Shard {
             .count();
         let host_live: usize = retired
             .iter()
-            .filter_map(|host| self.segments.read().iter().find(|s| s.id == *host).cloned())
+            .filter_map(|host| {
+                self.segments
+                    .read()
+                    .iter()
+                    .find(|s| s.id() == *host)
+                    .cloned()
+            })
             .map(|host| host.live_count())
             .sum();
         assert_eq!(
@@ -159,8 +138,47 @@ impl Shard {
         Ok(sealed)
     }
 
+    /// Step 2 of [`Shard::seal`]: segment `id` from the frozen buffer, and the segments it
+    /// replaces. A buffer whose points joined a segment's graph (its host) is saved with
+    /// the host's points as one segment that replaces the host.
+    fn build_sealed(
+        &self,
+        fs: &dyn FileSystem,
+        frozen: &Frozen,
+        id: u64,
+    ) -> Result<(SharedSegment, Vec<u64>)> {
+        let schema = self.schema.read().clone();
+        let shape = self.shape(&schema);
+        let mut retired = Vec::new();
+        let segment = match self.finish_graph(&frozen.buffer)? {
+            Some((graph, None)) => HnswSegment::from_graph(
+                fs,
+                &self.directory,
+                id,
+                graph,
+                frozen.buffer.listing(),
+                &shape,
+            )?,
+            Some((graph, Some(host))) => {
+                let mut listing = host.graph_host().expect("a host has a graph").listing();
+                listing.extend(frozen.buffer.listing());
+                retired.push(host.id());
+                HnswSegment::from_graph(fs, &self.directory, id, graph, listing, &shape)?
+            }
+            None => HnswSegment::build(
+                fs,
+                &self.directory,
+                id,
+                frozen.buffer.points(self.dim),
+                &shape,
+                None,
+            )?,
+        };
+        Ok((Arc::new(segment), retired))
+    }
+
     /// The live segment whose graph `graph` extends, if any (a merge may have retired it).
-    pub(super) fn host_of(&self, graph: &BufferGraph) -> Option<Arc<Segment>> {
+    pub(super) fn host_of(&self, graph: &BufferGraph) -> Option<SharedSegment> {
         host_among(&self.segments.read(), graph)
     }
 
@@ -173,7 +191,7 @@ impl Shard {
         fs: &dyn FileSystem,
         writer: &mut Writer,
         mut next: ShardManifest,
-        added: Option<Segment>,
+        added: Option<SharedSegment>,
         retired: &[u64],
     ) -> Result<()> {
         // Tombstones written here may stand for writes still unsynced in the live log (a
@@ -183,22 +201,21 @@ impl Shard {
         writer.wal.sync()?;
         let epoch = next.tombstone_epoch + 1;
         let current = self.segments.read().clone();
-        let kept: Vec<&Segment> = current
+        let kept: Vec<&SharedSegment> = current
             .iter()
-            .map(Arc::as_ref)
-            .filter(|segment| !retired.contains(&segment.id))
+            .filter(|segment| !retired.contains(&segment.id()))
             .chain(added.as_ref())
             .collect();
         next.segments = kept
             .iter()
             .map(|segment| {
                 let saved = segment.save_tombstones(fs, &self.directory, epoch)?;
-                Ok((segment.id, saved.then_some(epoch)))
+                Ok((segment.id(), saved.then_some(epoch)))
             })
             .collect::<Result<Vec<_>>>()?;
         next.tombstone_epoch = epoch;
         if let Some(added) = &added {
-            next.next_segment_id = added.id + 1;
+            next.next_segment_id = added.id() + 1;
         }
         if let Some(added) = &added {
             // the schema may have changed while it was being built
@@ -209,8 +226,8 @@ impl Shard {
         {
             let mut live = self.segments.write();
             let mut frozen = self.frozen.write();
-            live.retain(|segment| !retired.contains(&segment.id));
-            live.extend(added.map(Arc::new));
+            live.retain(|segment| !retired.contains(&segment.id()));
+            live.extend(added);
             *frozen = None;
         }
         let referenced = writer.manifest.referenced_files();
@@ -234,11 +251,11 @@ impl Shard {
         let (id, sources) = {
             let writer = self.writer.lock();
             writer.check_poisoned(&self.directory)?;
-            let sources: Vec<Arc<Segment>> = self
+            let sources: Vec<SharedSegment> = self
                 .segments
                 .read()
                 .iter()
-                .filter(|segment| ids.contains(&segment.id))
+                .filter(|segment| ids.contains(&segment.id()))
                 .cloned()
                 .collect();
             (writer.manifest.next_segment_id, sources)
@@ -260,25 +277,21 @@ impl Shard {
             None
         } else {
             let schema = self.schema.read().clone();
-            Some(Segment::build(
-                fs,
-                &self.directory,
-                id,
-                points,
-                &self.shape(&schema),
-            )?)
+            let merged =
+                HnswSegment::build(fs, &self.directory, id, points, &self.shape(&schema), None)?;
+            Some(Arc::new(merged) as SharedSegment)
         };
         let mut writer = self.writer.lock();
         writer.check_poisoned(&self.directory)?;
         if let Some(merged) = &merged {
             for (source, source_node, id) in &origins {
-                if sources[*source].is_node_deleted(*source_node) {
+                if sources[*source].is_deleted_at(*source_node) {
                     merged.remove(id);
                 }
             }
         }
-        let kept = merged.as_ref().map_or(0, Segment::live_count);
-        let retired: Vec<u64> = sources.iter().map(|segment| segment.id).collect();
+        let kept = merged.as_ref().map_or(0, |merged| merged.live_count());
+        let retired: Vec<u64> = sources.iter().map(|segment| segment.id()).collect();
         let next = writer.manifest.clone();
         self.replace_segments(fs, &mut writer, next, merged, &retired)?;
         Ok(kept)

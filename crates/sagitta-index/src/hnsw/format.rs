@@ -170,131 +170,88 @@ impl HnswIndex {
                 bytes.len()
             )));
         };
-        let FileHeader {
-            params,
-            trained,
-            has_codes,
-            entry,
-            count,
-            max_level,
-            scale,
-        } = read_header(header)?;
-        let HnswParams { dim, m, .. } = params;
+        let header = read_header(header)?;
         // Every section's length and checksum are verified before the index is allocated,
         // so memory use is bounded by the bytes the file really holds.
-        let mut sections = Sections {
-            rest: Reader::at(&bytes[HEADER_BYTES..], HEADER_BYTES as u64),
-        };
-        let labels: Vec<u64> =
-            codec::u64s(sections.next(TAG_LABELS, count as u64 * 8, "labels")?).collect();
-        let levels = sections.next(TAG_LEVELS, count as u64, "levels")?;
-        let block0 = 1 + 2 * m;
-        let layer0 = sections.next(
-            TAG_LINKS_LAYER0,
-            (count * block0 * 4) as u64,
-            "links layer 0",
-        )?;
-        let upper_words: usize = levels.iter().map(|l| *l as usize * (1 + m)).sum();
-        let upper = sections.next(
-            TAG_LINKS_UPPER,
-            (upper_words * 4) as u64,
-            "links upper layers",
-        )?;
-        let vectors = sections.next(TAG_VECTORS, (count * dim * 4) as u64, "vectors")?;
-        let codes = if trained {
-            Sq8Quantizer::check_scale(scale)?;
-            let quantizer = Sq8Quantizer::with_scale(dim, scale);
-            let stride = quantizer.stride();
-            let bytes = if has_codes {
-                Some(sections.next(TAG_CODES, (count * stride) as u64, "codes")?)
-            } else {
-                None
-            };
-            Some((quantizer, bytes))
-        } else {
-            None
-        };
-        let deleted: Vec<u64> =
-            codec::u64s(sections.next(TAG_DELETED, (count.div_ceil(64) * 8) as u64, "deleted")?)
-                .collect();
-
+        let sections = FileSections::read(bytes, &header)?;
+        let count = header.count;
         let mut index = HnswIndex::new(
-            params,
+            header.params,
             capacity(count).clamp(count, crate::limits::MAX_POINTS.max(count)),
         )?;
         // room for every row the index may hold, as the vectors have: rows past `count`
         // are written by later adds
-        let code_slab = codes
+        let code_slab = sections
+            .codes
             .as_ref()
             .map(|(quantizer, _)| AppendSlab::new(index.capacity(), quantizer.stride()));
-        let mut label_to_node = HashMap::with_capacity(count);
-        let mut words = Vec::with_capacity(block0.max(1 + m));
-        let mut row = vec![0f32; dim];
-        let mut code_row = vec![0i8; codes.as_ref().map_or(0, |(q, _)| q.stride())];
-        let mut upper_offset = 0;
-        for node in 0..count {
-            let node_id = u32::try_from(node).expect("< MAX_POINTS");
-            let level = levels[node] as usize;
-            if level > max_level {
-                return Err(IndexError::format(format!(
-                    "node {node} has level {level} above max level {max_level}"
-                )));
-            }
-            if label_to_node.insert(labels[node], node_id).is_some() {
-                return Err(IndexError::format(format!(
-                    "label {} appears twice",
-                    labels[node]
-                )));
-            }
-            index.labels[node].store(labels[node], Ordering::Relaxed);
-            index.graph.init_node(node_id, level);
-            words_from(
-                &mut words,
-                &layer0[node * block0 * 4..(node + 1) * block0 * 4],
-            );
-            check_block(&words, levels, node, 0)?;
-            index.graph.restore_block(node_id, 0, &words);
-            for layer in 1..=level {
-                let block = &upper[upper_offset * 4..(upper_offset + 1 + m) * 4];
-                words_from(&mut words, block);
-                check_block(&words, levels, node, layer)?;
-                index.graph.restore_block(node_id, layer, &words);
-                upper_offset += 1 + m;
-            }
-            for (value, stored) in row
-                .iter_mut()
-                .zip(codec::f32s(&vectors[node * dim * 4..(node + 1) * dim * 4]))
-            {
-                *value = stored;
-            }
-            if row.iter().any(|value| !value.is_finite()) {
-                return Err(IndexError::format(format!(
-                    "vector of node {node} has a non-finite value"
-                )));
-            }
-            index.vectors.write_row(node, &row).expect("fresh slab");
-            if let (Some((quantizer, stored)), Some(slab)) = (&codes, &code_slab) {
-                let stride = quantizer.stride();
-                match stored {
-                    Some(bytes) => {
-                        for (target, byte) in code_row
-                            .iter_mut()
-                            .zip(&bytes[node * stride..(node + 1) * stride])
-                        {
-                            *target = i8::from_le_bytes([*byte]);
-                        }
-                    }
-                    None => quantizer.encode_row(&row, &mut code_row),
-                }
-                slab.write_row(node, &code_row).expect("fresh slab");
-            }
-        }
-        if let (Some((quantizer, _)), Some(slab)) = (codes, code_slab) {
+        let label_to_node = index.restore_nodes(&header, &sections, code_slab.as_ref())?;
+        if let (Some((quantizer, _)), Some(slab)) = (sections.codes, code_slab) {
             let _ = index.sq8.set(Sq8Store {
                 quantizer,
                 codes: slab,
             });
         }
+        index.restore_deleted(&sections.deleted, count)?;
+        *index.label_to_node.get_mut() = label_to_node;
+        index.allocated.store(count, Ordering::Release);
+        if header.entry != NO_ENTRY {
+            if index.graph.level(header.entry) != header.max_level {
+                return Err(IndexError::format("entry point is not on the top layer"));
+            }
+            index.publish_entry(header.entry, header.max_level);
+        }
+        Ok(index)
+    }
+
+    /// Restores every node's label, level, links, vector and SQ8 codes (into `code_slab`)
+    /// from the file's sections, checking each; returns the label to node map.
+    fn restore_nodes(
+        &mut self,
+        header: &FileHeader,
+        sections: &FileSections<'_>,
+        code_slab: Option<&AppendSlab<i8>>,
+    ) -> Result<HashMap<u64, u32>> {
+        let (m, max_level) = (header.params.m, header.max_level);
+        let block0 = 1 + 2 * m;
+        let mut label_to_node = HashMap::with_capacity(header.count);
+        let mut words = Vec::with_capacity(block0.max(1 + m));
+        let mut rows = RowBuffers::new(header.params.dim, sections);
+        let mut upper_offset = 0;
+        for node in 0..header.count {
+            let node_id = u32::try_from(node).expect("< MAX_POINTS");
+            let (label, level) = (sections.labels[node], sections.levels[node] as usize);
+            if level > max_level {
+                return Err(IndexError::format(format!(
+                    "node {node} has level {level} above max level {max_level}"
+                )));
+            }
+            if label_to_node.insert(label, node_id).is_some() {
+                return Err(IndexError::format(format!("label {label} appears twice")));
+            }
+            self.labels[node].store(label, Ordering::Relaxed);
+            self.graph.init_node(node_id, level);
+            words_from(
+                &mut words,
+                &sections.layer0[node * block0 * 4..(node + 1) * block0 * 4],
+            );
+            check_block(&words, sections.levels, node, 0)?;
+            self.graph.restore_block(node_id, 0, &words);
+            for layer in 1..=level {
+                let block = &sections.upper[upper_offset * 4..(upper_offset + 1 + m) * 4];
+                words_from(&mut words, block);
+                check_block(&words, sections.levels, node, layer)?;
+                self.graph.restore_block(node_id, layer, &words);
+                upper_offset += 1 + m;
+            }
+            rows.restore(self, node, sections, code_slab)?;
+        }
+        Ok(label_to_node)
+    }
+
+    /// Marks deleted the nodes set in the `DELE` bitmap, which must not name a node past
+    /// `count`.
+    fn restore_deleted(&self, deleted: &[u64], count: usize) -> Result<()> {
         for (index_word, word) in deleted.iter().enumerate() {
             for bit in 0..64 {
                 if word & (1u64 << bit) != 0 {
@@ -304,21 +261,127 @@ impl HnswIndex {
                             "deleted bit {node} beyond count"
                         )));
                     }
-                    index
-                        .deleted
+                    self.deleted
                         .insert(u32::try_from(node).expect("< MAX_POINTS"));
                 }
             }
         }
-        *index.label_to_node.get_mut() = label_to_node;
-        index.allocated.store(count, Ordering::Release);
-        if entry != NO_ENTRY {
-            if index.graph.level(entry) != max_level {
-                return Err(IndexError::format("entry point is not on the top layer"));
-            }
-            index.publish_entry(entry, max_level);
+        Ok(())
+    }
+}
+
+/// The sections of an HNSW file, in file order, each checked for its tag, exact length and
+/// checksum; nothing may follow the last.
+struct FileSections<'a> {
+    labels: Vec<u64>,
+    levels: &'a [u8],
+    layer0: &'a [u8],
+    upper: &'a [u8],
+    vectors: &'a [u8],
+    /// The quantizer of a trained SQ8 index, with its stored `CODE` rows when the file has
+    /// them (otherwise they are recomputed from the vectors).
+    codes: Option<(Sq8Quantizer, Option<&'a [u8]>)>,
+    deleted: Vec<u64>,
+}
+
+impl<'a> FileSections<'a> {
+    fn read(bytes: &'a [u8], header: &FileHeader) -> Result<FileSections<'a>> {
+        let HnswParams { dim, m, .. } = header.params;
+        let count = header.count;
+        let mut sections = Sections {
+            rest: Reader::at(&bytes[HEADER_BYTES..], HEADER_BYTES as u64),
+        };
+        let labels = codec::u64s(sections.next(TAG_LABELS, count as u64 * 8, "labels")?).collect();
+        let levels = sections.next(TAG_LEVELS, count as u64, "levels")?;
+        let layer0_bytes = count * (1 + 2 * m) * 4;
+        let layer0 = sections.next(TAG_LINKS_LAYER0, layer0_bytes as u64, "links layer 0")?;
+        let upper_words: usize = levels.iter().map(|l| *l as usize * (1 + m)).sum();
+        let upper = sections.next(
+            TAG_LINKS_UPPER,
+            (upper_words * 4) as u64,
+            "links upper layers",
+        )?;
+        let vectors = sections.next(TAG_VECTORS, (count * dim * 4) as u64, "vectors")?;
+        let codes = if header.trained {
+            Sq8Quantizer::check_scale(header.scale)?;
+            let quantizer = Sq8Quantizer::with_scale(dim, header.scale);
+            let stride = quantizer.stride();
+            let bytes = if header.has_codes {
+                Some(sections.next(TAG_CODES, (count * stride) as u64, "codes")?)
+            } else {
+                None
+            };
+            Some((quantizer, bytes))
+        } else {
+            None
+        };
+        let deleted_bytes = (count.div_ceil(64) * 8) as u64;
+        let deleted = codec::u64s(sections.next(TAG_DELETED, deleted_bytes, "deleted")?).collect();
+        sections.finish()?;
+        Ok(FileSections {
+            labels,
+            levels,
+            layer0,
+            upper,
+            vectors,
+            codes,
+            deleted,
+        })
+    }
+}
+
+/// One node's f32 row and SQ8 code row, reused node after node.
+struct RowBuffers {
+    row: Vec<f32>,
+    code_row: Vec<i8>,
+}
+
+impl RowBuffers {
+    fn new(dim: usize, sections: &FileSections<'_>) -> RowBuffers {
+        let stride = sections.codes.as_ref().map_or(0, |(q, _)| q.stride());
+        RowBuffers {
+            row: vec![0f32; dim],
+            code_row: vec![0i8; stride],
         }
-        Ok(index)
+    }
+
+    /// Writes node `node`'s vector (which must be finite) into `index`, and its SQ8 codes
+    /// (stored, or encoded from the vector) into `code_slab`.
+    fn restore(
+        &mut self,
+        index: &HnswIndex,
+        node: usize,
+        sections: &FileSections<'_>,
+        code_slab: Option<&AppendSlab<i8>>,
+    ) -> Result<()> {
+        let dim = self.row.len();
+        let stored = &sections.vectors[node * dim * 4..(node + 1) * dim * 4];
+        for (value, stored) in self.row.iter_mut().zip(codec::f32s(stored)) {
+            *value = stored;
+        }
+        if self.row.iter().any(|value| !value.is_finite()) {
+            return Err(IndexError::format(format!(
+                "vector of node {node} has a non-finite value"
+            )));
+        }
+        index
+            .vectors
+            .write_row(node, &self.row)
+            .expect("fresh slab");
+        if let (Some((quantizer, stored)), Some(slab)) = (&sections.codes, code_slab) {
+            let stride = quantizer.stride();
+            match stored {
+                Some(bytes) => {
+                    let codes = &bytes[node * stride..(node + 1) * stride];
+                    for (target, byte) in self.code_row.iter_mut().zip(codes) {
+                        *target = i8::from_le_bytes([*byte]);
+                    }
+                }
+                None => quantizer.encode_row(&self.row, &mut self.code_row),
+            }
+            slab.write_row(node, &self.code_row).expect("fresh slab");
+        }
+        Ok(())
     }
 }
 
