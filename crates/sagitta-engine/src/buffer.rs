@@ -330,6 +330,35 @@ impl Buffer {
         self.ids[slot].is_some_and(|id| !excluded.is_some_and(|excluded| excluded.contains(&id)))
     }
 
+    /// The top `k` live, not `excluded` slots the graph holds, walked with beam `ef`; `None`
+    /// if the walk failed.
+    fn walk(
+        &self,
+        graph: &BufferGraph,
+        query: &[f32],
+        k: usize,
+        ef: usize,
+        excluded: Option<&HashSet<PointId>>,
+        distance: Distance,
+    ) -> Option<Vec<Candidate>> {
+        let live = |node: u32| {
+            graph
+                .slot_of(node)
+                .is_some_and(|slot| self.is_live(slot, excluded))
+        };
+        let params = HnswSearchParams::new(k, ef.max(k));
+        let hits = graph.index.search_filtered(query, params, live).ok()?;
+        let candidates = hits.into_iter().filter_map(|hit| {
+            let slot = graph.slot_of(hit.node)?;
+            Some(Candidate {
+                distance: hit_distance(hit.score, distance),
+                id: self.ids[slot]?,
+                slot,
+            })
+        });
+        Some(candidates.collect())
+    }
+
     /// Top-`k` among live slots passing `filter`, skipping ids in `excluded`. Without a
     /// filter and with [`BufferPlan::Graph`], HNSW over the indexed slots plus an exact scan
     /// of the rest; with [`BufferPlan::Tail`] only that scan (the caller walked the graph
@@ -348,32 +377,20 @@ impl Buffer {
     ) -> Vec<ShardHit> {
         let kernels = sagitta_kernels::kernels();
         let mut heap: BinaryHeap<Candidate> = BinaryHeap::with_capacity(k + 1);
-        let mut from = 0;
-        match (&self.graph, plan, filter) {
-            (Some(graph), BufferPlan::Tail, None) => from = graph.indexed(),
+        let from = match (&self.graph, plan, filter) {
+            (Some(graph), BufferPlan::Tail, None) => graph.indexed(),
             (Some(graph), BufferPlan::Graph(ef), None) => {
-                from = graph.indexed();
-                let live = |node: u32| {
-                    graph
-                        .slot_of(node)
-                        .is_some_and(|slot| self.is_live(slot, excluded))
-                };
-                let params = HnswSearchParams::new(k, ef.max(k));
-                match graph.index.search_filtered(query, params, live) {
-                    Ok(hits) => heap.extend(hits.into_iter().filter_map(|hit| {
-                        let slot = graph.slot_of(hit.node)?;
-                        Some(Candidate {
-                            distance: hit_distance(hit.score, distance),
-                            id: self.ids[slot]?,
-                            slot,
-                        })
-                    })),
+                match self.walk(graph, query, k, ef, excluded, distance) {
+                    Some(hits) => {
+                        heap.extend(hits);
+                        graph.indexed()
+                    }
                     // cannot happen with validated parameters; scan everything rather than fail
-                    Err(_) => from = 0,
+                    None => 0,
                 }
             }
-            _ => {}
-        }
+            _ => 0,
+        };
         for (slot, id) in self.ids.iter().enumerate().skip(from) {
             let Some(id) = id else {
                 continue;

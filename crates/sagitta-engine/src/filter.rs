@@ -374,18 +374,9 @@ impl Parser {
         };
         let fields = present(object);
         let names: Vec<&str> = fields.iter().map(|(name, _)| *name).collect();
-        let two = |first: &str, second: &str| {
-            invalid(
-                path,
-                format!(
-                    "{first:?} and {second:?} in one condition: a condition is exactly one \
-                     kind (join conditions with must / should)"
-                ),
-            )
-        };
         if let Some(clause) = names.iter().find(|name| FILTER_CLAUSES.contains(name)) {
             if let Some(other) = names.iter().find(|name| !FILTER_CLAUSES.contains(name)) {
-                return Err(two(clause, other));
+                return Err(two_kinds(path, clause, other));
             }
         }
         if fields.is_empty() || FILTER_CLAUSES.contains(&names[0]) {
@@ -396,49 +387,7 @@ impl Parser {
             )?)));
         }
         if let Some(key) = object.get("key").filter(|key| !key.is_null()) {
-            let kinds: Vec<(&str, &Value)> = fields
-                .iter()
-                .copied()
-                .filter(|(name, _)| *name != "key")
-                .collect();
-            for (name, _) in &kinds {
-                if !FIELD_KINDS.contains(name) && !UNSUPPORTED_FIELD_KINDS.contains(name) {
-                    let reason = if OTHER_KINDS.contains(name) {
-                        format!("cannot be beside \"key\": {name} is a condition of its own")
-                    } else {
-                        format!(
-                            "unknown field of a field condition (\"key\" with one of {})",
-                            FIELD_KINDS.join(", ")
-                        )
-                    };
-                    return Err(invalid(&format!("{path}.{name}"), reason));
-                }
-            }
-            let (kind, body) = match kinds.as_slice() {
-                [] => {
-                    return Err(invalid(
-                        path,
-                        format!("expected one of {} beside \"key\"", FIELD_KINDS.join(", ")),
-                    ))
-                }
-                [one] => *one,
-                [first, second, ..] => return Err(two(first.0, second.0)),
-            };
-            let key = parse_key(key, &format!("{path}.key"))?;
-            let kind_path = format!("{path}.{kind}");
-            return match kind {
-                "match" => parse_match(body, key, &kind_path),
-                "range" => parse_range(body, key, &kind_path),
-                "geo_radius" => parse_geo_radius(body, key, &kind_path),
-                "is_empty" | "is_null" => Err(invalid(
-                    &kind_path,
-                    format!(
-                        "is not supported in a field condition: use {{\"{kind}\": {{\"key\": \
-                         ...}}}}"
-                    ),
-                )),
-                _ => Err(invalid(&kind_path, "is not supported by SagittaDB")),
-            };
+            return field_condition(key, &fields, path);
         }
         let (name, body) = match fields.as_slice() {
             [one] => *one,
@@ -452,23 +401,24 @@ impl Parser {
                         "unknown field of a condition",
                     ));
                 }
-                return Err(two(first.0, second.0));
+                return Err(two_kinds(path, first.0, second.0));
             }
             [] => unreachable!("an empty condition is the empty filter"),
         };
+        self.keyless_condition(name, body, path, depth)
+    }
+
+    /// A condition without `"key"`: `name` is its one field, `body` that field's value.
+    fn keyless_condition(
+        &mut self,
+        name: &str,
+        body: &Value,
+        path: &str,
+        depth: usize,
+    ) -> Result<Condition> {
         let body_path = format!("{path}.{name}");
         match name {
-            "has_id" => {
-                let Value::Array(ids) = body else {
-                    return Err(invalid(&body_path, "must be a list of ids"));
-                };
-                let ids = ids
-                    .iter()
-                    .enumerate()
-                    .map(|(index, id)| parse_id(id, &format!("{body_path}[{index}]")))
-                    .collect::<Result<HashSet<_>>>()?;
-                Ok(Condition::HasId(ids))
-            }
+            "has_id" => parse_has_id(body, &body_path),
             "has_vector" => match body {
                 Value::String(name) if name.is_empty() => Ok(Condition::HasVector),
                 Value::String(name) => Err(invalid(
@@ -480,12 +430,10 @@ impl Parser {
             "is_empty" | "is_null" => {
                 let inner = as_object(body, &body_path, "key")?;
                 only_fields(inner, &["key"], &body_path)?;
-                let key_path = format!("{body_path}.key");
-                let key = inner
-                    .get("key")
-                    .filter(|key| !key.is_null())
-                    .ok_or_else(|| invalid(&key_path, "is required"))?;
-                let key = parse_key(key, &key_path)?;
+                let key = parse_key(
+                    required(inner, "key", &body_path)?,
+                    &format!("{body_path}.key"),
+                )?;
                 Ok(if name == "is_empty" {
                     Condition::IsEmpty { key }
                 } else {
@@ -495,17 +443,10 @@ impl Parser {
             "nested" => {
                 let inner = as_object(body, &body_path, "key and filter")?;
                 only_fields(inner, &["key", "filter"], &body_path)?;
-                let key_path = format!("{body_path}.key");
-                let key = inner
-                    .get("key")
-                    .filter(|key| !key.is_null())
-                    .ok_or_else(|| invalid(&key_path, "is required"))?;
-                let key = parse_key(key, &key_path)?.elements();
+                let key = required(inner, "key", &body_path)?;
+                let key = parse_key(key, &format!("{body_path}.key"))?.elements();
                 let filter_path = format!("{body_path}.filter");
-                let filter = inner
-                    .get("filter")
-                    .filter(|filter| !filter.is_null())
-                    .ok_or_else(|| invalid(&filter_path, "is required"))?;
+                let filter = required(inner, "filter", &body_path)?;
                 let filter = self.filter(filter, &filter_path, depth + 1)?;
                 Ok(Condition::NestedArray {
                     key,
@@ -525,6 +466,85 @@ impl Parser {
             )),
         }
     }
+}
+
+/// The error for a condition holding two kinds, `first` and `second`.
+fn two_kinds(path: &str, first: &str, second: &str) -> EngineError {
+    invalid(
+        path,
+        format!(
+            "{first:?} and {second:?} in one condition: a condition is exactly one \
+             kind (join conditions with must / should)"
+        ),
+    )
+}
+
+/// `object[name]`, which must be present and not null (`path.name` is required).
+fn required<'a>(object: &'a Map<String, Value>, name: &str, path: &str) -> Result<&'a Value> {
+    object
+        .get(name)
+        .filter(|value| !value.is_null())
+        .ok_or_else(|| invalid(&format!("{path}.{name}"), "is required"))
+}
+
+/// A field condition: `"key"` with exactly one of the field kinds among `fields`.
+fn field_condition(key: &Value, fields: &[(&str, &Value)], path: &str) -> Result<Condition> {
+    let kinds: Vec<(&str, &Value)> = fields
+        .iter()
+        .copied()
+        .filter(|(name, _)| *name != "key")
+        .collect();
+    for (name, _) in &kinds {
+        if !FIELD_KINDS.contains(name) && !UNSUPPORTED_FIELD_KINDS.contains(name) {
+            let reason = if OTHER_KINDS.contains(name) {
+                format!("cannot be beside \"key\": {name} is a condition of its own")
+            } else {
+                format!(
+                    "unknown field of a field condition (\"key\" with one of {})",
+                    FIELD_KINDS.join(", ")
+                )
+            };
+            return Err(invalid(&format!("{path}.{name}"), reason));
+        }
+    }
+    let (kind, body) = match kinds.as_slice() {
+        [] => {
+            return Err(invalid(
+                path,
+                format!("expected one of {} beside \"key\"", FIELD_KINDS.join(", ")),
+            ))
+        }
+        [one] => *one,
+        [first, second, ..] => return Err(two_kinds(path, first.0, second.0)),
+    };
+    let key = parse_key(key, &format!("{path}.key"))?;
+    let kind_path = format!("{path}.{kind}");
+    match kind {
+        "match" => parse_match(body, key, &kind_path),
+        "range" => parse_range(body, key, &kind_path),
+        "geo_radius" => parse_geo_radius(body, key, &kind_path),
+        "is_empty" | "is_null" => Err(invalid(
+            &kind_path,
+            format!(
+                "is not supported in a field condition: use {{\"{kind}\": {{\"key\": \
+                 ...}}}}"
+            ),
+        )),
+        _ => Err(invalid(&kind_path, "is not supported by SagittaDB")),
+    }
+}
+
+/// `has_id`: a list of point ids.
+fn parse_has_id(body: &Value, path: &str) -> Result<Condition> {
+    let Value::Array(ids) = body else {
+        return Err(invalid(path, "must be a list of ids"));
+    };
+    let ids = ids
+        .iter()
+        .enumerate()
+        .map(|(index, id)| parse_id(id, &format!("{path}[{index}]")))
+        .collect::<Result<HashSet<_>>>()?;
+    Ok(Condition::HasId(ids))
 }
 
 /// `match`: exactly one of value, any, except, text, text_any, phrase.

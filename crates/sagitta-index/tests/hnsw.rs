@@ -269,7 +269,7 @@ fn save_load_round_trip_and_corruption_is_detected() {
         longer.push(0);
         match HnswIndex::load(&mut longer.as_slice()) {
             Err(IndexError::Format { reason }) => {
-                assert!(reason.contains("end of file"), "{reason}")
+                assert!(reason.contains("end of file"), "{reason}");
             }
             other => panic!("a trailing byte was accepted: {:?}", other.map(|i| i.len())),
         }
