@@ -113,26 +113,54 @@ impl HnswIndex {
         if rows == 0 {
             return Ok(());
         }
-        let dim = self.params.dim;
-        // Normalize once (cosine) so rows, codes and training all see the stored values.
-        let prepared: std::borrow::Cow<'_, [f32]> = if self.params.metric == Metric::Cosine {
-            let mut normalized = vectors.to_vec();
-            for (target, source) in normalized
-                .chunks_exact_mut(dim)
-                .zip(vectors.chunks_exact(dim))
-            {
-                normalize_into(source, target);
-            }
-            normalized.into()
-        } else {
-            vectors.into()
-        };
+        let prepared = self.prepare_rows(vectors);
         if cancelled() {
             return Err(IndexError::Cancelled);
         }
         let first = self.admit(labels, &prepared)?;
         let threads = effective_threads(threads, rows);
-        for_each_chunk(rows, 256, threads, |start, end| {
+        self.publish_batch(first, labels, &prepared, threads)?;
+        // Large batches are linked cluster by cluster, for cache locality (see order.rs).
+        let order = match order {
+            LinkOrder::Clustered => {
+                super::order::locality_order(&prepared, self.params.dim, threads)
+            }
+            LinkOrder::AsGiven => None,
+        };
+        if cancelled() {
+            return Err(IndexError::Cancelled);
+        }
+        self.link_batch(first, rows, order.as_deref(), threads, progress)
+    }
+
+    /// The rows of a batch as they are stored: normalized (a copy) for cosine, so that rows,
+    /// codes and quantizer training all see the stored values; `vectors` itself otherwise.
+    fn prepare_rows<'a>(&self, vectors: &'a [f32]) -> std::borrow::Cow<'a, [f32]> {
+        if self.params.metric != Metric::Cosine {
+            return vectors.into();
+        }
+        let dim = self.params.dim;
+        let mut normalized = vectors.to_vec();
+        for (target, source) in normalized
+            .chunks_exact_mut(dim)
+            .zip(vectors.chunks_exact(dim))
+        {
+            normalize_into(source, target);
+        }
+        normalized.into()
+    }
+
+    /// Publishes the rows of an admitted batch (`prepared`, labelled `labels`) as nodes
+    /// `first..`, on `threads` threads: reserved but not yet linked.
+    fn publish_batch(
+        &self,
+        first: usize,
+        labels: &[u64],
+        prepared: &[f32],
+        threads: usize,
+    ) -> Result<()> {
+        let dim = self.params.dim;
+        for_each_chunk(labels.len(), 256, threads, |start, end| {
             for row in start..end {
                 self.publish_rows(
                     first + row,
@@ -141,23 +169,26 @@ impl HnswIndex {
                 );
             }
             Ok::<(), IndexError>(())
-        })?;
-        // Large batches are linked cluster by cluster, for cache locality (see order.rs).
-        let order = match order {
-            LinkOrder::Clustered => super::order::locality_order(&prepared, dim, threads),
-            LinkOrder::AsGiven => None,
-        };
-        if cancelled() {
-            return Err(IndexError::Cancelled);
-        }
+        })
+    }
+
+    /// Links the published nodes `first..first + rows` on `threads` threads, the batch's
+    /// row `order[position]` at each position (input order without one), counting them in
+    /// `progress` and stopping with [`IndexError::Cancelled`] once it is cancelled.
+    fn link_batch(
+        &self,
+        first: usize,
+        rows: usize,
+        order: Option<&[u32]>,
+        threads: usize,
+        progress: Option<&AddProgress>,
+    ) -> Result<()> {
         for_each_chunk(rows, 1, threads, |start, end| {
-            if cancelled() {
+            if progress.is_some_and(AddProgress::is_cancelled) {
                 return Err(IndexError::Cancelled);
             }
             for position in start..end {
-                let row = order
-                    .as_ref()
-                    .map_or(position, |order| order[position] as usize);
+                let row = order.map_or(position, |order| order[position] as usize);
                 self.link(u32::try_from(first + row).expect("node < MAX_POINTS"));
             }
             if let Some(progress) = progress {

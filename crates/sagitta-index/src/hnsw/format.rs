@@ -57,6 +57,15 @@ impl HnswIndex {
     /// cost of one quantization pass).
     pub fn save_with(&self, writer: &mut impl Write, codes: Codes) -> Result<()> {
         let count = self.len();
+        self.check_all_published(count)?;
+        let stored_codes = self.sq8.get().filter(|_| codes == Codes::Stored);
+        self.write_header(writer, count, codes)?;
+        self.write_graph_sections(writer, count)?;
+        self.write_row_sections(writer, count, stored_codes)
+    }
+
+    /// Fails when any of the first `count` nodes has no vector yet (an insert in flight).
+    fn check_all_published(&self, count: usize) -> Result<()> {
         for node in 0..count {
             if self
                 .vector(u32::try_from(node).expect("< MAX_POINTS"))
@@ -67,11 +76,16 @@ impl HnswIndex {
                 )));
             }
         }
+        Ok(())
+    }
+
+    /// Writes the 64-byte file header of `count` nodes (parameters, entry point, SQ8 scale
+    /// and whether `codes` are stored), closed by its CRC32C.
+    fn write_header(&self, writer: &mut impl Write, count: usize, codes: Codes) -> Result<()> {
         let params = self.params;
         let (entry, max_level) = self
             .entry_snapshot()
             .map_or((NO_ENTRY, 0), |(node, level)| (node, level));
-        let stored_codes = self.sq8.get().filter(|_| codes == Codes::Stored);
         let words = |value: usize| u32::try_from(value).expect("checked against limits");
         let mut header = Writer::with_capacity(HEADER_BYTES);
         header
@@ -100,8 +114,12 @@ impl HnswIndex {
         let crc = crc32c::crc32c(header.as_bytes());
         header.u32(crc);
         debug_assert_eq!(header.len(), HEADER_BYTES);
-        write_all(writer, header.as_bytes())?;
+        write_all(writer, header.as_bytes())
+    }
 
+    /// Writes the graph sections of the first `count` nodes: labels, levels, and the link
+    /// blocks of layer 0 and of the upper layers.
+    fn write_graph_sections(&self, writer: &mut impl Write, count: usize) -> Result<()> {
         let nodes = (0..count).map(|node| u32::try_from(node).expect("< MAX_POINTS"));
         let mut labels = Writer::with_capacity(count * 8);
         labels.u64s(nodes.clone().map(|n| self.label(n)));
@@ -119,7 +137,17 @@ impl HnswIndex {
             (1..=levels[n as usize] as usize)
                 .flat_map(move |layer| self.graph.block_words(n, layer))
         }));
-        write_section(writer, TAG_LINKS_UPPER, links.as_bytes())?;
+        write_section(writer, TAG_LINKS_UPPER, links.as_bytes())
+    }
+
+    /// Writes the row sections of the first `count` nodes: vectors, the code rows of
+    /// `stored_codes` when given, and the deleted bitmap.
+    fn write_row_sections(
+        &self,
+        writer: &mut impl Write,
+        count: usize,
+        stored_codes: Option<&Sq8Store>,
+    ) -> Result<()> {
         write_section_rows(writer, TAG_VECTORS, count, |node, buffer| {
             let node = u32::try_from(node).expect("< MAX_POINTS");
             buffer.f32s(self.vector(node).expect("checked above"));

@@ -126,28 +126,91 @@ fn group(
     clusters: usize,
     threads: usize,
 ) -> Vec<Vec<u32>> {
-    let row = |index: u32| &vectors[index as usize * dim..(index as usize + 1) * dim];
-    let kernels = sagitta_kernels::kernels();
-    let distance = |a: &[f32], b: &[f32]| (kernels.l2_squared_f32)(a, b);
+    let space = Space {
+        dim,
+        l2_squared: sagitta_kernels::kernels().l2_squared_f32,
+    };
+    let mut random = SplitMix64(0x5EED_0F0D_E125_u64 ^ members.len() as u64);
+    let sample = draw_sample(space, vectors, members, clusters, &mut random);
+    let mut centroids = seed_centroids(space, &sample, clusters, &mut random);
+    train_centroids(space, &sample, &mut centroids);
+    assign(space, vectors, members, &centroids, threads)
+}
+
+/// Rows of `dim` values, compared by squared Euclidean distance with this CPU's kernel.
+#[derive(Clone, Copy)]
+struct Space {
+    dim: usize,
+    l2_squared: fn(&[f32], &[f32]) -> f32,
+}
+
+impl Space {
+    /// Row `index` of the row-major `data`.
+    fn row(self, data: &[f32], index: usize) -> &[f32] {
+        &data[index * self.dim..(index + 1) * self.dim]
+    }
+
+    /// The squared Euclidean distance of `a` and `b`.
+    fn distance(self, a: &[f32], b: &[f32]) -> f32 {
+        (self.l2_squared)(a, b)
+    }
+
+    /// The index of the row of row-major `centroids` closest to `vector` (the first of
+    /// equally close ones).
+    fn closest(self, centroids: &[f32], vector: &[f32]) -> usize {
+        let mut best = (f32::INFINITY, 0);
+        for (cluster, centroid) in centroids.chunks_exact(self.dim).enumerate() {
+            let distance = self.distance(vector, centroid);
+            if distance < best.0 {
+                best = (distance, cluster);
+            }
+        }
+        best.1
+    }
+}
+
+/// The rows the centroids of `clusters` groups of `members` are trained on, copied out of
+/// `vectors` row-major: [`SAMPLE_ROWS_PER_CLUSTER`] a cluster, at most [`SAMPLE_ROWS_MAX`]
+/// and at most one per member, drawn (with repeats) from `random`.
+fn draw_sample(
+    space: Space,
+    vectors: &[f32],
+    members: &[u32],
+    clusters: usize,
+    random: &mut SplitMix64,
+) -> Vec<f32> {
     // Pseudo-random, not strided, picks: input that cycles through sources (row i from
     // source i mod s) would give a strided sample of one source. Copied out: the seeding
     // and the iterations pass over the sample once per centroid and once per iteration, and
     // 4,096 contiguous rows stay in cache (12 MB at 768-d).
-    let mut random = SplitMix64(0x5EED_0F0D_E125_u64 ^ members.len() as u64);
     let sample_size = members
         .len()
         .min(clusters * SAMPLE_ROWS_PER_CLUSTER)
         .min(SAMPLE_ROWS_MAX);
-    let sample: Vec<f32> = (0..sample_size)
-        .flat_map(|_| row(members[random.below(members.len())]).iter().copied())
-        .collect();
+    (0..sample_size)
+        .flat_map(|_| {
+            let member = members[random.below(members.len())] as usize;
+            space.row(vectors, member).iter().copied()
+        })
+        .collect()
+}
+
+/// k-means++ seeding on the row-major `sample`: `clusters` centroids (fewer when the
+/// sample has fewer rows), row-major, the first the sample's first row and each next one
+/// drawn from `random` with probability ∝ squared distance to the closest one so far, so
+/// well-separated groups each get one.
+fn seed_centroids(
+    space: Space,
+    sample: &[f32],
+    clusters: usize,
+    random: &mut SplitMix64,
+) -> Vec<f32> {
+    let dim = space.dim;
     let sample_rows = sample.len() / dim;
-    let sample_row = |index: usize| &sample[index * dim..(index + 1) * dim];
-    // k-means++ seeding: each next centroid drawn with probability ∝ squared distance to
-    // the closest one so far, so well-separated groups each get one.
+    let sample_row = |index: usize| space.row(sample, index);
     let mut centroids: Vec<f32> = sample_row(0).to_vec();
     let mut nearest: Vec<f64> = (0..sample_rows)
-        .map(|index| f64::from(distance(sample_row(index), &centroids)))
+        .map(|index| f64::from(space.distance(sample_row(index), &centroids)))
         .collect();
     while centroids.len() < clusters.min(sample_rows) * dim {
         let total: f64 = nearest.iter().sum();
@@ -164,25 +227,25 @@ fn group(
         let start = centroids.len();
         centroids.extend_from_slice(sample_row(chosen));
         for (index, weight) in nearest.iter_mut().enumerate() {
-            *weight = weight.min(f64::from(distance(sample_row(index), &centroids[start..])));
+            *weight = weight.min(f64::from(
+                space.distance(sample_row(index), &centroids[start..]),
+            ));
         }
     }
+    centroids
+}
+
+/// [`ITERATIONS`] Lloyd iterations of the row-major `centroids` on the row-major `sample`:
+/// each centroid moved to the mean of the sample rows closest to it (an empty cluster's
+/// centroid stays where it is).
+fn train_centroids(space: Space, sample: &[f32], centroids: &mut [f32]) {
+    let dim = space.dim;
     let clusters = centroids.len() / dim;
-    let closest = |centroids: &[f32], vector: &[f32]| -> usize {
-        let mut best = (f32::INFINITY, 0);
-        for (cluster, centroid) in centroids.chunks_exact(dim).enumerate() {
-            let distance = distance(vector, centroid);
-            if distance < best.0 {
-                best = (distance, cluster);
-            }
-        }
-        best.1
-    };
     for _ in 0..ITERATIONS {
         let mut sums = vec![0.0f64; clusters * dim];
         let mut counts = vec![0usize; clusters];
         for vector in sample.chunks_exact(dim) {
-            let cluster = closest(&centroids, vector);
+            let cluster = space.closest(centroids, vector);
             counts[cluster] += 1;
             for (sum, value) in sums[cluster * dim..(cluster + 1) * dim]
                 .iter_mut()
@@ -204,10 +267,22 @@ fn group(
             }
         }
     }
+}
+
+/// `members` (row indices into `vectors`) grouped by their closest row of the row-major
+/// `centroids`, computed on `threads` threads: one group per centroid, each in input
+/// order, empty groups dropped.
+fn assign(
+    space: Space,
+    vectors: &[f32],
+    members: &[u32],
+    centroids: &[f32],
+    threads: usize,
+) -> Vec<Vec<u32>> {
     let assigned: Vec<AtomicU32> = members.iter().map(|_| AtomicU32::new(0)).collect();
     for_each_chunk(members.len(), 1_024, threads, |start, end| {
         for (slot, member) in assigned[start..end].iter().zip(&members[start..end]) {
-            let cluster = closest(&centroids, row(*member));
+            let cluster = space.closest(centroids, space.row(vectors, *member as usize));
             slot.store(
                 u32::try_from(cluster).expect("few clusters"),
                 Ordering::Relaxed,
@@ -216,7 +291,7 @@ fn group(
         Ok::<(), std::convert::Infallible>(())
     })
     .unwrap_or_else(|never| match never {});
-    let mut groups = vec![Vec::new(); clusters];
+    let mut groups = vec![Vec::new(); centroids.len() / space.dim];
     for (slot, member) in assigned.iter().zip(members) {
         groups[slot.load(Ordering::Relaxed) as usize].push(*member);
     }
