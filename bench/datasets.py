@@ -43,6 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bench import report
+
 METRICS = ("cosine", "dot", "l2")
 
 # Defaults chosen by the calibration described in the module docstring.
@@ -414,7 +416,12 @@ def load_vecs_dir(
     base, queries = _prepare(read_vecs(base_path), read_vecs(query_path), metric)
     gt = read_vecs(gt_path).astype(np.int64) if gt_path is not None else None
     return Dataset(
-        name or directory.name, base, queries, metric, gt, {"path": str(directory)}
+        name or directory.name,
+        base,
+        queries,
+        metric,
+        gt,
+        {"path": report.repo_relative(directory)},
     )
 
 
@@ -429,7 +436,12 @@ def load_npy_dir(
     gt_path = directory / "gt.npy"
     gt = np.load(gt_path).astype(np.int64) if gt_path.exists() else None
     return Dataset(
-        name or directory.name, base, queries, metric, gt, {"path": str(directory)}
+        name or directory.name,
+        base,
+        queries,
+        metric,
+        gt,
+        {"path": report.repo_relative(directory)},
     )
 
 
@@ -451,7 +463,14 @@ def load_hdf5(path: str | Path, name: str | None = None) -> Dataset:
         metric = _HDF5_METRICS[distance]
         base, queries = _prepare(f["train"][:], f["test"][:], metric)
         gt = f["neighbors"][:].astype(np.int64) if "neighbors" in f else None
-    return Dataset(name or path.stem, base, queries, metric, gt, {"path": str(path)})
+    return Dataset(
+        name or path.stem,
+        base,
+        queries,
+        metric,
+        gt,
+        {"path": report.repo_relative(path)},
+    )
 
 
 # debian-minilm: $SAGITTA_DEBIAN_MINILM, else the shared datasets beside the repository
@@ -481,5 +500,10 @@ def load_debian_minilm(
     base = normalize(np.load(directory / "base.npy").astype(np.float32))
     queries = normalize(np.load(directory / "queries.npy").astype(np.float32))
     return Dataset(
-        "debian-minilm", base, queries, "cosine", None, {"path": str(directory)}
+        "debian-minilm",
+        base,
+        queries,
+        "cosine",
+        None,
+        {"path": report.repo_relative(directory)},
     )

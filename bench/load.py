@@ -291,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             server_exit = server.stop()
         document = json.loads(raw_out.read_text())
-    document["load_generator_command"] = document["command"]
+    document["load_generator_command"] = report.repo_relative_text(document["command"])
     document["command"] = "python -m bench.load " + shlex.join(argv)
     document["started_at"] = started_at
     document["dataset"]["source"] = dataset.extra or None
@@ -302,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         "busy columns (cpu.*) show how they split them"
     )
     document["server"]["telemetry_app"] = telemetry_app
-    document["server"]["command"] = shlex.join(server.command)
+    document["server"]["command"] = report.repo_relative_text(shlex.join(server.command))
     document["server"]["rlimit_nofile"] = server_nofile
     document["server"]["exit_code_after_sigterm"] = server_exit
     errors = report.validate(document)

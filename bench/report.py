@@ -30,6 +30,13 @@ def repo_relative(path: str | Path) -> str:
     return str(path)
 
 
+def repo_relative_text(text: str) -> str:
+    """`text` (a command line) with every absolute path into the repository or beside it
+    written relative to the repository, as [`repo_relative`] writes one path."""
+    root, parent = str(_REPO_ROOT), str(_REPO_ROOT.parent)
+    return text.replace(root + os.sep, "").replace(parent + os.sep, ".." + os.sep)
+
+
 def _cpuinfo() -> dict:
     info: dict = {}
     try:

@@ -171,11 +171,12 @@ fn machine_path(line: &str) -> Option<&'static str> {
     })
 }
 
-/// Source, docs and scripts: where a path would be read by someone else.
+/// Source, docs, scripts and benchmark results (their commands and dataset paths are read
+/// and rerun by someone else).
 fn checked_for_paths(path: &str) -> bool {
     let extension = std::path::Path::new(path).extension();
     let extension = extension.and_then(std::ffi::OsStr::to_str).unwrap_or("");
-    ["rs", "py", "pyi", "sh", "md", "toml"].contains(&extension) || path == ".ci/run"
+    ["rs", "py", "pyi", "sh", "md", "toml", "json"].contains(&extension) || path == ".ci/run"
 }
 
 #[test]
