@@ -37,8 +37,12 @@ const KNOWN_CYCLES: &[(&str, &[&str])] = &[
 const ABSOLUTE_PATH_EXCEPTIONS: &[(&str, &str)] = &[
 ];
 
-/// The only crate allowed `unsafe` code.
-const UNSAFE_CRATE: &str = "crates/sagitta-kernels/";
+/// The only places allowed `unsafe` code: the kernels crate, and the io_uring backend of
+/// the page reader (a buffer handed to the kernel; its safety argument heads the file).
+const UNSAFE_PLACES: &[&str] = &[
+    "crates/sagitta-kernels/",
+    "crates/sagitta-storage/src/pageio/uring.rs",
+];
 
 fn fail_if_any(rule: &str, violations: &[String]) {
     assert!(violations.is_empty(), "{}", report(rule, violations));
@@ -128,13 +132,13 @@ fn unfinished_work_names_an_issue() {
 }
 
 #[test]
-fn unsafe_only_in_kernels_and_justified() {
+fn unsafe_only_in_allowed_places_and_justified() {
     let mut violations = Vec::new();
     for file in source_files(&["rs"]) {
         for found in unsafe_uses(&file.text) {
             let place = format!("{}:{}", file.path, found.line);
-            if !file.path.starts_with(UNSAFE_CRATE) {
-                violations.push(format!("{place}: unsafe outside {UNSAFE_CRATE} (every other crate has #![deny(unsafe_code)])"));
+            if !UNSAFE_PLACES.iter().any(|allowed| file.path.starts_with(allowed)) {
+                violations.push(format!("{place}: unsafe outside {UNSAFE_PLACES:?} (every other crate has #![deny(unsafe_code)])"));
             } else if !found.justified {
                 let needs = match found.kind {
                     UnsafeKind::Fn | UnsafeKind::Trait => "a `# Safety` section in its docs",
