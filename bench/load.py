@@ -302,7 +302,9 @@ def main(argv: list[str] | None = None) -> int:
         "busy columns (cpu.*) show how they split them"
     )
     document["server"]["telemetry_app"] = telemetry_app
-    document["server"]["command"] = report.repo_relative_text(shlex.join(server.command))
+    document["server"]["command"] = report.repo_relative_text(
+        shlex.join(server.command)
+    )
     document["server"]["rlimit_nofile"] = server_nofile
     document["server"]["exit_code_after_sigterm"] = server_exit
     errors = report.validate(document)
