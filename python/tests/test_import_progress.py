@@ -169,8 +169,14 @@ def test_ctrl_c_during_an_import_raises_keyboard_interrupt_and_leaves_nothing(tm
     def interrupt_once(done, total):
         calls.append((done, total))
         if len(calls) == 1:
-            # From another thread, so it arrives while the import waits in Rust.
-            threading.Timer(0.01, send_sigint).start()
+            # Sent from another thread and waited for, so it is pending before the import
+            # goes on: a timer of 10 ms raced the import's end on a quiet machine (the
+            # import finished first and nothing was raised). The handler then runs at the
+            # import's next signal check, or as this callback returns: during the import
+            # either way.
+            sender = threading.Thread(target=send_sigint)
+            sender.start()
+            sender.join()
 
     with pytest.raises(KeyboardInterrupt):
         db.import_collection(
