@@ -15,6 +15,7 @@ pub mod hnsw;
 pub mod limits;
 pub mod metric;
 pub mod quantizer;
+pub mod rabitq;
 mod serial;
 mod threads;
 mod top_k;

@@ -300,7 +300,7 @@ fn assign(
 }
 
 /// The splitmix64 finalizer: a well-mixed 64-bit hash of `x` (also the node levels').
-pub(super) fn splitmix64(mut x: u64) -> u64 {
+pub(crate) fn splitmix64(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     x ^ (x >> 31)

@@ -1,0 +1,435 @@
+//! 1-bit RaBitQ codes with their error bound (Gao and Long, SIGMOD 2024): the scan codes of
+//! the disk index (issue 15 §1), one bit per (padded) dimension plus two floats a vector.
+//!
+//! A vector `x` of a partition with centroid `c` is coded by the direction of its residual,
+//! `o = (x − c) / ‖x − c‖`, after a random rotation `R`: bit `i` is `(R·o)_i > 0`. The code
+//! stands for the unit vector `ō = (2·bits − 1) / √P`; the floats kept beside it are the
+//! residual's norm `r = ‖x − c‖` and `⟨ō, R·o⟩` (how well the code fits its vector).
+//!
+//! For a query `q`, with `t = ‖q − c‖` and `q' = R·(q − c) / t`:
+//! `‖x − q‖² = r² + t² − 2·r·t·⟨o, q'⟩`, and `⟨o, q'⟩` is estimated by
+//! `⟨ō, q'⟩ / ⟨ō, R·o⟩` — unbiased, with error at most
+//! `ε₀ · √((1 − ⟨ō,R·o⟩²) / ⟨ō,R·o⟩²) / √(P − 1)` with high probability (`ε₀ = 1.9` here,
+//! the paper's choice). [`RabitqQuery::estimate`] returns the distance estimate and that
+//! bound scaled to the distance, so a search can fetch a vector's full record only while its
+//! lower bound can still beat the current k-th distance.
+//!
+//! `⟨ō, q'⟩` is computed on integers: `q'` is quantized to 4 bits a coordinate and kept as 4
+//! bit planes, so a code costs `4 · P/64` ANDs and popcounts. The quantization adds its
+//! own small error (standard deviation step/√12), which the bound covers by 4 deviations.
+//!
+//! The rotation is three rounds of random sign flips and a fast Walsh–Hadamard transform
+//! over `P` = `dim` padded to a power of two (O(P log P) a vector, not O(P²)); it keeps
+//! norms and inner products, and is fixed by a seed stored with the codes.
+
+use crate::error::Result;
+
+/// Rounds of sign flips and Hadamard transforms in the rotation.
+const ROUNDS: usize = 3;
+/// Confidence of the error bound (the paper's ε₀).
+pub const EPSILON0: f32 = 1.9;
+/// Bits a query coordinate is quantized to.
+const QUERY_BITS: u32 = 4;
+/// Standard deviations of the query quantization's error the bound allows for.
+const QUANTIZATION_DEVIATIONS: f32 = 4.0;
+
+/// The rotation and shape every code of an index shares.
+#[derive(Clone, Debug)]
+pub struct Rabitq {
+    dim: usize,
+    padded: usize,
+    /// `ROUNDS` rows of `padded` signs (±1).
+    signs: Vec<f32>,
+    seed: u64,
+}
+
+/// The two floats stored beside a code.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CodeFactors {
+    /// `‖x − c‖`.
+    pub norm: f32,
+    /// `⟨ō, R·o⟩` ∈ (0, 1]: how well the code fits its vector (1 / √P·Σ|R·o|).
+    pub fit: f32,
+}
+
+impl Rabitq {
+    /// The quantizer of `dim`-dimensional vectors, its rotation drawn from `seed`.
+    pub fn new(dim: usize, seed: u64) -> Result<Rabitq> {
+        crate::limits::check_range("dim", dim, 1, crate::limits::MAX_DIMENSION)?;
+        let padded = dim.next_power_of_two().max(64);
+        let mut state = seed;
+        let signs = (0..ROUNDS * padded)
+            .map(|_| {
+                state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                if crate::hnsw::splitmix64(state) & 1 == 0 {
+                    1.0
+                } else {
+                    -1.0
+                }
+            })
+            .collect();
+        Ok(Rabitq {
+            dim,
+            padded,
+            signs,
+            seed,
+        })
+    }
+
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Bits (and rotated coordinates) of a code: `dim` padded to a power of two, ≥ 64.
+    pub fn padded_dim(&self) -> usize {
+        self.padded
+    }
+
+    /// u64 words of a code.
+    pub fn code_words(&self) -> usize {
+        self.padded / 64
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// `out` := `R·(vector − centroid)` (`out` has [`Rabitq::padded_dim`] entries).
+    pub fn rotate_residual(&self, vector: &[f32], centroid: &[f32], out: &mut [f32]) {
+        assert_eq!(vector.len(), self.dim, "vector dimension");
+        assert_eq!(centroid.len(), self.dim, "centroid dimension");
+        assert_eq!(out.len(), self.padded, "rotated length");
+        for ((slot, x), c) in out.iter_mut().zip(vector).zip(centroid) {
+            *slot = x - c;
+        }
+        out[self.dim..].fill(0.0);
+        for round in self.signs.chunks_exact(self.padded) {
+            for (value, sign) in out.iter_mut().zip(round) {
+                *value *= sign;
+            }
+            hadamard(out);
+        }
+    }
+
+    /// Codes `vector` against its partition's `centroid` into `words`
+    /// ([`Rabitq::code_words`] of them); returns the factors stored beside the code. A
+    /// vector equal to its centroid gets norm 0 (its distance is then exact: `t²`).
+    pub fn encode(
+        &self,
+        vector: &[f32],
+        centroid: &[f32],
+        scratch: &mut [f32],
+        words: &mut [u64],
+    ) -> CodeFactors {
+        assert_eq!(words.len(), self.code_words(), "code words");
+        self.rotate_residual(vector, centroid, scratch);
+        let norm = scratch.iter().map(|v| v * v).sum::<f32>().sqrt();
+        words.fill(0);
+        let mut absolute = 0.0f32;
+        for (index, value) in scratch.iter().enumerate() {
+            if *value > 0.0 {
+                words[index / 64] |= 1 << (index % 64);
+            }
+            absolute += value.abs();
+        }
+        #[allow(clippy::cast_precision_loss)]
+        let fit = if norm > 0.0 {
+            absolute / (norm * (self.padded as f32).sqrt())
+        } else {
+            1.0
+        };
+        CodeFactors { norm, fit }
+    }
+
+    /// A query prepared against one partition's `centroid`.
+    pub fn query(&self, query: &[f32], centroid: &[f32]) -> RabitqQuery {
+        let mut rotated = vec![0.0f32; self.padded];
+        self.rotate_residual(query, centroid, &mut rotated);
+        let distance = rotated.iter().map(|v| v * v).sum::<f32>().sqrt();
+        let scale = if distance > 0.0 { 1.0 / distance } else { 0.0 };
+        rotated.iter_mut().for_each(|v| *v *= scale);
+        RabitqQuery::quantize(&rotated, distance)
+    }
+}
+
+/// A query rotated against one partition's centroid, normalized and quantized to 4-bit
+/// planes: what scanning that partition's codes needs.
+#[derive(Clone, Debug)]
+pub struct RabitqQuery {
+    /// `QUERY_BITS` planes of `words` u64s: bit `i` of plane `j` is bit `j` of coordinate
+    /// `i`'s quantized value.
+    planes: Vec<u64>,
+    words: usize,
+    /// Coordinate `i` ≈ `low + step · value_i`.
+    low: f32,
+    step: f32,
+    /// `Σ value_i` (integers), for the `−Σ q'` part of `⟨ō, q'⟩`.
+    value_sum: u32,
+    /// `‖q − c‖`.
+    distance: f32,
+    /// `1 / √P`.
+    inverse_sqrt_padded: f32,
+    /// `√(P − 1)`.
+    sqrt_padded_less_one: f32,
+}
+
+impl RabitqQuery {
+    fn quantize(unit: &[f32], distance: f32) -> RabitqQuery {
+        let padded = unit.len();
+        let words = padded / 64;
+        let low = unit.iter().copied().fold(f32::INFINITY, f32::min);
+        let high = unit.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let levels = ((1u32 << QUERY_BITS) - 1) as f32;
+        let step = if high > low {
+            (high - low) / levels
+        } else {
+            0.0
+        };
+        let mut planes = vec![0u64; QUERY_BITS as usize * words];
+        let mut value_sum = 0;
+        for (index, coordinate) in unit.iter().enumerate() {
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let value = if step > 0.0 {
+                ((coordinate - low) / step).round().clamp(0.0, levels) as u32
+            } else {
+                0
+            };
+            value_sum += value;
+            for bit in 0..QUERY_BITS as usize {
+                if value >> bit & 1 == 1 {
+                    planes[bit * words + index / 64] |= 1 << (index % 64);
+                }
+            }
+        }
+        #[allow(clippy::cast_precision_loss)]
+        let padded_f = padded as f32;
+        RabitqQuery {
+            planes,
+            words,
+            low,
+            step,
+            value_sum,
+            distance,
+            inverse_sqrt_padded: 1.0 / padded_f.sqrt(),
+            sqrt_padded_less_one: (padded_f - 1.0).sqrt(),
+        }
+    }
+
+    /// `‖q − c‖`.
+    pub fn centroid_distance(&self) -> f32 {
+        self.distance
+    }
+
+    /// `⟨ō, q'⟩` of the code `code` (with the query's 4-bit coordinates).
+    pub fn code_inner_product(&self, code: &[u64]) -> f32 {
+        debug_assert_eq!(code.len(), self.words);
+        let mut weighted = 0u32;
+        for bit in 0..QUERY_BITS as usize {
+            let plane = &self.planes[bit * self.words..(bit + 1) * self.words];
+            let ones: u32 = plane
+                .iter()
+                .zip(code)
+                .map(|(p, c)| (p & c).count_ones())
+                .sum();
+            weighted += ones << bit;
+        }
+        let set: u32 = code.iter().map(|word| word.count_ones()).sum();
+        // Σ_{bit set} q'_i − Σ_{bit clear} q'_i = 2·Σ_set q'_i − Σ q'_i, with
+        // q'_i ≈ low + step·value_i.
+        #[allow(clippy::cast_precision_loss)]
+        let set_sum = self.low * set as f32 + self.step * weighted as f32;
+        #[allow(clippy::cast_precision_loss)]
+        let all_sum = self.low * (self.words * 64) as f32 + self.step * self.value_sum as f32;
+        (2.0 * set_sum - all_sum) * self.inverse_sqrt_padded
+    }
+
+    /// The estimated squared distance from the query to the coded vector, and a bound on
+    /// the estimate's error: the true squared distance lies in `estimate ± bound` with
+    /// high probability (ε₀ = [`EPSILON0`], plus the query quantization's worst case).
+    pub fn estimate(&self, code: &[u64], factors: CodeFactors) -> (f32, f32) {
+        let (r, t) = (factors.norm, self.distance);
+        let fit = factors.fit.max(f32::EPSILON);
+        let inner = self.code_inner_product(code) / fit;
+        let estimate = r * r + t * t - 2.0 * r * t * inner;
+        let spread = ((1.0 - fit * fit).max(0.0) / (fit * fit)).sqrt();
+        // each 4-bit coordinate is off by up to step/2, evenly spread and independent of
+        // the code's signs ±1/√P, so Δ⟨ō,q'⟩ has standard deviation step/√12: 4 of them
+        let quantization = QUANTIZATION_DEVIATIONS * self.step / 12f32.sqrt() / fit;
+        let error = EPSILON0 * spread / self.sqrt_padded_less_one + quantization;
+        (estimate, 2.0 * r * t * error)
+    }
+}
+
+/// In-place orthonormal fast Walsh–Hadamard transform (`values.len()` a power of two).
+fn hadamard(values: &mut [f32]) {
+    let length = values.len();
+    debug_assert!(length.is_power_of_two());
+    let mut half = 1;
+    while half < length {
+        for block in values.chunks_exact_mut(2 * half) {
+            let (left, right) = block.split_at_mut(half);
+            for (a, b) in left.iter_mut().zip(right.iter_mut()) {
+                let (x, y) = (*a, *b);
+                *a = x + y;
+                *b = x - y;
+            }
+        }
+        half *= 2;
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let scale = 1.0 / (length as f32).sqrt();
+    values.iter_mut().for_each(|v| *v *= scale);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gaussian_rows(rows: usize, dim: usize, seed: u64) -> Vec<f32> {
+        let mut state = seed;
+        let mut next = || {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            #[allow(clippy::cast_precision_loss)]
+            let unit = (crate::hnsw::splitmix64(state) >> 11) as f32 / (1u64 << 53) as f32;
+            unit
+        };
+        // sums of uniforms: close enough to Gaussian for a test, deterministic
+        (0..rows * dim)
+            .map(|_| (0..6).map(|_| next()).sum::<f32>() - 3.0)
+            .collect()
+    }
+
+    /// Rows around 50 cluster centers (the same centers for every seed), as embeddings
+    /// are: a row's neighbors are much nearer than the rest.
+    fn clustered_rows(rows: usize, dim: usize, seed: u64) -> Vec<f32> {
+        let centers = gaussian_rows(50, dim, 1_000);
+        let noise = gaussian_rows(rows, dim, seed);
+        let mut picks = seed;
+        noise
+            .chunks_exact(dim)
+            .flat_map(|row| {
+                picks = crate::hnsw::splitmix64(picks);
+                let center = (picks % 50) as usize;
+                let center = &centers[center * dim..(center + 1) * dim];
+                row.iter()
+                    .zip(center)
+                    .map(|(n, c)| c + 0.3 * n)
+                    .collect::<Vec<f32>>()
+            })
+            .collect()
+    }
+
+    fn squared_distance(a: &[f32], b: &[f32]) -> f32 {
+        a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
+    }
+
+    #[test]
+    fn the_rotation_keeps_norms_and_distances() {
+        let quantizer = Rabitq::new(300, 7).unwrap();
+        let rows = gaussian_rows(3, 300, 1);
+        let zero = vec![0.0; 300];
+        let mut a = vec![0.0; quantizer.padded_dim()];
+        let mut b = vec![0.0; quantizer.padded_dim()];
+        quantizer.rotate_residual(&rows[..300], &zero, &mut a);
+        quantizer.rotate_residual(&rows[300..600], &zero, &mut b);
+        let before = squared_distance(&rows[..300], &rows[300..600]);
+        let after = squared_distance(&a, &b);
+        assert!(
+            (before - after).abs() <= 1e-3 * before,
+            "{before} vs {after}"
+        );
+        assert_eq!(quantizer.padded_dim(), 512);
+    }
+
+    #[test]
+    fn estimates_fall_within_their_bound_and_are_unbiased() {
+        for dim in [128, 384, 768] {
+            let quantizer = Rabitq::new(dim, 42).unwrap();
+            let data = gaussian_rows(400, dim, 3);
+            let queries = gaussian_rows(20, dim, 4);
+            let centroid: Vec<f32> = (0..dim)
+                .map(|j| data.iter().skip(j).step_by(dim).sum::<f32>() / 400.0)
+                .collect();
+            let mut scratch = vec![0.0; quantizer.padded_dim()];
+            let mut code = vec![0u64; quantizer.code_words()];
+            let (mut outside, mut total, mut relative_error_sum) = (0, 0, 0.0f64);
+            for query in queries.chunks_exact(dim) {
+                let prepared = quantizer.query(query, &centroid);
+                for row in data.chunks_exact(dim) {
+                    let factors = quantizer.encode(row, &centroid, &mut scratch, &mut code);
+                    let (estimate, bound) = prepared.estimate(&code, factors);
+                    let truth = squared_distance(row, query);
+                    total += 1;
+                    outside += usize::from((estimate - truth).abs() > bound);
+                    relative_error_sum += f64::from((estimate - truth) / truth);
+                }
+            }
+            // the bound holds with high probability, the estimator is unbiased
+            assert!(
+                outside * 100 <= total,
+                "dim {dim}: {outside} of {total} outside"
+            );
+            #[allow(clippy::cast_precision_loss)]
+            let bias = relative_error_sum / total as f64;
+            assert!(bias.abs() < 0.01, "dim {dim}: mean relative error {bias}");
+        }
+    }
+
+    /// The search the bound is for: every code whose lower bound is within the 10th
+    /// smallest upper bound is reranked exactly; that finds the true top 10 while
+    /// reranking a small fraction of the points (clustered data, one code centroid).
+    #[test]
+    fn reranking_within_the_bound_finds_the_true_nearest_and_skips_most() {
+        let dim = 384;
+        let quantizer = Rabitq::new(dim, 9).unwrap();
+        let data = clustered_rows(3_000, dim, 5);
+        let zero = vec![0.0; dim];
+        let mut scratch = vec![0.0; quantizer.padded_dim()];
+        let codes: Vec<(Vec<u64>, CodeFactors)> = data
+            .chunks_exact(dim)
+            .map(|row| {
+                let mut code = vec![0u64; quantizer.code_words()];
+                let factors = quantizer.encode(row, &zero, &mut scratch, &mut code);
+                (code, factors)
+            })
+            .collect();
+        let (mut found, mut wanted, mut reranked) = (0, 0, 0);
+        for query in clustered_rows(20, dim, 6).chunks_exact(dim) {
+            let prepared = quantizer.query(query, &zero);
+            let mut truth: Vec<(f32, usize)> = data
+                .chunks_exact(dim)
+                .enumerate()
+                .map(|(index, row)| (squared_distance(row, query), index))
+                .collect();
+            truth.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let bounds: Vec<(f32, f32)> = codes
+                .iter()
+                .map(|(code, factors)| prepared.estimate(code, *factors))
+                .collect();
+            let mut uppers: Vec<f32> = bounds.iter().map(|(e, b)| e + b).collect();
+            uppers.sort_by(f32::total_cmp);
+            let kth_upper = uppers[9];
+            let shortlist: Vec<usize> = (0..codes.len())
+                .filter(|index| bounds[*index].0 - bounds[*index].1 <= kth_upper)
+                .collect();
+            reranked += shortlist.len();
+            found += truth[..10]
+                .iter()
+                .filter(|(_, index)| shortlist.contains(index))
+                .count();
+            wanted += 10;
+        }
+        assert!(found * 100 >= wanted * 99, "{found} of {wanted}");
+        assert!(
+            reranked * 10 < 20 * codes.len(),
+            "reranked {reranked} of {}",
+            20 * codes.len()
+        );
+    }
+
+    #[test]
+    fn bad_dimensions_are_refused_by_name() {
+        let error = Rabitq::new(0, 1).unwrap_err().to_string();
+        assert!(error.contains("dim"), "{error}");
+    }
+}
