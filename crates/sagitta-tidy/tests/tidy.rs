@@ -137,7 +137,10 @@ fn unsafe_only_in_allowed_places_and_justified() {
     for file in source_files(&["rs"]) {
         for found in unsafe_uses(&file.text) {
             let place = format!("{}:{}", file.path, found.line);
-            if !UNSAFE_PLACES.iter().any(|allowed| file.path.starts_with(allowed)) {
+            if !UNSAFE_PLACES
+                .iter()
+                .any(|allowed| file.path.starts_with(allowed))
+            {
                 violations.push(format!("{place}: unsafe outside {UNSAFE_PLACES:?} (every other crate has #![deny(unsafe_code)])"));
             } else if !found.justified {
                 let needs = match found.kind {
