@@ -62,6 +62,10 @@ pub fn load(fs: &dyn FileSystem, directory: &Path) -> Result<Option<Vec<u8>>> {
             &format!("manifest version {version} is not supported"),
         ));
     }
+    if bytes[20..24] != [0; 4] {
+        // outside the payload checksum: a flipped bit here went unnoticed before
+        return Err(corrupt(20, "manifest reserved bytes are not zero"));
+    }
     let length = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes")) as usize;
     let crc = u32::from_le_bytes(bytes[16..20].try_into().expect("4 bytes"));
     if bytes.len() != HEADER_BYTES + length {

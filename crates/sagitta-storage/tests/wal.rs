@@ -270,6 +270,19 @@ fn manifest_publication_is_atomic_across_crashes() {
         manifest::load(&fs, directory),
         Err(StorageError::Corrupt { .. })
     ));
+    // the header's reserved word is outside the payload checksum: it is checked on its own
+    manifest::publish(&fs, directory, b"x").unwrap();
+    let mut bytes = fs.read(&directory.join("MANIFEST")).unwrap().unwrap();
+    bytes[21] ^= 1;
+    fs.write_synced(&directory.join("MANIFEST"), &bytes)
+        .unwrap();
+    match manifest::load(&fs, directory) {
+        Err(StorageError::Corrupt { offset, reason, .. }) => {
+            assert_eq!(offset, 20);
+            assert!(reason.contains("reserved"), "{reason}");
+        }
+        other => panic!("a manifest with reserved bytes set loaded: {other:?}"),
+    }
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use sagitta_storage::codec::{DecodeError, Reader, Writer};
 
 use crate::error::{EngineError, Result};
-use crate::payload_index::{check_field_name, FieldType, PayloadSchema};
+use crate::payload_index::{check_field_name, FieldType, PayloadSchema, MAX_INDEXED_FIELDS};
 use crate::point::{Distance, Point};
 
 /// Largest vector dimension.
@@ -125,7 +125,16 @@ impl CollectionConfig {
         config
             .validate()
             .map_err(|error| Reader::invalid_at(2, "dim and shard_count", error.to_string()))?;
+        let count_at = reader.offset();
         let count = reader.u32("field_count")?;
+        if count as usize > MAX_INDEXED_FIELDS {
+            // writes never index more (create_payload_index refuses the 65th field)
+            return Err(Reader::invalid_at(
+                count_at,
+                "field_count",
+                format!("{count} indexed fields, more than {MAX_INDEXED_FIELDS}"),
+            ));
+        }
         let mut schema = PayloadSchema::new();
         for _ in 0..count {
             let kind = reader.code("field type", FieldType::from_code)?;
@@ -133,7 +142,13 @@ impl CollectionConfig {
             let field = reader.str_u16("field name")?;
             check_field_name(field)
                 .map_err(|error| Reader::invalid_at(at, "field name", error.to_string()))?;
-            schema.insert(field.to_string(), kind);
+            if schema.insert(field.to_string(), kind).is_some() {
+                return Err(Reader::invalid_at(
+                    at,
+                    "field name",
+                    format!("{field:?} twice"),
+                ));
+            }
         }
         reader.expect_end("end of collection config")?;
         Ok((config, schema))
@@ -239,5 +254,36 @@ mod tests {
         empty_part[17] = b'.';
         assert!(message(&empty_part).starts_with("at byte 15: field name:"));
         assert!(CollectionConfig::try_decode(&[CONFIG_VERSION]).is_err());
+    }
+
+    #[test]
+    fn a_manifest_never_holds_more_fields_than_writes_allow_nor_one_twice() {
+        let config = CollectionConfig {
+            dim: 3,
+            distance: Distance::Cosine,
+            shard_count: 1,
+        };
+        let message = |bytes: &[u8]| CollectionConfig::try_decode(bytes).unwrap_err().to_string();
+        let full: PayloadSchema = (0..MAX_INDEXED_FIELDS)
+            .map(|i| (format!("f{i}"), FieldType::Keyword))
+            .collect();
+        assert_eq!(
+            CollectionConfig::try_decode(&config.encode(&full))
+                .unwrap()
+                .1,
+            full
+        );
+        let mut over = config.encode(&full);
+        over[10..14].copy_from_slice(&(MAX_INDEXED_FIELDS as u32 + 1).to_le_bytes());
+        over.extend_from_slice(&[1, 1, 0, b'z']);
+        assert_eq!(
+            message(&over),
+            "at byte 10: field_count: 65 indexed fields, more than 64"
+        );
+        let one = PayloadSchema::from([("kind".to_string(), FieldType::Keyword)]);
+        let mut twice = config.encode(&one);
+        twice[10..14].copy_from_slice(&2u32.to_le_bytes());
+        twice.extend_from_slice(&[1, 4, 0, b'k', b'i', b'n', b'd']);
+        assert_eq!(message(&twice), "at byte 22: field name: \"kind\" twice");
     }
 }
