@@ -162,7 +162,11 @@ def device_of(directory: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dir", default=".", help="a directory on the disk to measure")
+    parser.add_argument(
+        "--dir",
+        required=True,
+        help="a directory on the disk to measure (a --size file is written there, then removed)",
+    )
     parser.add_argument(
         "--size", default="4G", help="the test file's size (fio syntax)"
     )
