@@ -14,6 +14,7 @@ pub mod flat;
 pub mod hnsw;
 pub mod limits;
 pub mod metric;
+pub mod partition;
 pub mod quantizer;
 pub mod rabitq;
 mod serial;

@@ -126,12 +126,13 @@ fn group(
     clusters: usize,
     threads: usize,
 ) -> Vec<Vec<u32>> {
-    let space = Space {
-        dim,
-        l2_squared: sagitta_kernels::kernels().l2_squared_f32,
-    };
+    let space = Space::new(dim);
     let mut random = SplitMix64(0x5EED_0F0D_E125_u64 ^ members.len() as u64);
-    let sample = draw_sample(space, vectors, members, clusters, &mut random);
+    let sample_size = members
+        .len()
+        .min(clusters * SAMPLE_ROWS_PER_CLUSTER)
+        .min(SAMPLE_ROWS_MAX);
+    let sample = draw_sample(space, vectors, members, sample_size, &mut random);
     let mut centroids = seed_centroids(space, &sample, clusters, &mut random);
     train_centroids(space, &sample, &mut centroids);
     assign(space, vectors, members, &centroids, threads)
@@ -139,25 +140,33 @@ fn group(
 
 /// Rows of `dim` values, compared by squared Euclidean distance with this CPU's kernel.
 #[derive(Clone, Copy)]
-struct Space {
-    dim: usize,
-    l2_squared: fn(&[f32], &[f32]) -> f32,
+pub(crate) struct Space {
+    pub dim: usize,
+    pub l2_squared: fn(&[f32], &[f32]) -> f32,
 }
 
 impl Space {
+    /// The space of `dim`-value rows with this CPU's squared-L2 kernel.
+    pub(crate) fn new(dim: usize) -> Space {
+        Space {
+            dim,
+            l2_squared: sagitta_kernels::kernels().l2_squared_f32,
+        }
+    }
+
     /// Row `index` of the row-major `data`.
-    fn row(self, data: &[f32], index: usize) -> &[f32] {
+    pub(crate) fn row(self, data: &[f32], index: usize) -> &[f32] {
         &data[index * self.dim..(index + 1) * self.dim]
     }
 
     /// The squared Euclidean distance of `a` and `b`.
-    fn distance(self, a: &[f32], b: &[f32]) -> f32 {
+    pub(crate) fn distance(self, a: &[f32], b: &[f32]) -> f32 {
         (self.l2_squared)(a, b)
     }
 
     /// The index of the row of row-major `centroids` closest to `vector` (the first of
     /// equally close ones).
-    fn closest(self, centroids: &[f32], vector: &[f32]) -> usize {
+    pub(crate) fn closest(self, centroids: &[f32], vector: &[f32]) -> usize {
         let mut best = (f32::INFINITY, 0);
         for (cluster, centroid) in centroids.chunks_exact(self.dim).enumerate() {
             let distance = self.distance(vector, centroid);
@@ -169,24 +178,19 @@ impl Space {
     }
 }
 
-/// The rows the centroids of `clusters` groups of `members` are trained on, copied out of
-/// `vectors` row-major: [`SAMPLE_ROWS_PER_CLUSTER`] a cluster, at most [`SAMPLE_ROWS_MAX`]
-/// and at most one per member, drawn (with repeats) from `random`.
-fn draw_sample(
+/// `sample_size` rows of `members` to train centroids on, copied out of `vectors`
+/// row-major, drawn (with repeats) from `random`.
+pub(crate) fn draw_sample(
     space: Space,
     vectors: &[f32],
     members: &[u32],
-    clusters: usize,
+    sample_size: usize,
     random: &mut SplitMix64,
 ) -> Vec<f32> {
     // Pseudo-random, not strided, picks: input that cycles through sources (row i from
     // source i mod s) would give a strided sample of one source. Copied out: the seeding
     // and the iterations pass over the sample once per centroid and once per iteration, and
     // 4,096 contiguous rows stay in cache (12 MB at 768-d).
-    let sample_size = members
-        .len()
-        .min(clusters * SAMPLE_ROWS_PER_CLUSTER)
-        .min(SAMPLE_ROWS_MAX);
     (0..sample_size)
         .flat_map(|_| {
             let member = members[random.below(members.len())] as usize;
@@ -199,7 +203,7 @@ fn draw_sample(
 /// sample has fewer rows), row-major, the first the sample's first row and each next one
 /// drawn from `random` with probability ∝ squared distance to the closest one so far, so
 /// well-separated groups each get one.
-fn seed_centroids(
+pub(crate) fn seed_centroids(
     space: Space,
     sample: &[f32],
     clusters: usize,
@@ -238,7 +242,7 @@ fn seed_centroids(
 /// [`ITERATIONS`] Lloyd iterations of the row-major `centroids` on the row-major `sample`:
 /// each centroid moved to the mean of the sample rows closest to it (an empty cluster's
 /// centroid stays where it is).
-fn train_centroids(space: Space, sample: &[f32], centroids: &mut [f32]) {
+pub(crate) fn train_centroids(space: Space, sample: &[f32], centroids: &mut [f32]) {
     let dim = space.dim;
     let clusters = centroids.len() / dim;
     for _ in 0..ITERATIONS {
@@ -307,7 +311,7 @@ pub(crate) fn splitmix64(mut x: u64) -> u64 {
 }
 
 /// splitmix64: a fixed sequence, so the same batch is always linked in the same order.
-struct SplitMix64(u64);
+pub(crate) struct SplitMix64(pub u64);
 
 impl SplitMix64 {
     fn next(&mut self) -> u64 {
@@ -316,7 +320,7 @@ impl SplitMix64 {
     }
 
     /// Uniform-enough in `0..bound` (`bound` > 0; the modulo bias is irrelevant here).
-    fn below(&mut self, bound: usize) -> usize {
+    pub(crate) fn below(&mut self, bound: usize) -> usize {
         #[allow(clippy::cast_possible_truncation)]
         let value = (self.next() % bound as u64) as usize;
         value
