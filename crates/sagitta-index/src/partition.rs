@@ -55,8 +55,7 @@ impl Partitions {
 
     /// Most rows a partition may hold when `rows` rows are split for `target`.
     pub fn capacity(rows: usize, target: usize) -> usize {
-        let partitions = rows.div_ceil(target).max(1);
-        (rows.div_ceil(partitions) * 5).div_ceil(4)
+        capacity_of(rows, rows.div_ceil(target).max(1))
     }
 }
 
@@ -106,6 +105,11 @@ pub fn balanced(
         centroids,
         members,
     })
+}
+
+/// Most rows each of `partitions` partitions of `rows` rows may hold: 1.25 × the average.
+fn capacity_of(rows: usize, partitions: usize) -> usize {
+    (rows.div_ceil(partitions) * 5).div_ceil(4)
 }
 
 /// Each row's [`CANDIDATES`] nearest centroids, nearest first: `(distance, centroid)`.
@@ -162,7 +166,7 @@ fn assign_balanced(
     rows: usize,
 ) -> Vec<Vec<u32>> {
     let partitions = centroids.len() / space.dim;
-    let capacity = (rows.div_ceil(partitions) * 5).div_ceil(4);
+    let capacity = capacity_of(rows, partitions);
     let regret = |row: &[(f32, u32); CANDIDATES]| {
         if row[1].1 == u32::MAX {
             f32::INFINITY // one centroid only: nothing to lose
@@ -240,11 +244,10 @@ mod tests {
     /// `rows` rows around 40 centers, 8 values each.
     fn clustered(rows: usize, seed: u64) -> Vec<f32> {
         let dim = 8;
-        let mut state = seed;
+        let mut random = SplitMix64(seed);
         let mut next = move || {
-            state = crate::hnsw::splitmix64(state.wrapping_add(0x9E37_79B9_7F4A_7C15));
             #[allow(clippy::cast_precision_loss)]
-            let unit = (state >> 40) as f32 / (1u64 << 24) as f32;
+            let unit = (random.next() >> 40) as f32 / (1u64 << 24) as f32;
             unit - 0.5
         };
         let centers: Vec<f32> = (0..40 * dim).map(|_| next() * 20.0).collect();

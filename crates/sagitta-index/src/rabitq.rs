@@ -23,6 +23,7 @@
 //! norms and inner products, and is fixed by a seed stored with the codes.
 
 use crate::error::Result;
+use crate::hnsw::SplitMix64;
 
 /// Rounds of sign flips and Hadamard transforms in the rotation.
 const ROUNDS: usize = 3;
@@ -57,16 +58,9 @@ impl Rabitq {
     pub fn new(dim: usize, seed: u64) -> Result<Rabitq> {
         crate::limits::check_range("dim", dim, 1, crate::limits::MAX_DIMENSION)?;
         let padded = dim.next_power_of_two().max(64);
-        let mut state = seed;
+        let mut random = SplitMix64(seed);
         let signs = (0..ROUNDS * padded)
-            .map(|_| {
-                state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-                if crate::hnsw::splitmix64(state) & 1 == 0 {
-                    1.0
-                } else {
-                    -1.0
-                }
-            })
+            .map(|_| if random.next() & 1 == 0 { 1.0 } else { -1.0 })
             .collect();
         Ok(Rabitq {
             dim,
@@ -286,11 +280,10 @@ mod tests {
     use super::*;
 
     fn gaussian_rows(rows: usize, dim: usize, seed: u64) -> Vec<f32> {
-        let mut state = seed;
+        let mut random = SplitMix64(seed);
         let mut next = || {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
             #[allow(clippy::cast_precision_loss)]
-            let unit = (crate::hnsw::splitmix64(state) >> 11) as f32 / (1u64 << 53) as f32;
+            let unit = (random.next() >> 11) as f32 / (1u64 << 53) as f32;
             unit
         };
         // sums of uniforms: close enough to Gaussian for a test, deterministic
@@ -304,12 +297,11 @@ mod tests {
     fn clustered_rows(rows: usize, dim: usize, seed: u64) -> Vec<f32> {
         let centers = gaussian_rows(50, dim, 1_000);
         let noise = gaussian_rows(rows, dim, seed);
-        let mut picks = seed;
+        let mut picks = SplitMix64(seed);
         noise
             .chunks_exact(dim)
             .flat_map(|row| {
-                picks = crate::hnsw::splitmix64(picks);
-                let center = (picks % 50) as usize;
+                let center = (picks.next() % 50) as usize;
                 let center = &centers[center * dim..(center + 1) * dim];
                 row.iter()
                     .zip(center)

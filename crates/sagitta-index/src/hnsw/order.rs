@@ -304,7 +304,7 @@ fn assign(
 }
 
 /// The splitmix64 finalizer: a well-mixed 64-bit hash of `x` (also the node levels').
-pub(crate) fn splitmix64(mut x: u64) -> u64 {
+pub(super) fn splitmix64(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     x ^ (x >> 31)
@@ -314,7 +314,7 @@ pub(crate) fn splitmix64(mut x: u64) -> u64 {
 pub(crate) struct SplitMix64(pub u64);
 
 impl SplitMix64 {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         splitmix64(self.0)
     }
