@@ -55,17 +55,7 @@ impl ShardManifest {
     /// naming the byte offset and the field.
     pub fn try_decode(bytes: &[u8]) -> Result<ShardManifest, DecodeError> {
         let mut reader = Reader::new(bytes);
-        let version = reader.u8("version")?;
-        if version != SHARD_MANIFEST_VERSION {
-            return Err(Reader::invalid_at(
-                0,
-                "version",
-                format!(
-                    "shard manifest version {version} is not supported (expected \
-                     {SHARD_MANIFEST_VERSION})"
-                ),
-            ));
-        }
+        reader.version_u8("version", "shard manifest", SHARD_MANIFEST_VERSION)?;
         let generation = reader.u64("generation")?;
         let next_segment_id = reader.u64("next_segment_id")?;
         let tombstone_epoch = reader.u64("tombstone_epoch")?;

@@ -259,6 +259,26 @@ impl<'a> Reader<'a> {
         })
     }
 
+    /// A u8 format version that must be `expected`; otherwise an error naming the format
+    /// (`what`, e.g. "shard manifest") and both versions.
+    pub fn version_u8(
+        &mut self,
+        field: &'static str,
+        what: &str,
+        expected: u8,
+    ) -> DecodeResult<u8> {
+        let offset = self.offset;
+        let version = self.u8(field)?;
+        if version != expected {
+            return Err(Reader::invalid_at(
+                offset,
+                field,
+                format!("{what} version {version} is not supported (expected {expected})"),
+            ));
+        }
+        Ok(version)
+    }
+
     /// Succeeds only when every byte has been read.
     pub fn expect_end(&self, expected: &'static str) -> DecodeResult<()> {
         if self.rest.is_empty() {
@@ -600,5 +620,24 @@ mod tests {
         longer.push(0);
         let error = unframe(b"SAGTEST1", &longer).unwrap_err();
         assert_eq!(error.problem, Problem::Trailing { remaining: 1 });
+    }
+
+    #[test]
+    fn a_version_is_checked_and_named() {
+        assert_eq!(
+            Reader::new(&[3, 7]).version_u8("version", "x file", 3),
+            Ok(3)
+        );
+        let error = Reader::new(&[4])
+            .version_u8("version", "x file", 3)
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "at byte 0: version: x file version 4 is not supported (expected 3)"
+        );
+        assert!(Reader::new(&[])
+            .version_u8("version", "x file", 3)
+            .unwrap_err()
+            .is_truncated());
     }
 }

@@ -105,17 +105,7 @@ impl CollectionConfig {
         bytes: &[u8],
     ) -> Result<(CollectionConfig, PayloadSchema), DecodeError> {
         let mut reader = Reader::new(bytes);
-        let version = reader.u8("config_version")?;
-        if version != CONFIG_VERSION {
-            return Err(Reader::invalid_at(
-                0,
-                "config_version",
-                format!(
-                    "collection config version {version} is not supported (expected \
-                     {CONFIG_VERSION})"
-                ),
-            ));
-        }
+        reader.version_u8("config_version", "collection config", CONFIG_VERSION)?;
         let distance = reader.code("distance", Distance::from_code)?;
         let config = CollectionConfig {
             distance,
@@ -254,6 +244,13 @@ mod tests {
         empty_part[17] = b'.';
         assert!(message(&empty_part).starts_with("at byte 15: field name:"));
         assert!(CollectionConfig::try_decode(&[CONFIG_VERSION]).is_err());
+        assert_eq!(
+            message(&[9]),
+            format!(
+                "at byte 0: config_version: collection config version 9 is not supported \
+                 (expected {CONFIG_VERSION})"
+            )
+        );
     }
 
     #[test]
