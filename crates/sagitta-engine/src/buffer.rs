@@ -330,33 +330,35 @@ impl Buffer {
         self.ids[slot].is_some_and(|id| !excluded.is_some_and(|excluded| excluded.contains(&id)))
     }
 
-    /// The top `k` live, not `excluded` slots the graph holds, walked with beam `ef`; `None`
-    /// if the walk failed.
+    /// Adds to `heap` the top `k` live, not `excluded` slots the graph holds, walked with
+    /// beam `ef`; false (nothing added) if the walk failed.
     fn walk(
         &self,
         graph: &BufferGraph,
         query: &[f32],
-        k: usize,
-        ef: usize,
+        (k, ef): (usize, usize),
         excluded: Option<&HashSet<PointId>>,
         distance: Distance,
-    ) -> Option<Vec<Candidate>> {
+        heap: &mut BinaryHeap<Candidate>,
+    ) -> bool {
         let live = |node: u32| {
             graph
                 .slot_of(node)
                 .is_some_and(|slot| self.is_live(slot, excluded))
         };
         let params = HnswSearchParams::new(k, ef.max(k));
-        let hits = graph.index.search_filtered(query, params, live).ok()?;
-        let candidates = hits.into_iter().filter_map(|hit| {
+        let Ok(hits) = graph.index.search_filtered(query, params, live) else {
+            return false;
+        };
+        heap.extend(hits.into_iter().filter_map(|hit| {
             let slot = graph.slot_of(hit.node)?;
             Some(Candidate {
                 distance: hit_distance(hit.score, distance),
                 id: self.ids[slot]?,
                 slot,
             })
-        });
-        Some(candidates.collect())
+        }));
+        true
     }
 
     /// Top-`k` among live slots passing `filter`, skipping ids in `excluded`. Without a
@@ -379,15 +381,12 @@ impl Buffer {
         let mut heap: BinaryHeap<Candidate> = BinaryHeap::with_capacity(k + 1);
         let from = match (&self.graph, plan, filter) {
             (Some(graph), BufferPlan::Tail, None) => graph.indexed(),
-            (Some(graph), BufferPlan::Graph(ef), None) => {
-                match self.walk(graph, query, k, ef, excluded, distance) {
-                    Some(hits) => {
-                        heap.extend(hits);
-                        graph.indexed()
-                    }
-                    // cannot happen with validated parameters; scan everything rather than fail
-                    None => 0,
-                }
+            // The walk fills the heap; if it fails (impossible with validated parameters)
+            // the next arm scans every slot rather than fail the query.
+            (Some(graph), BufferPlan::Graph(ef), None)
+                if self.walk(graph, query, (k, ef), excluded, distance, &mut heap) =>
+            {
+                graph.indexed()
             }
             _ => 0,
         };
