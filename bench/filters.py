@@ -293,38 +293,40 @@ CLAUSES = ["must", "should", "must_not", "min_should"]
 CLAUSE_SIZES = {"must": 3, "should": 6, "must_not": 4, "min_should": 5}
 
 
-def conditions_in(filter_json: dict) -> int:
-    """Condition objects in a filter, as the server counts them: every element of a clause
-    (a sub-filter and a ``nested`` one too) and, inside, theirs."""
-    total = 0
+def clause_items(filter_json: dict) -> list[dict | None]:
+    """One entry per element of the filter's clauses: the filter the element holds (a
+    ``nested`` condition's, or the element itself when it is a sub-filter), else None."""
+    found: list[dict | None] = []
     for name in CLAUSES:
         clause = filter_json.get(name)
         if clause is None:
             continue
         items = clause["conditions"] if name == "min_should" else clause
         for item in items if isinstance(items, list) else [items]:
-            total += 1
             if "nested" in item:
-                total += conditions_in(item["nested"]["filter"])
+                found.append(item["nested"]["filter"])
             elif any(key in item for key in CLAUSES):
-                total += conditions_in(item)
-    return total
+                found.append(item)
+            else:
+                found.append(None)
+    return found
+
+
+def conditions_in(filter_json: dict) -> int:
+    """Condition objects in a filter, as the server counts them: every element of a clause
+    (a sub-filter and a ``nested`` one too) and, inside, theirs."""
+    return sum(
+        1 + (conditions_in(inner) if inner is not None else 0)
+        for inner in clause_items(filter_json)
+    )
 
 
 def depth_of(filter_json: dict) -> int:
     """Filter levels: 1 for a filter of leaf conditions only."""
-    deepest = 0
-    for name in CLAUSES:
-        clause = filter_json.get(name)
-        if clause is None:
-            continue
-        items = clause["conditions"] if name == "min_should" else clause
-        for item in items if isinstance(items, list) else [items]:
-            if "nested" in item:
-                deepest = max(deepest, depth_of(item["nested"]["filter"]))
-            elif any(key in item for key in CLAUSES):
-                deepest = max(deepest, depth_of(item))
-    return deepest + 1
+    inner_depths = [
+        depth_of(inner) for inner in clause_items(filter_json) if inner is not None
+    ]
+    return max(inner_depths, default=0) + 1
 
 
 class Filters:
@@ -1113,9 +1115,7 @@ def main(argv: list[str] | None = None) -> int:
             "load_average_at_end": list(os.getloadavg()),
         },
     )
-    errors = report.validate(document)
-    if errors:
-        print("\n".join(errors), file=sys.stderr)
+    if report.invalid(document):
         return 2
     log(format_summary(summary))
     out = report.write_json(document, args.out)
