@@ -307,9 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     document["server"]["rlimit_nofile"] = server_nofile
     document["server"]["exit_code_after_sigterm"] = server_exit
-    errors = report.validate(document)
-    if errors:
-        print("\n".join(errors), file=sys.stderr)
+    if report.invalid(document):
         return 2
     report.write_json(document, out)
     print(f"wrote {out}")

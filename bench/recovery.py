@@ -880,9 +880,7 @@ def main(argv: list[str] | None = None) -> int:
             "load_average_at_end": list(os.getloadavg()),
         },
     )
-    errors = report.validate(document)
-    if errors:
-        print("\n".join(errors), file=sys.stderr)
+    if report.invalid(document):
         return 2
     log(format_summary(summary))
     out = report.write_json(document, args.out)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -264,6 +265,15 @@ def validate(document) -> list[str]:
                     need(latency, key, "number", f"{run_where}.latency_ms")
             need(run, "disk_bytes_read_per_query", "number?", run_where)
     return errors
+
+
+def invalid(document) -> bool:
+    """Whether `document` breaks bench-schema.md: its errors go to stderr (a bug in the
+    harness, never expected; the caller exits with status 2 without writing it)."""
+    errors = validate(document)
+    if errors:
+        print("\n".join(errors), file=sys.stderr)
+    return bool(errors)
 
 
 def write_json(document: dict, path: str | Path) -> Path:

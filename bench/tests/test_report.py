@@ -32,3 +32,17 @@ def test_command_lines_name_no_absolute_path_into_the_repository() -> None:
     assert report.repo_relative_text("sagitta serve --data /elsewhere") == (
         "sagitta serve --data /elsewhere"
     )
+
+
+def test_an_invalid_document_is_reported_and_a_valid_one_is_not(capsys) -> None:
+    assert report.invalid({"schema": "sagitta-bench/1"})
+    assert "missing 'suite'" in capsys.readouterr().err
+    document = report.build_document(
+        suite="t",
+        command="python -m bench t",
+        started_at="2026-11-24T00:00:00Z",
+        dataset={"name": "d", "n": 1, "dim": 1, "metric": "l2", "queries": 1, "k": 1},
+        results=[],
+    )
+    assert not report.invalid(document)
+    assert capsys.readouterr().err == ""
