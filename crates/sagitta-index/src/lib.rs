@@ -9,6 +9,7 @@
 //! Architecture invariant: no `unsafe` here; concurrent row stores come from `sagitta-kernels`.
 #![deny(unsafe_code)]
 
+pub mod disk;
 pub mod error;
 pub mod flat;
 pub mod hnsw;

@@ -6,6 +6,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Result, StorageError};
+use crate::pageio::{self, PageFile, PageRead, PAGE_BYTES};
 
 /// A file opened for appending.
 pub trait AppendFile: Send {
@@ -42,6 +43,94 @@ pub trait FileSystem: Send + Sync {
     /// Takes an exclusive advisory lock on `path` (created if missing) for as long as the
     /// returned guard lives; [`StorageError::Locked`] if another holder has it.
     fn lock_exclusive(&self, path: &Path) -> Result<LockGuard>;
+    /// Opens `path` for page reads (the disk segment's records). The default reads the
+    /// whole file into memory and serves pages from it (the simulator); [`OsFileSystem`]
+    /// reads the device through the process's [`pageio::shared`] engine.
+    fn open_pages(&self, path: &Path) -> Result<Box<dyn PageSource>> {
+        let bytes = self
+            .read(path)?
+            .ok_or_else(|| StorageError::io("opening for page reads", path, &not_found()))?;
+        Ok(Box::new(MemoryPages {
+            bytes,
+            path: path.to_path_buf(),
+        }))
+    }
+}
+
+/// A file read a page at a time.
+pub trait PageSource: Send + Sync {
+    /// Whole pages in the file (a partial last page is not readable).
+    fn page_count(&self) -> u64;
+    /// Performs every read of `reads` and returns once all have completed; a read past the
+    /// last whole page fails the call.
+    fn read_pages(&self, reads: &mut [PageRead<'_>]) -> Result<()>;
+    fn path(&self) -> &Path;
+}
+
+fn not_found() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::NotFound, "no such file")
+}
+
+/// A file's bytes held in memory, served as pages.
+struct MemoryPages {
+    bytes: Vec<u8>,
+    path: PathBuf,
+}
+
+impl PageSource for MemoryPages {
+    fn page_count(&self) -> u64 {
+        (self.bytes.len() / PAGE_BYTES) as u64
+    }
+
+    fn read_pages(&self, reads: &mut [PageRead<'_>]) -> Result<()> {
+        for read in reads.iter_mut() {
+            let start = usize::try_from(read.page)
+                .ok()
+                .and_then(|page| page.checked_mul(PAGE_BYTES));
+            let end = start.and_then(|start| start.checked_add(read.into.len() * PAGE_BYTES));
+            let (Some(start), Some(end)) = (start, end) else {
+                return Err(past_end(&self.path, read.page));
+            };
+            let Some(bytes) = self.bytes.get(start..end) else {
+                return Err(past_end(&self.path, read.page));
+            };
+            for (page, chunk) in read.into.iter_mut().zip(bytes.chunks_exact(PAGE_BYTES)) {
+                page.0.copy_from_slice(chunk);
+            }
+        }
+        Ok(())
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+fn past_end(path: &Path, page: u64) -> StorageError {
+    let error = std::io::Error::new(
+        std::io::ErrorKind::UnexpectedEof,
+        format!("page {page}: the file ends inside the read"),
+    );
+    StorageError::io("reading pages of", path, &error)
+}
+
+/// A file read through the process's page reader.
+struct DevicePages {
+    file: PageFile,
+}
+
+impl PageSource for DevicePages {
+    fn page_count(&self) -> u64 {
+        self.file.len() / PAGE_BYTES as u64
+    }
+
+    fn read_pages(&self, reads: &mut [PageRead<'_>]) -> Result<()> {
+        pageio::shared().read(&self.file, reads)
+    }
+
+    fn path(&self) -> &Path {
+        self.file.path()
+    }
 }
 
 /// Holds a lock taken by [`FileSystem::lock_exclusive`] until dropped.
@@ -170,6 +259,12 @@ impl AppendFile for OsAppendFile {
 }
 
 impl FileSystem for OsFileSystem {
+    fn open_pages(&self, path: &Path) -> Result<Box<dyn PageSource>> {
+        Ok(Box::new(DevicePages {
+            file: pageio::shared().open(path)?,
+        }))
+    }
+
     fn create_dir_all(&self, path: &Path) -> Result<()> {
         std::fs::create_dir_all(path).map_err(|error| StorageError::io("creating", path, &error))
     }

@@ -31,6 +31,7 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use crate::error::{Result, StorageError};
@@ -128,6 +129,7 @@ pub struct PageFile {
     file: File,
     path: PathBuf,
     direct: bool,
+    length: u64,
 }
 
 impl PageFile {
@@ -138,6 +140,15 @@ impl PageFile {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The file's length in bytes when it was opened.
+    pub fn len(&self) -> u64 {
+        self.length
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.length == 0
     }
 }
 
@@ -217,10 +228,15 @@ impl PageIo {
             }
             Err(error) => return Err(StorageError::io("opening for page reads", path, &error)),
         };
+        let length = file
+            .metadata()
+            .map_err(|error| StorageError::io("reading metadata of", path, &error))?
+            .len();
         Ok(PageFile {
             file,
             path: path.to_path_buf(),
             direct,
+            length,
         })
     }
 
@@ -245,6 +261,30 @@ impl PageIo {
             Some(failure) => Err(failure.into_error(&file.path)),
         }
     }
+}
+
+/// The environment variable that picks the process's page reader: `io_uring`, `pread`, or
+/// unset (`auto`: io_uring when a ring can be created).
+pub const BACKEND_VARIABLE: &str = "SAGITTA_PAGE_IO";
+
+/// The process's page reader, made at first use: the backend [`BACKEND_VARIABLE`] names,
+/// or the probe's choice. Every disk segment of the process reads through it, so its
+/// counters are the process's (served in /metrics). An unknown value, or `io_uring` where
+/// a ring is refused, falls back to pread and says so in [`PageIo::fallback_reason`].
+pub fn shared() -> &'static PageIo {
+    static SHARED: OnceLock<PageIo> = OnceLock::new();
+    SHARED.get_or_init(|| {
+        let config = PageIoConfig::default();
+        match std::env::var(BACKEND_VARIABLE).as_deref() {
+            Ok("pread") => PageIo::assemble(Backend::Pread, config, None),
+            Ok("io_uring") | Ok("auto") | Err(_) => PageIo::probe(config),
+            Ok(other) => {
+                let reason =
+                    format!("{BACKEND_VARIABLE}={other:?} is not one of io_uring, pread, auto");
+                PageIo::assemble(Backend::Pread, config, Some(reason))
+            }
+        }
+    })
 }
 
 /// The failed read of one call with the lowest offset (so both backends report the same

@@ -1,0 +1,574 @@
+//! A storage-resident index (issue 15 §1): balanced partitions of about a thousand vectors,
+//! 1-bit RaBitQ codes with their error bounds in RAM, and every vector at full precision
+//! on SSD ([`records`]) in partition order.
+//!
+//! Positions: the index numbers its vectors `0..len` in partition order (partition 0's
+//! members first); [`DiskIndex::build`] returns the input row of each position, so callers
+//! keep ids and payloads in the same order.
+//!
+//! RAM per vector: the code (`padded_dim / 8` bytes), its two factors and the squared norm
+//! (12 bytes). Partition centroids and the page each partition starts on are the rest.
+//!
+//! A query ([`DiskIndex::search`]):
+//! 1. ranks the centroids and probes the nearest `probes` partitions;
+//! 2. scans their codes: each accepted vector gets an estimated distance and an error
+//!    bound; a vector whose lower bound cannot beat the `k`-th smallest upper bound is
+//!    dropped at once;
+//! 3. reads the records of the rest in waves, most promising (smallest estimate) first,
+//!    the pages of a wave deduplicated and read together (many in flight), and ranks them
+//!    exactly; a wave takes only candidates whose lower bound still beats the current
+//!    `k`-th exact distance, and the search stops once none is left.
+//!
+//! Distances are "lower is closer" in the metric's own terms: squared L2 for
+//! [`Metric::L2`], the negated inner product for [`Metric::Dot`] (RaBitQ estimates squared
+//! L2; for Dot `−⟨x,q⟩ = (‖x−q‖² − ‖x‖² − ‖q‖²) / 2`, with the bound halved).
+//! [`Metric::Cosine`] is not taken: callers store unit vectors and use Dot.
+//!
+//! The RAM part is written and read by [`DiskIndex::encode`] / [`DiskIndex::decode`]
+//! (docs/format.md, "Disk segment index").
+
+pub mod records;
+
+use std::io::Write;
+use std::sync::Arc;
+
+use sagitta_storage::codec::{f32s, u64s, Reader, Writer};
+use sagitta_storage::pageio::Page;
+
+use crate::error::{IndexError, Result};
+use crate::limits::{check_range, MAX_DIMENSION};
+use crate::partition;
+use crate::rabitq::{CodeFactors, Rabitq};
+use crate::threads::{effective_threads, for_each_chunk};
+use crate::Metric;
+
+pub use records::{check_page, RecordLayout, RecordsHeader, PAGE_PAYLOAD};
+
+const INDEX_VERSION: u8 = 1;
+
+/// How a disk index is built.
+#[derive(Clone, Copy, Debug)]
+pub struct DiskParams {
+    /// Vectors a partition aims at.
+    pub partition_size: usize,
+    /// Seed of the partitioning and of the rotation.
+    pub seed: u64,
+    /// Build threads (0 = every core).
+    pub threads: usize,
+}
+
+impl Default for DiskParams {
+    fn default() -> DiskParams {
+        DiskParams {
+            partition_size: 1_000,
+            seed: 0x5A61_7461,
+            threads: 0,
+        }
+    }
+}
+
+/// Reads pages of the records file, in the order asked for. Implementations may cache; the
+/// index checks every page it is given ([`check_page`]).
+pub trait PageReader {
+    fn read(&self, pages: &[u64]) -> Result<Vec<Arc<Page>>>;
+}
+
+/// What one search did, for telemetry and benchmarks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SearchStats {
+    pub partitions: usize,
+    /// Codes estimated (accepted vectors of the probed partitions).
+    pub scanned: usize,
+    /// Vectors whose bound let them be read.
+    pub candidates: usize,
+    /// Records ranked exactly.
+    pub reranked: usize,
+    /// Distinct pages asked of the reader.
+    pub pages: usize,
+    /// Waves of reads.
+    pub waves: usize,
+}
+
+/// One result: distance (lower is closer), position and the full vector (read anyway).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DiskHit {
+    pub distance: f32,
+    pub position: u32,
+    pub vector: Vec<f32>,
+}
+
+/// The RAM part of a disk index.
+#[derive(Debug)]
+pub struct DiskIndex {
+    metric: Metric,
+    quantizer: Rabitq,
+    layout: RecordLayout,
+    /// Partitions × dim.
+    centroids: Vec<f32>,
+    /// Partition `p` holds positions `starts[p]..starts[p + 1]`.
+    starts: Vec<u32>,
+    /// The records page partition `p` starts on.
+    first_pages: Vec<u64>,
+    /// `len × code_words`.
+    codes: Vec<u64>,
+    factors: Vec<CodeFactors>,
+    sq_norms: Vec<f32>,
+    /// Pages of the records file, the header included.
+    record_pages: u64,
+}
+
+impl DiskIndex {
+    /// Builds an index of the row-major `vectors` and writes its records file to `out`.
+    /// Returns the index and, for each position, the input row it holds.
+    pub fn build(
+        vectors: &[f32],
+        dim: usize,
+        metric: Metric,
+        params: DiskParams,
+        out: &mut dyn Write,
+    ) -> Result<(DiskIndex, Vec<u32>)> {
+        check_range("dim", dim, 1, MAX_DIMENSION)?;
+        if metric == Metric::Cosine {
+            return Err(IndexError::UnknownMetric {
+                name: "cosine (store unit vectors and use dot)".to_string(),
+            });
+        }
+        if !vectors.len().is_multiple_of(dim) {
+            return Err(IndexError::WrongVectorDimension {
+                expected: dim,
+                received: vectors.len() % dim,
+            });
+        }
+        let rows = vectors.len() / dim;
+        let quantizer = Rabitq::new(dim, params.seed)?;
+        let (centroids, members) = partition_rows(vectors, dim, rows, params)?;
+        let order: Vec<u32> = members.iter().flatten().copied().collect();
+        let sizes: Vec<usize> = members.iter().map(Vec::len).collect();
+        let layout = RecordLayout::new(dim);
+        let (starts, first_pages) = partition_tables(layout, &sizes);
+        let (codes, factors) = encode_all(&quantizer, vectors, &centroids, &members, params)?;
+        let sq_norms = order
+            .iter()
+            .map(|row| {
+                let vector = &vectors[*row as usize * dim..(*row as usize + 1) * dim];
+                vector.iter().map(|v| v * v).sum()
+            })
+            .collect();
+        let mut writer = records::RecordWriter::new(out, dim, &sizes)?;
+        for rows in &members {
+            writer.next_partition()?;
+            for row in rows {
+                writer.push(&vectors[*row as usize * dim..(*row as usize + 1) * dim])?;
+            }
+        }
+        let header = writer.finish()?;
+        let index = DiskIndex {
+            metric,
+            quantizer,
+            layout,
+            centroids,
+            starts,
+            first_pages,
+            codes,
+            factors,
+            sq_norms,
+            record_pages: header.pages,
+        };
+        Ok((index, order))
+    }
+
+    pub fn dim(&self) -> usize {
+        self.layout.dim
+    }
+
+    pub fn metric(&self) -> Metric {
+        self.metric
+    }
+
+    pub fn len(&self) -> usize {
+        self.factors.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.factors.is_empty()
+    }
+
+    pub fn partitions(&self) -> usize {
+        self.first_pages.len()
+    }
+
+    pub fn layout(&self) -> RecordLayout {
+        self.layout
+    }
+
+    /// Pages of the records file, the header included.
+    pub fn record_pages(&self) -> u64 {
+        self.record_pages
+    }
+
+    /// Bytes of RAM the index holds per vector (codes, factors, norms; centroids and
+    /// partition tables spread over the vectors).
+    pub fn ram_bytes(&self) -> usize {
+        self.codes.len() * 8
+            + self.factors.len() * 8
+            + self.sq_norms.len() * 4
+            + self.centroids.len() * 4
+            + self.starts.len() * 4
+            + self.first_pages.len() * 8
+    }
+
+    fn code(&self, position: usize) -> &[u64] {
+        let words = self.quantizer.code_words();
+        &self.codes[position * words..(position + 1) * words]
+    }
+
+    fn centroid(&self, partition: usize) -> &[f32] {
+        let dim = self.layout.dim;
+        &self.centroids[partition * dim..(partition + 1) * dim]
+    }
+
+    /// The partition holding `position`.
+    fn partition_of(&self, position: u32) -> usize {
+        self.starts.partition_point(|start| *start <= position) - 1
+    }
+
+    /// The pages of the record at `position`: first page and count, and its byte offset.
+    pub fn record_location(&self, position: u32) -> (u64, usize, usize) {
+        let partition = self.partition_of(position);
+        let index = (position - self.starts[partition]) as usize;
+        let (page, count, offset) = self.layout.locate(index);
+        (self.first_pages[partition] + page, count, offset)
+    }
+
+    /// Checks `header` (page 0 of the records file) against this index.
+    pub fn check_records_header(&self, header: &RecordsHeader) -> Result<()> {
+        if header.layout != self.layout
+            || header.records != self.len() as u64
+            || header.pages != self.record_pages
+        {
+            return Err(IndexError::format(format!(
+                "records header ({} records of {} dims on {} pages) differs from the index \
+                 ({} of {} on {})",
+                header.records,
+                header.layout.dim,
+                header.pages,
+                self.len(),
+                self.layout.dim,
+                self.record_pages
+            )));
+        }
+        Ok(())
+    }
+
+    /// The exact distance of `vector` to `query`, in this index's terms.
+    pub fn exact_distance(&self, query: &[f32], vector: &[f32]) -> f32 {
+        let kernels = sagitta_kernels::kernels();
+        match self.metric {
+            Metric::L2 => (kernels.l2_squared_f32)(query, vector),
+            Metric::Dot | Metric::Cosine => -(kernels.dot_f32)(query, vector),
+        }
+    }
+
+    /// The full vectors at `positions`, read through `reader` (pages checked).
+    pub fn vectors(&self, positions: &[u32], reader: &dyn PageReader) -> Result<Vec<Vec<f32>>> {
+        let pages = Pages::read(self, positions, reader)?;
+        Ok(positions
+            .iter()
+            .map(|position| pages.record(self, *position))
+            .collect())
+    }
+
+    /// Writes the RAM part (docs/format.md, "Disk segment index").
+    pub fn encode(&self, out: &mut Writer) {
+        let dim = u32::try_from(self.layout.dim).expect("dimension checked");
+        out.u8(INDEX_VERSION)
+            .u8(metric_code(self.metric))
+            .u32(dim)
+            .u64(self.quantizer.seed())
+            .u64(self.len() as u64)
+            .u64(self.record_pages)
+            .len_u32(self.partitions(), "partitions");
+        out.u32s(self.starts.iter().copied())
+            .u64s(self.first_pages.iter().copied())
+            .f32s(&self.centroids);
+        for ((factors, sq_norm), position) in self.factors.iter().zip(&self.sq_norms).zip(0..) {
+            out.f32(factors.norm).f32(factors.fit).f32(*sq_norm);
+            out.u64s(self.code(position).iter().copied());
+        }
+    }
+
+    /// Reads the RAM part written by [`DiskIndex::encode`]; every byte must be taken.
+    pub fn decode(bytes: &[u8]) -> Result<DiskIndex> {
+        let bad = |error: sagitta_storage::codec::DecodeError| {
+            IndexError::format(format!("disk index: {error}"))
+        };
+        let mut reader = Reader::new(bytes);
+        reader
+            .version_u8("version", "disk index", INDEX_VERSION)
+            .map_err(bad)?;
+        let metric = match reader.u8("metric").map_err(bad)? {
+            0 => Metric::L2,
+            1 => Metric::Dot,
+            other => {
+                return Err(IndexError::format(format!(
+                    "disk index: metric code {other} is not 0 (l2) or 1 (dot)"
+                )))
+            }
+        };
+        let dim = reader.u32("dim").map_err(bad)? as usize;
+        check_range("dim", dim, 1, MAX_DIMENSION)
+            .map_err(|error| IndexError::format(format!("disk index: {error}")))?;
+        let seed = reader.u64("seed").map_err(bad)?;
+        let quantizer = Rabitq::new(dim, seed)?;
+        let words = quantizer.code_words();
+        let count = reader.u64("vector count").map_err(bad)?;
+        let record_pages = reader.u64("record pages").map_err(bad)?;
+        let partitions = reader
+            .count_u32("partition count", 4 + 8 + dim * 4)
+            .map_err(bad)?;
+        let starts: Vec<u32> = (0..=partitions)
+            .map(|_| reader.u32("partition start"))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(bad)?;
+        let first_pages: Vec<u64> =
+            u64s(reader.bytes(partitions * 8, "first pages").map_err(bad)?).collect();
+        let centroids: Vec<f32> = f32s(
+            reader
+                .bytes(partitions * dim * 4, "centroids")
+                .map_err(bad)?,
+        )
+        .collect();
+        let per_vector = 12 + words * 8;
+        let body = reader
+            .bytes_u64_len(count.saturating_mul(per_vector as u64), "codes")
+            .map_err(bad)?;
+        reader.expect_end("end of disk index").map_err(bad)?;
+        let (codes, factors, sq_norms) = decode_vectors(body, words);
+        let index = DiskIndex {
+            metric,
+            quantizer,
+            layout: RecordLayout::new(dim),
+            centroids,
+            starts,
+            first_pages,
+            codes,
+            factors,
+            sq_norms,
+            record_pages,
+        };
+        index.check_tables()?;
+        Ok(index)
+    }
+
+    /// The partition tables must describe the positions and pages exactly.
+    fn check_tables(&self) -> Result<()> {
+        let mut page = 1u64;
+        if self.starts.first() != Some(&0) {
+            return Err(IndexError::format(
+                "disk index: partition 0 does not start at 0",
+            ));
+        }
+        for (partition, window) in self.starts.windows(2).enumerate() {
+            if window[1] < window[0] || self.first_pages[partition] != page {
+                return Err(IndexError::format(format!(
+                    "disk index: partition {partition}'s table entry is inconsistent"
+                )));
+            }
+            page += self
+                .layout
+                .partition_pages((window[1] - window[0]) as usize);
+        }
+        if self.starts.last().map(|last| *last as usize) != Some(self.len())
+            || page != self.record_pages
+        {
+            return Err(IndexError::format(
+                "disk index: partition table does not cover the vectors and pages",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Centroids (row-major) and members of the balanced partitions of `rows` rows.
+fn partition_rows(
+    vectors: &[f32],
+    dim: usize,
+    rows: usize,
+    params: DiskParams,
+) -> Result<(Vec<f32>, Vec<Vec<u32>>)> {
+    if rows == 0 {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let partitions = partition::balanced(
+        vectors,
+        dim,
+        params.partition_size,
+        params.seed,
+        params.threads,
+    )?;
+    let centroids = (0..partitions.len())
+        .flat_map(|p| partitions.centroid(p).to_vec())
+        .collect();
+    let members = (0..partitions.len())
+        .map(|p| partitions.members(p).to_vec())
+        .collect();
+    Ok((centroids, members))
+}
+
+/// Each partition's first position (plus the end) and first records page, for partitions
+/// of `sizes` records laid out one after another from page 1.
+fn partition_tables(layout: RecordLayout, sizes: &[usize]) -> (Vec<u32>, Vec<u64>) {
+    let mut starts = Vec::with_capacity(sizes.len() + 1);
+    let mut first_pages = Vec::with_capacity(sizes.len());
+    let (mut start, mut page) = (0u32, 1u64);
+    for size in sizes {
+        starts.push(start);
+        first_pages.push(page);
+        start += u32::try_from(*size).expect("rows checked by the partitioning");
+        page += layout.partition_pages(*size);
+    }
+    starts.push(start);
+    (starts, first_pages)
+}
+
+/// The per-vector entries of the RAM part: factors, squared norms and codes.
+fn decode_vectors(body: &[u8], words: usize) -> (Vec<u64>, Vec<CodeFactors>, Vec<f32>) {
+    let per_vector = 12 + words * 8;
+    let count = body.len() / per_vector;
+    let mut factors = Vec::with_capacity(count);
+    let mut sq_norms = Vec::with_capacity(count);
+    let mut codes = Vec::with_capacity(count * words);
+    for entry in body.chunks_exact(per_vector) {
+        let mut values = f32s(&entry[..12]);
+        let mut next = || values.next().expect("12 bytes");
+        factors.push(CodeFactors {
+            norm: next(),
+            fit: next(),
+        });
+        sq_norms.push(next());
+        codes.extend(u64s(&entry[12..]));
+    }
+    (codes, factors, sq_norms)
+}
+
+fn metric_code(metric: Metric) -> u8 {
+    match metric {
+        Metric::L2 => 0,
+        Metric::Dot | Metric::Cosine => 1,
+    }
+}
+
+/// Codes of every position, partition by partition, on `params.threads` threads.
+fn encode_all(
+    quantizer: &Rabitq,
+    vectors: &[f32],
+    centroids: &[f32],
+    members: &[Vec<u32>],
+    params: DiskParams,
+) -> Result<(Vec<u64>, Vec<CodeFactors>)> {
+    let dim = quantizer.dim();
+    let words = quantizer.code_words();
+    let total: usize = members.iter().map(Vec::len).sum();
+    let mut codes = vec![0u64; total * words];
+    let mut factors = vec![
+        CodeFactors {
+            norm: 0.0,
+            fit: 1.0
+        };
+        total
+    ];
+    // each partition's slice of the outputs, handed to whichever thread takes it
+    let mut slots = Vec::with_capacity(members.len());
+    let (mut code_rest, mut factor_rest) = (codes.as_mut_slice(), factors.as_mut_slice());
+    for rows in members {
+        let (code_part, code_tail) = code_rest.split_at_mut(rows.len() * words);
+        let (factor_part, factor_tail) = factor_rest.split_at_mut(rows.len());
+        slots.push(parking_lot::Mutex::new((code_part, factor_part)));
+        (code_rest, factor_rest) = (code_tail, factor_tail);
+    }
+    let threads = effective_threads(params.threads, members.len());
+    for_each_chunk(members.len(), 1, threads, |start, end| {
+        let mut scratch = vec![0.0f32; quantizer.padded_dim()];
+        for partition in start..end {
+            let centroid = &centroids[partition * dim..(partition + 1) * dim];
+            let mut slot = slots[partition].lock();
+            let (code_part, factor_part) = &mut *slot;
+            for ((row, code), factor) in members[partition]
+                .iter()
+                .zip(code_part.chunks_exact_mut(words))
+                .zip(factor_part.iter_mut())
+            {
+                let vector = &vectors[*row as usize * dim..(*row as usize + 1) * dim];
+                *factor = quantizer.encode(vector, centroid, &mut scratch, code);
+            }
+        }
+        Ok::<(), IndexError>(())
+    })?;
+    drop(slots);
+    Ok((codes, factors))
+}
+
+/// Pages read for a set of positions, checked, keyed by page number.
+struct Pages {
+    pages: std::collections::HashMap<u64, Arc<Page>>,
+}
+
+impl Pages {
+    fn new() -> Pages {
+        Pages {
+            pages: std::collections::HashMap::new(),
+        }
+    }
+
+    fn read(index: &DiskIndex, positions: &[u32], reader: &dyn PageReader) -> Result<Pages> {
+        let mut pages = Pages::new();
+        pages.add(index, positions, reader)?;
+        Ok(pages)
+    }
+
+    /// Reads the pages of `positions` not read yet; returns how many were read.
+    fn add(
+        &mut self,
+        index: &DiskIndex,
+        positions: &[u32],
+        reader: &dyn PageReader,
+    ) -> Result<usize> {
+        let mut wanted: Vec<u64> = Vec::new();
+        for position in positions {
+            let (first, count, _) = index.record_location(*position);
+            wanted.extend((first..first + count as u64).filter(|p| !self.pages.contains_key(p)));
+        }
+        wanted.sort_unstable();
+        wanted.dedup();
+        if let Some(beyond) = wanted.iter().find(|page| **page >= index.record_pages) {
+            return Err(IndexError::format(format!(
+                "records page {beyond} is beyond the file's {} pages",
+                index.record_pages
+            )));
+        }
+        if wanted.is_empty() {
+            return Ok(0);
+        }
+        let read = reader.read(&wanted)?;
+        if read.len() != wanted.len() {
+            return Err(IndexError::format("the page reader returned too few pages"));
+        }
+        for (number, page) in wanted.iter().zip(read) {
+            check_page(&page, *number)?;
+            self.pages.insert(*number, page);
+        }
+        Ok(wanted.len())
+    }
+
+    fn record(&self, index: &DiskIndex, position: u32) -> Vec<f32> {
+        let (first, count, offset) = index.record_location(position);
+        let pages: Vec<&Page> = (first..first + count as u64)
+            .map(|page| self.pages[&page].as_ref())
+            .collect();
+        let mut out = Vec::with_capacity(index.layout.dim);
+        index.layout.decode(&pages, offset, &mut out);
+        out
+    }
+}
+
+mod search;

@@ -1,0 +1,213 @@
+//! The disk index's searches: bound-driven (partitions, codes, waves of reads) and exact
+//! (every accepted record read and ranked).
+
+use super::{DiskHit, DiskIndex, PageReader, Pages, SearchStats};
+use crate::error::Result;
+use crate::top_k::{Neighbor, TopK};
+use crate::Metric;
+
+/// Fewest records a wave of reads asks for (a wave asks for `k` when `k` is larger).
+const WAVE_MIN: usize = 8;
+/// Records an exact scan reads at once.
+const EXACT_CHUNK: usize = 256;
+
+/// A vector that survived the scan: its estimated distance and the lower end of its bound.
+#[derive(Clone, Copy, Debug)]
+struct Candidate {
+    estimate: f32,
+    lower: f32,
+    position: u32,
+}
+
+impl DiskIndex {
+    /// The `k` nearest accepted vectors among the `probes` partitions nearest `query`
+    /// (see the module docs), nearest first. `accept` is asked once per scanned vector
+    /// (deleted or filtered-out vectors are never read).
+    pub fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        probes: usize,
+        accept: &dyn Fn(u32) -> bool,
+        reader: &dyn PageReader,
+        stats: &mut SearchStats,
+    ) -> Result<Vec<DiskHit>> {
+        if k == 0 || self.is_empty() {
+            return Ok(Vec::new());
+        }
+        let chosen = self.nearest_partitions(query, probes);
+        stats.partitions += chosen.len();
+        let mut candidates = self.scan(query, k, &chosen, accept, stats);
+        stats.candidates += candidates.len();
+        candidates.sort_unstable_by(|a, b| {
+            a.estimate
+                .total_cmp(&b.estimate)
+                .then(a.position.cmp(&b.position))
+        });
+        // lowest lower bound from each candidate on: the stopping rule in O(1)
+        let mut floor = vec![f32::INFINITY; candidates.len() + 1];
+        for (index, candidate) in candidates.iter().enumerate().rev() {
+            floor[index] = candidate.lower.min(floor[index + 1]);
+        }
+        self.rerank(query, k, &candidates, &floor, reader, stats)
+    }
+
+    /// Partitions by their centroid's distance to `query`, the nearest `probes`.
+    fn nearest_partitions(&self, query: &[f32], probes: usize) -> Vec<usize> {
+        let mut ranked: Vec<(f32, usize)> = (0..self.partitions())
+            .filter(|p| self.starts[*p] < self.starts[*p + 1])
+            .map(|p| (self.exact_distance(query, self.centroid(p)), p))
+            .collect();
+        let keep = probes.clamp(1, ranked.len().max(1)).min(ranked.len());
+        if keep < ranked.len() {
+            ranked.select_nth_unstable_by(keep, |a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            ranked.truncate(keep);
+        }
+        ranked.into_iter().map(|(_, p)| p).collect()
+    }
+
+    /// Estimates every accepted vector of `partitions`; keeps those whose lower bound can
+    /// beat the `k`-th smallest upper bound seen.
+    fn scan(
+        &self,
+        query: &[f32],
+        k: usize,
+        partitions: &[usize],
+        accept: &dyn Fn(u32) -> bool,
+        stats: &mut SearchStats,
+    ) -> Vec<Candidate> {
+        let query_sq: f32 = query.iter().map(|v| v * v).sum();
+        let mut uppers = TopK::new(k);
+        let mut kept = Vec::new();
+        for partition in partitions {
+            let prepared = self.quantizer.query(query, self.centroid(*partition));
+            for position in self.starts[*partition]..self.starts[*partition + 1] {
+                if !accept(position) {
+                    continue;
+                }
+                stats.scanned += 1;
+                let index = position as usize;
+                let (l2, bound) = prepared.estimate(self.code(index), self.factors[index]);
+                let (estimate, bound) = match self.metric {
+                    Metric::L2 => (l2, bound),
+                    Metric::Dot | Metric::Cosine => {
+                        ((l2 - self.sq_norms[index] - query_sq) / 2.0, bound / 2.0)
+                    }
+                };
+                let lower = estimate - bound;
+                if lower > uppers.threshold() {
+                    continue;
+                }
+                uppers.push(Neighbor {
+                    distance: estimate + bound,
+                    id: position,
+                });
+                kept.push(Candidate {
+                    estimate,
+                    lower,
+                    position,
+                });
+            }
+        }
+        let threshold = uppers.threshold();
+        kept.retain(|candidate| candidate.lower <= threshold);
+        kept
+    }
+
+    /// Reads and ranks `candidates` (sorted by estimate) in waves until none left can beat
+    /// the `k`-th exact distance.
+    fn rerank(
+        &self,
+        query: &[f32],
+        k: usize,
+        candidates: &[Candidate],
+        floor: &[f32],
+        reader: &dyn PageReader,
+        stats: &mut SearchStats,
+    ) -> Result<Vec<DiskHit>> {
+        let wave_size = k.max(WAVE_MIN);
+        let mut best = TopK::new(k);
+        let mut hits: Vec<DiskHit> = Vec::new();
+        let mut pages = Pages::new();
+        let mut next = 0;
+        let mut wave = Vec::with_capacity(wave_size);
+        while next < candidates.len() {
+            let bar = best.threshold();
+            if floor[next] > bar {
+                break;
+            }
+            wave.clear();
+            while next < candidates.len() && wave.len() < wave_size {
+                if candidates[next].lower <= bar {
+                    wave.push(candidates[next].position);
+                }
+                next += 1;
+            }
+            stats.waves += 1;
+            stats.pages += pages.add(self, &wave, reader)?;
+            for position in &wave {
+                let vector = pages.record(self, *position);
+                let distance = self.exact_distance(query, &vector);
+                stats.reranked += 1;
+                if distance <= best.threshold() {
+                    best.push(Neighbor {
+                        distance,
+                        id: *position,
+                    });
+                    hits.push(DiskHit {
+                        distance,
+                        position: *position,
+                        vector,
+                    });
+                }
+            }
+        }
+        Ok(finish(hits, k))
+    }
+
+    /// The exact `k` nearest among `positions` (accepted vectors), every record read.
+    pub fn exact(
+        &self,
+        query: &[f32],
+        k: usize,
+        positions: &[u32],
+        reader: &dyn PageReader,
+        stats: &mut SearchStats,
+    ) -> Result<Vec<DiskHit>> {
+        let mut hits = Vec::new();
+        let mut best = TopK::new(k);
+        for chunk in positions.chunks(EXACT_CHUNK) {
+            let pages = Pages::read(self, chunk, reader)?;
+            stats.pages += pages.pages.len();
+            stats.waves += 1;
+            for position in chunk {
+                let vector = pages.record(self, *position);
+                let distance = self.exact_distance(query, &vector);
+                stats.reranked += 1;
+                if distance <= best.threshold() {
+                    best.push(Neighbor {
+                        distance,
+                        id: *position,
+                    });
+                    hits.push(DiskHit {
+                        distance,
+                        position: *position,
+                        vector,
+                    });
+                }
+            }
+        }
+        Ok(finish(hits, k))
+    }
+}
+
+/// The `k` nearest of `hits`, nearest first (ties by position).
+fn finish(mut hits: Vec<DiskHit>, k: usize) -> Vec<DiskHit> {
+    hits.sort_by(|a, b| {
+        a.distance
+            .total_cmp(&b.distance)
+            .then(a.position.cmp(&b.position))
+    });
+    hits.truncate(k);
+    hits
+}

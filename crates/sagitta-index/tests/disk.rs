@@ -1,0 +1,291 @@
+//! The disk index against brute force: recall floor of the bound-driven search, exactness
+//! of the exact scan, reads only of what can win, checked pages, and the RAM part's bytes.
+
+mod common;
+
+use std::cell::Cell;
+use std::sync::Arc;
+
+use common::{brute_force, clustered, recall};
+use sagitta_index::disk::{
+    check_page, DiskIndex, DiskParams, PageReader, RecordLayout, RecordsHeader, SearchStats,
+    PAGE_PAYLOAD,
+};
+use sagitta_index::{IndexError, Metric};
+use sagitta_storage::codec::Writer;
+use sagitta_storage::pageio::{Page, PAGE_BYTES};
+
+/// The records file in memory, counting what is asked of it.
+struct MemoryReader {
+    bytes: Vec<u8>,
+    pages_read: Cell<usize>,
+}
+
+impl MemoryReader {
+    fn new(bytes: Vec<u8>) -> MemoryReader {
+        MemoryReader {
+            bytes,
+            pages_read: Cell::new(0),
+        }
+    }
+}
+
+impl PageReader for MemoryReader {
+    fn read(&self, pages: &[u64]) -> sagitta_index::error::Result<Vec<Arc<Page>>> {
+        self.pages_read.set(self.pages_read.get() + pages.len());
+        Ok(pages
+            .iter()
+            .map(|number| {
+                let start = *number as usize * PAGE_BYTES;
+                let mut page = Page::zeroed();
+                page.0
+                    .copy_from_slice(&self.bytes[start..start + PAGE_BYTES]);
+                Arc::new(page)
+            })
+            .collect())
+    }
+}
+
+fn params(partition_size: usize) -> DiskParams {
+    DiskParams {
+        partition_size,
+        seed: 7,
+        threads: 2,
+    }
+}
+
+fn build(
+    vectors: &[f32],
+    dim: usize,
+    metric: Metric,
+    size: usize,
+) -> (DiskIndex, Vec<u32>, MemoryReader) {
+    let mut file = Vec::new();
+    let (index, order) = DiskIndex::build(vectors, dim, metric, params(size), &mut file).unwrap();
+    assert_eq!(file.len() % PAGE_BYTES, 0, "whole pages");
+    assert_eq!(file.len() as u64 / PAGE_BYTES as u64, index.record_pages());
+    (index, order, MemoryReader::new(file))
+}
+
+/// Recall@10 of the bound-driven search over `queries`, and the mean stats.
+fn measure(
+    index: &DiskIndex,
+    order: &[u32],
+    reader: &MemoryReader,
+    base: &[f32],
+    queries: &[f32],
+    dim: usize,
+    probes: usize,
+) -> (f64, SearchStats) {
+    let k = 10;
+    let truth = brute_force(index.metric(), base, queries, dim, k);
+    let mut found = Vec::new();
+    let mut stats = SearchStats::default();
+    for query in queries.chunks_exact(dim) {
+        let hits = index
+            .search(query, k, probes, &|_| true, reader, &mut stats)
+            .unwrap();
+        assert_eq!(hits.len(), k);
+        for hit in &hits {
+            let row = order[hit.position as usize] as usize;
+            assert_eq!(
+                hit.vector,
+                base[row * dim..(row + 1) * dim],
+                "the record is the row"
+            );
+        }
+        found.extend(
+            hits.iter()
+                .map(|hit| u64::from(order[hit.position as usize])),
+        );
+    }
+    (recall(&found, &truth, k), stats)
+}
+
+#[test]
+fn bound_driven_search_reaches_the_recall_floor_reading_few_records() {
+    let dim = 96;
+    let base = clustered(6_000, dim, 1);
+    let queries = clustered(60, dim, 2);
+    for metric in [Metric::L2, Metric::Dot] {
+        let (index, order, reader) = build(&base, dim, metric, 200);
+        assert_eq!(index.partitions(), 30);
+        let (all_probes, stats) = measure(&index, &order, &reader, &base, &queries, dim, 30);
+        // every partition probed: only the bound can lose a neighbor
+        assert!(
+            all_probes >= 0.99,
+            "{metric:?}: recall {all_probes} with every partition"
+        );
+        let (some, _) = measure(&index, &order, &reader, &base, &queries, dim, 8);
+        assert!(
+            some >= 0.9,
+            "{metric:?}: recall {some} with 8 of 30 partitions"
+        );
+        // the bound keeps reads far below the vectors scanned
+        let per_query = stats.reranked / 60;
+        assert!(
+            stats.scanned / 60 == 6_000,
+            "every vector estimated: {stats:?}"
+        );
+        assert!(
+            per_query < 600,
+            "{metric:?}: {per_query} records read a query ({stats:?})"
+        );
+        assert!(per_query >= 10, "at least k records read: {stats:?}");
+    }
+}
+
+#[test]
+fn exact_scan_equals_brute_force_and_accept_excludes() {
+    let dim = 40;
+    let base = clustered(1_500, dim, 3);
+    let queries = clustered(10, dim, 4);
+    let (index, order, reader) = build(&base, dim, Metric::L2, 100);
+    let truth = brute_force(Metric::L2, &base, &queries, dim, 5);
+    let all: Vec<u32> = (0..1_500).collect();
+    for (query, expected) in queries.chunks_exact(dim).zip(&truth) {
+        let mut stats = SearchStats::default();
+        let hits = index.exact(query, 5, &all, &reader, &mut stats).unwrap();
+        let rows: Vec<usize> = hits
+            .iter()
+            .map(|hit| order[hit.position as usize] as usize)
+            .collect();
+        assert_eq!(&rows, expected);
+        assert_eq!(stats.reranked, 1_500);
+        // excluding the best position: the search never returns it
+        let banned = hits[0].position;
+        let accepted = |position: u32| position != banned;
+        let again = index
+            .search(query, 5, 15, &accepted, &reader, &mut stats)
+            .unwrap();
+        assert!(again.iter().all(|hit| hit.position != banned));
+    }
+}
+
+#[test]
+fn records_larger_than_a_page_span_pages_and_read_back_whole() {
+    let dim = 1_100; // 4,400 bytes: two pages a record
+    let layout = RecordLayout::new(dim);
+    assert_eq!((layout.per_page, layout.pages_per_record), (1, 2));
+    assert_eq!(RecordLayout::new(768).per_page, 1);
+    assert_eq!(RecordLayout::new(384).per_page, 2);
+    assert_eq!(RecordLayout::new(PAGE_PAYLOAD / 4).per_page, 1);
+    let base = clustered(300, dim, 5);
+    let (index, order, reader) = build(&base, dim, Metric::Dot, 64);
+    let positions: Vec<u32> = (0..300).collect();
+    let vectors = index.vectors(&positions, &reader).unwrap();
+    for (position, vector) in vectors.iter().enumerate() {
+        let row = order[position] as usize;
+        assert_eq!(vector, &base[row * dim..(row + 1) * dim]);
+    }
+    let query = &base[..dim];
+    let mut stats = SearchStats::default();
+    let hits = index
+        .search(query, 3, 10, &|_| true, &reader, &mut stats)
+        .unwrap();
+    assert_eq!(
+        order[hits[0].position as usize], 0,
+        "a vector finds itself first"
+    );
+}
+
+#[test]
+fn a_damaged_or_misplaced_page_is_an_error_never_a_vector() {
+    let dim = 32;
+    let base = clustered(800, dim, 6);
+    let (index, _, reader) = build(&base, dim, Metric::L2, 100);
+    let header = RecordsHeader::decode(&reader.read(&[0]).unwrap()[0]).unwrap();
+    index.check_records_header(&header).unwrap();
+    let all: Vec<u32> = (0..800).collect();
+    let clean = reader.bytes.clone();
+    let pages = clean.len() / PAGE_BYTES;
+    for page in 1..pages {
+        for byte in [0, 1_000, PAGE_PAYLOAD + 1, PAGE_BYTES - 1] {
+            let mut damaged = clean.clone();
+            damaged[page * PAGE_BYTES + byte] ^= 0x10;
+            let reader = MemoryReader::new(damaged);
+            let mut stats = SearchStats::default();
+            let error = index
+                .exact(&base[..dim], 3, &all, &reader, &mut stats)
+                .unwrap_err();
+            let message = error.to_string();
+            assert!(
+                matches!(error, IndexError::Format { .. })
+                    && message.contains(&format!("page {page}")),
+                "page {page} byte {byte}: {message}"
+            );
+        }
+    }
+    // a page copied to another place: its checksum holds, its number does not
+    let mut moved = clean.clone();
+    moved.copy_within(PAGE_BYTES..2 * PAGE_BYTES, 2 * PAGE_BYTES);
+    let page = Page(moved[2 * PAGE_BYTES..3 * PAGE_BYTES].try_into().unwrap());
+    let message = check_page(&page, 2).unwrap_err().to_string();
+    assert!(message.contains("holds page 1"), "{message}");
+    // a damaged header page
+    let mut bad = reader.read(&[0]).unwrap()[0].as_ref().clone();
+    bad.0[20] ^= 1;
+    assert!(RecordsHeader::decode(&bad).is_err());
+}
+
+#[test]
+fn the_ram_part_round_trips_and_rejects_damage() {
+    let dim = 24;
+    let base = clustered(700, dim, 8);
+    let queries = clustered(5, dim, 9);
+    let (index, _, reader) = build(&base, dim, Metric::Dot, 100);
+    let mut out = Writer::new();
+    index.encode(&mut out);
+    let bytes = out.into_bytes();
+    let loaded = DiskIndex::decode(&bytes).unwrap();
+    let mut again = Writer::new();
+    loaded.encode(&mut again);
+    assert_eq!(
+        again.as_bytes(),
+        &bytes[..],
+        "decode then encode gives the same bytes"
+    );
+    for query in queries.chunks_exact(dim) {
+        let (mut a, mut b) = (SearchStats::default(), SearchStats::default());
+        assert_eq!(
+            index
+                .search(query, 5, 3, &|_| true, &reader, &mut a)
+                .unwrap(),
+            loaded
+                .search(query, 5, 3, &|_| true, &reader, &mut b)
+                .unwrap()
+        );
+    }
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert!(DiskIndex::decode(&longer).is_err(), "a trailing byte");
+    assert!(
+        DiskIndex::decode(&bytes[..bytes.len() - 1]).is_err(),
+        "cut short"
+    );
+    let mut table = bytes.clone();
+    table[34] ^= 0xff; // partition 0's start
+    assert!(
+        DiskIndex::decode(&table).is_err(),
+        "an inconsistent partition table"
+    );
+}
+
+#[test]
+fn an_empty_index_and_a_single_partition_work() {
+    let dim = 8;
+    let (index, order, reader) = build(&[], dim, Metric::L2, 100);
+    assert!(index.is_empty() && order.is_empty());
+    let mut stats = SearchStats::default();
+    assert!(index
+        .search(&[0.0; 8], 3, 4, &|_| true, &reader, &mut stats)
+        .unwrap()
+        .is_empty());
+    let base = clustered(50, dim, 10);
+    let (index, _, reader) = build(&base, dim, Metric::L2, 100);
+    assert_eq!(index.partitions(), 1);
+    let hits = index
+        .search(&base[..dim], 50, 4, &|_| true, &reader, &mut stats)
+        .unwrap();
+    assert_eq!(hits.len(), 50);
+}
