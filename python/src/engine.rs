@@ -14,7 +14,7 @@ use sagitta_engine::point::parse_uuid;
 use sagitta_engine::{
     Collection as CoreCollection, CollectionConfig, Database as CoreDatabase, Distance,
     EngineError, FieldType, Filter, Health, ImportProgress, Point, PointId, ScoredPoint,
-    SearchRequest, Strategy,
+    SearchRequest, SegmentKindName, StorageConfig, Strategy,
 };
 use sagitta_storage::fs::{FileSystem, OsFileSystem};
 
@@ -65,6 +65,19 @@ fn to_python_error(error: EngineError) -> PyErr {
 fn parse_distance(name: &str) -> PyResult<Distance> {
     Distance::from_name(name)
         .map_err(|reason| InvalidParameterError::new_err(format!("`distance`: {reason}")))
+}
+
+/// The storage settings of a new collection (range checks are the engine's).
+fn parse_storage(segment_kind: &str, page_cache_mb: usize) -> PyResult<StorageConfig> {
+    let segment_kind = SegmentKindName::parse(segment_kind).ok_or_else(|| {
+        InvalidParameterError::new_err(format!(
+            "`segment_kind` = {segment_kind:?}: expected \"hnsw\" or \"disk\""
+        ))
+    })?;
+    Ok(StorageConfig {
+        segment_kind,
+        page_cache_mb,
+    })
 }
 
 /// An id from Python: a non-negative int, a `uuid.UUID`, or UUID text in the forms the
@@ -214,8 +227,11 @@ pub struct Database {
 
 #[pymethods]
 impl Database {
-    /// Creates a collection. `distance`: "Cosine", "Dot" or "Euclid".
-    #[pyo3(signature = (name, dim, distance = "Cosine", shard_number = 1))]
+    /// Creates a collection. `distance`: "Cosine", "Dot" or "Euclid". `segment_kind`:
+    /// "hnsw" (graph and vectors in RAM) or "disk" (codes in RAM, vectors read from disk);
+    /// `page_cache_mb`: RAM for hot pages of disk segments.
+    #[pyo3(signature = (name, dim, distance = "Cosine", shard_number = 1, segment_kind = "hnsw", page_cache_mb = 64))]
+    #[allow(clippy::too_many_arguments)]
     fn create_collection(
         &self,
         py: Python<'_>,
@@ -223,11 +239,14 @@ impl Database {
         dim: usize,
         distance: &str,
         shard_number: usize,
+        segment_kind: &str,
+        page_cache_mb: usize,
     ) -> PyResult<Collection> {
         let config = CollectionConfig {
             dim,
             distance: parse_distance(distance)?,
             shard_count: shard_number,
+            storage: parse_storage(segment_kind, page_cache_mb)?,
         };
         let inner = py
             .allow_threads(|| self.inner.create_collection(name, config))
@@ -251,7 +270,9 @@ impl Database {
     /// interactively. An exception the callback raises, or `KeyboardInterrupt`, stops
     /// the import (within a few rows) and is raised once it has stopped: no collection
     /// is left (one that finished meanwhile, or whose last report raised, is dropped).
-    #[pyo3(signature = (name, ids, vectors, payloads = None, distance = "Cosine", shard_number = 1, progress = None))]
+    ///
+    /// `segment_kind` and `page_cache_mb` as for `create_collection`.
+    #[pyo3(signature = (name, ids, vectors, payloads = None, distance = "Cosine", shard_number = 1, progress = None, segment_kind = "hnsw", page_cache_mb = 64))]
     #[allow(clippy::too_many_arguments)]
     fn import_collection(
         &self,
@@ -263,6 +284,8 @@ impl Database {
         distance: &str,
         shard_number: usize,
         progress: Option<PyObject>,
+        segment_kind: &str,
+        page_cache_mb: usize,
     ) -> PyResult<Collection> {
         let reporting = py.import("sagittadb.progress")?;
         let callback =
@@ -279,6 +302,7 @@ impl Database {
                 dim,
                 distance: parse_distance(distance)?,
                 shard_count: shard_number,
+                storage: parse_storage(segment_kind, page_cache_mb)?,
             };
             let points = points_from_python(py, ids, vectors, payloads, dim)?;
             self.import_reporting(name, config, points, Reporter::new(callback.clone()))

@@ -354,6 +354,7 @@ fn import_points(args: &ImportArgs, read: ReadPoints) -> Result<String, Failure>
         dim,
         distance: args.distance.into(),
         shard_count: args.shards,
+        storage: Default::default(),
     };
     let data_failure = |error: sagitta_engine::EngineError| Failure {
         usage: false,

@@ -33,6 +33,7 @@ mod shard_state;
 
 pub use collection::{
     Collection, CollectionConfig, CollectionStatus, Health, ImportProgress, ImportReport,
+    SegmentKindName, StorageConfig,
 };
 pub use database::Database;
 pub use error::EngineError;

@@ -112,6 +112,7 @@ fn unsealed_collection(fs: &SimFileSystem, directory: &Path) -> Collection {
         dim: DIM,
         distance: Distance::Euclid,
         shard_count: 1,
+        storage: Default::default(),
     };
     let collection = Collection::create(fs, directory, config).unwrap();
     collection.set_policy(OptimizerPolicy {
@@ -208,6 +209,7 @@ fn buffered_points_join_the_largest_segments_graph() {
         dim: DIM,
         distance: Distance::Euclid,
         shard_count: 1,
+        storage: Default::default(),
     };
     let directory = Path::new("/joined");
     let mut rng = ChaCha8Rng::seed_from_u64(12);

@@ -34,6 +34,7 @@ fn config(distance: Distance, shard_count: usize) -> CollectionConfig {
         dim: DIM,
         distance,
         shard_count,
+        storage: Default::default(),
     }
 }
 

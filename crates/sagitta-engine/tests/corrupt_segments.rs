@@ -24,6 +24,7 @@ fn sealed_collection(fs: &SimFileSystem, directory: &Path) {
         dim: DIM,
         distance: Distance::Euclid,
         shard_count: 1,
+        storage: Default::default(),
     };
     let collection = Collection::create(fs, directory, config).unwrap();
     let points = |ids: std::ops::Range<u64>| -> Vec<Point> {

@@ -308,6 +308,7 @@ fn simulate(seed: u64, steps: usize) -> (usize, usize) {
         dim: DIM,
         distance: Distance::Euclid,
         shard_count,
+        storage: Default::default(),
     };
     let mut collection = Collection::create(&fs, directory, config).unwrap();
     collection.set_policy(tiny_policy());

@@ -14,6 +14,7 @@ fn config() -> CollectionConfig {
         dim: 4,
         distance: Distance::Cosine,
         shard_count: 2,
+        storage: Default::default(),
     }
 }
 

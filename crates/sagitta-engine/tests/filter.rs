@@ -263,6 +263,7 @@ fn match_except_needs_a_value_outside_the_list() {
         dim: 2,
         distance: Distance::Dot,
         shard_count: 1,
+        storage: Default::default(),
     };
     let collection = Collection::create(&fs, Path::new("/except"), config).unwrap();
     let points = [json!({"a": 1}), json!({})]
@@ -309,6 +310,7 @@ fn empty_clauses_and_min_should_follow_qdrant() {
         dim: 2,
         distance: Distance::Dot,
         shard_count: 2,
+        storage: Default::default(),
     };
     let collection = Collection::create(&fs, Path::new("/should"), config).unwrap();
     let points = (0..10u64)
@@ -455,6 +457,7 @@ fn indexes_on_array_paths_agree_with_filters() {
         dim: 2,
         distance: Distance::Dot,
         shard_count: 2,
+        storage: Default::default(),
     };
     let collection = Collection::create(&fs, Path::new("/paths"), config).unwrap();
     let points = (0..300u64)
@@ -920,6 +923,7 @@ fn filtered_search_count_scroll_and_delete_match_brute_force() {
         dim: 4,
         distance: Distance::Euclid,
         shard_count: 3,
+        storage: Default::default(),
     };
     let collection = Collection::create(&fs, directory, config).unwrap();
     let points: Vec<Point> = (0..500u64)
@@ -992,6 +996,7 @@ fn exact_search_breaks_ties_by_id_in_buffers_and_segments() {
         dim: 2,
         distance: Distance::Dot,
         shard_count: 1,
+        storage: Default::default(),
     };
     let collection = Collection::create(&fs, Path::new("/ties"), config).unwrap();
     let point = |id: u64| Point {

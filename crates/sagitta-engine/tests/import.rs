@@ -34,6 +34,7 @@ fn config() -> CollectionConfig {
         dim: DIM,
         distance: Distance::Euclid,
         shard_count: 2,
+        storage: Default::default(),
     }
 }
 

@@ -92,6 +92,7 @@ fn kill9_never_loses_acknowledged_writes() {
         dim: DIM,
         distance: Distance::Dot,
         shard_count: SHARDS,
+        storage: Default::default(),
     };
     drop(Collection::create(&OsFileSystem, &directory, config).unwrap());
     let mut rng = ChaCha8Rng::seed_from_u64(9);

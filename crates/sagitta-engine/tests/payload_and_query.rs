@@ -15,6 +15,7 @@ fn create_collection(fs: &SimFileSystem, distance: Distance) -> Collection {
         dim: 2,
         distance,
         shard_count: 2,
+        storage: Default::default(),
     };
     let collection = Collection::create(fs, Path::new("/c"), config).unwrap();
     let points = (0..20u64)
@@ -140,6 +141,7 @@ fn search_strategies_on_sealed_segments() {
         dim: 16,
         distance: Distance::Dot,
         shard_count: 2,
+        storage: Default::default(),
     };
     let collection = Collection::create(&fs, Path::new("/s"), config).unwrap();
     let mut state = 12_345u64;

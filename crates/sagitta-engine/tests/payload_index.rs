@@ -78,6 +78,7 @@ fn indexes_change_no_answer_and_survive_reopen() {
         dim: DIM,
         distance: Distance::Euclid,
         shard_count: 2,
+        storage: Default::default(),
     };
     let directory = Path::new("/c");
     let collection = Collection::create(&fs, directory, config).unwrap();
@@ -144,6 +145,7 @@ fn a_selective_indexed_filter_is_searched_exactly() {
         dim: DIM,
         distance: Distance::Dot,
         shard_count: 1,
+        storage: Default::default(),
     };
     let collection = Collection::create(&fs, Path::new("/c"), config).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(9);
@@ -180,6 +182,7 @@ fn bad_index_requests_name_the_field() {
         dim: DIM,
         distance: Distance::Dot,
         shard_count: 1,
+        storage: Default::default(),
     };
     let collection = Collection::create(&fs, Path::new("/c"), config).unwrap();
     for bad in ["", "a..b", ".a", &"x".repeat(256)] {

@@ -59,6 +59,7 @@ fn crashes_during_seals_do_not_pile_up_logs() {
         dim: DIM,
         distance: Distance::Euclid,
         shard_count: 1,
+        storage: Default::default(),
     };
     let mut collection = Collection::create(&fs, directory, config).unwrap();
     let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(13);
@@ -111,6 +112,7 @@ fn a_failed_log_append_is_red_until_the_collection_is_reopened() {
         dim: DIM,
         distance: Distance::Dot,
         shard_count: 1,
+        storage: Default::default(),
     };
     let collection = database.create_collection("c", config).unwrap();
     collection.upsert(vec![point(1, 0)], true).unwrap();
@@ -152,6 +154,7 @@ fn a_log_that_breaks_the_sequence_is_refused_at_open() {
         dim: DIM,
         distance: Distance::Euclid,
         shard_count: 1,
+        storage: Default::default(),
     };
     let collection = Collection::create(&fs, directory, config).unwrap();
     collection

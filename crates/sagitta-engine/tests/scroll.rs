@@ -31,6 +31,7 @@ fn collection_in_every_part(fs: &SimFileSystem) -> (Collection, BTreeMap<u64, Va
         dim: 2,
         distance: Distance::Euclid,
         shard_count: 2,
+        storage: Default::default(),
     };
     let collection = Collection::create(fs, Path::new("/scroll"), config).unwrap();
     let mut model = BTreeMap::new();

@@ -140,6 +140,7 @@ pub async fn create(
         dim: checked.dim,
         distance: checked.distance,
         shard_count: checked.shard_count,
+        storage: Default::default(),
     };
     let database = Arc::clone(&state.database);
     let created_name = name.clone();

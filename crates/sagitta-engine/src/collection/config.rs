@@ -26,19 +26,92 @@ pub const MAX_PAYLOAD_BYTES: usize = 1 << 20;
 /// Largest `limit` (k) of a search.
 pub const MAX_LIMIT: usize = 10_000;
 
-const CONFIG_VERSION: u8 = 2;
+const CONFIG_VERSION: u8 = 3;
+/// The version before segment storage was recorded (read as HNSW segments, default cache).
+const CONFIG_VERSION_HNSW_ONLY: u8 = 2;
+
+/// Largest page cache a collection may ask for, in MiB (1 TiB).
+pub const MAX_PAGE_CACHE_MB: usize = 1 << 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CollectionConfig {
     pub dim: usize,
     pub distance: Distance,
     pub shard_count: usize,
+    /// How sealed segments keep their vectors (a SagittaDB extension of Qdrant's config).
+    pub storage: StorageConfig,
+}
+
+/// The kind of the segments a collection seals its points into.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SegmentKindName {
+    /// An HNSW graph with SQ8 codes and full vectors, all in RAM.
+    #[default]
+    Hnsw,
+    /// Balanced partitions with RaBitQ codes in RAM and full vectors on disk, read
+    /// through the page reader (issue 15).
+    Disk,
+}
+
+impl SegmentKindName {
+    pub fn name(self) -> &'static str {
+        match self {
+            SegmentKindName::Hnsw => "hnsw",
+            SegmentKindName::Disk => "disk",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<SegmentKindName> {
+        match name {
+            "hnsw" => Some(SegmentKindName::Hnsw),
+            "disk" => Some(SegmentKindName::Disk),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            SegmentKindName::Hnsw => 0,
+            SegmentKindName::Disk => 1,
+        }
+    }
+
+    pub(crate) fn from_code(code: u8) -> Option<SegmentKindName> {
+        match code {
+            0 => Some(SegmentKindName::Hnsw),
+            1 => Some(SegmentKindName::Disk),
+            _ => None,
+        }
+    }
+}
+
+/// Where a collection's sealed vectors live and how much RAM their reads may cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StorageConfig {
+    pub segment_kind: SegmentKindName,
+    /// MiB of hot records pages the collection's disk segments keep in RAM (CLOCK).
+    pub page_cache_mb: usize,
+}
+
+impl Default for StorageConfig {
+    fn default() -> StorageConfig {
+        StorageConfig {
+            segment_kind: SegmentKindName::Hnsw,
+            page_cache_mb: 64,
+        }
+    }
 }
 
 impl CollectionConfig {
     pub(super) fn validate(&self) -> Result<()> {
         check_range("dim", self.dim, 1, MAX_DIMENSION)?;
-        check_range("shard_number", self.shard_count, 1, MAX_SHARDS)
+        check_range("shard_number", self.shard_count, 1, MAX_SHARDS)?;
+        check_range(
+            "sagitta.page_cache_mb",
+            self.storage.page_cache_mb,
+            0,
+            MAX_PAGE_CACHE_MB,
+        )
     }
 
     /// A vector must have the collection's dimension, finite values and a norm of at most
@@ -92,6 +165,8 @@ impl CollectionConfig {
             .u8(self.distance.code())
             .len_u32(self.dim, "validated dim")
             .len_u32(self.shard_count, "validated shard count")
+            .u8(self.storage.segment_kind.code())
+            .len_u32(self.storage.page_cache_mb, "validated page cache")
             .len_u32(schema.len(), "bounded field count");
         for (field, kind) in schema {
             out.u8(kind.code()).str_u16(field, "bounded field name");
@@ -105,16 +180,37 @@ impl CollectionConfig {
         bytes: &[u8],
     ) -> Result<(CollectionConfig, PayloadSchema), DecodeError> {
         let mut reader = Reader::new(bytes);
-        reader.version_u8("config_version", "collection config", CONFIG_VERSION)?;
+        let version = reader.u8("config_version")?;
+        if version != CONFIG_VERSION && version != CONFIG_VERSION_HNSW_ONLY {
+            return Err(Reader::invalid_at(
+                0,
+                "config_version",
+                format!(
+                    "collection config version {version}; this build reads \
+                     {CONFIG_VERSION_HNSW_ONLY} and {CONFIG_VERSION}"
+                ),
+            ));
+        }
         let distance = reader.code("distance", Distance::from_code)?;
+        let dim = reader.u32("dim")? as usize;
+        let shard_count = reader.u32("shard_count")? as usize;
+        let storage = if version == CONFIG_VERSION {
+            StorageConfig {
+                segment_kind: reader.code("segment_kind", SegmentKindName::from_code)?,
+                page_cache_mb: reader.u32("page_cache_mb")? as usize,
+            }
+        } else {
+            StorageConfig::default()
+        };
         let config = CollectionConfig {
             distance,
-            dim: reader.u32("dim")? as usize,
-            shard_count: reader.u32("shard_count")? as usize,
+            dim,
+            shard_count,
+            storage,
         };
-        config
-            .validate()
-            .map_err(|error| Reader::invalid_at(2, "dim and shard_count", error.to_string()))?;
+        config.validate().map_err(|error| {
+            Reader::invalid_at(2, "dim, shard_count and storage", error.to_string())
+        })?;
         let count_at = reader.offset();
         let count = reader.u32("field_count")?;
         if count as usize > MAX_INDEXED_FIELDS {
@@ -208,15 +304,31 @@ mod tests {
             dim: 3,
             distance: Distance::Dot,
             shard_count: 2,
+            storage: StorageConfig {
+                segment_kind: SegmentKindName::Disk,
+                page_cache_mb: 128,
+            },
         };
         let schema = PayloadSchema::from([("a.b".to_string(), FieldType::Integer)]);
         let bytes = config.encode(&schema);
-        let mut expected = vec![CONFIG_VERSION, 1, 3, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0];
-        expected.extend_from_slice(&[1, 3, 0, b'a', b'.', b'b']);
+        let mut expected = vec![CONFIG_VERSION, 1, 3, 0, 0, 0, 2, 0, 0, 0];
+        expected.extend_from_slice(&[1, 128, 0, 0, 0]);
+        expected.extend_from_slice(&[1, 0, 0, 0, 1, 3, 0, b'a', b'.', b'b']);
         assert_eq!(bytes, expected);
         assert_eq!(
             CollectionConfig::try_decode(&bytes).ok(),
-            Some((config, schema))
+            Some((config, schema.clone()))
+        );
+        // a version 2 manifest (before storage was recorded): HNSW segments, default cache
+        let mut old = vec![CONFIG_VERSION_HNSW_ONLY, 1, 3, 0, 0, 0, 2, 0, 0, 0];
+        old.extend_from_slice(&[1, 0, 0, 0, 1, 3, 0, b'a', b'.', b'b']);
+        let expected_old = CollectionConfig {
+            storage: StorageConfig::default(),
+            ..config
+        };
+        assert_eq!(
+            CollectionConfig::try_decode(&old).ok(),
+            Some((expected_old, schema))
         );
     }
 
@@ -226,29 +338,40 @@ mod tests {
             dim: 3,
             distance: Distance::Cosine,
             shard_count: 1,
+            storage: StorageConfig::default(),
         };
         let schema = PayloadSchema::from([("kind".to_string(), FieldType::Keyword)]);
         let bytes = config.encode(&schema);
         let message = |bytes: &[u8]| CollectionConfig::try_decode(bytes).unwrap_err().to_string();
         assert_eq!(
             message(&bytes[..bytes.len() - 1]),
-            "at byte 17: field name: truncated (needs 4 bytes, 3 remain)"
+            "at byte 22: field name: truncated (needs 4 bytes, 3 remain)"
         );
         let mut no_dim = bytes.clone();
         no_dim[2] = 0;
-        assert!(message(&no_dim).starts_with("at byte 2: dim and shard_count: parameter `dim`"));
+        assert!(message(&no_dim)
+            .starts_with("at byte 2: dim, shard_count and storage: parameter `dim`"));
+        let mut bad_segments = bytes.clone();
+        bad_segments[10] = 7;
+        assert_eq!(
+            message(&bad_segments),
+            "at byte 10: segment_kind: unknown code 7"
+        );
+        let mut huge_cache = bytes.clone();
+        huge_cache[11..15].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(message(&huge_cache).contains("parameter `sagitta.page_cache_mb`"));
         let mut bad_kind = bytes.clone();
-        bad_kind[14] = 9;
-        assert_eq!(message(&bad_kind), "at byte 14: field type: unknown code 9");
+        bad_kind[19] = 9;
+        assert_eq!(message(&bad_kind), "at byte 19: field type: unknown code 9");
         let mut empty_part = bytes;
-        empty_part[17] = b'.';
-        assert!(message(&empty_part).starts_with("at byte 15: field name:"));
+        empty_part[22] = b'.';
+        assert!(message(&empty_part).starts_with("at byte 20: field name:"));
         assert!(CollectionConfig::try_decode(&[CONFIG_VERSION]).is_err());
         assert_eq!(
             message(&[9]),
             format!(
-                "at byte 0: config_version: collection config version 9 is not supported \
-                 (expected {CONFIG_VERSION})"
+                "at byte 0: config_version: collection config version 9; this build reads \
+                 {CONFIG_VERSION_HNSW_ONLY} and {CONFIG_VERSION}"
             )
         );
     }
@@ -259,6 +382,7 @@ mod tests {
             dim: 3,
             distance: Distance::Cosine,
             shard_count: 1,
+            storage: StorageConfig::default(),
         };
         let message = |bytes: &[u8]| CollectionConfig::try_decode(bytes).unwrap_err().to_string();
         let full: PayloadSchema = (0..MAX_INDEXED_FIELDS)
@@ -271,16 +395,16 @@ mod tests {
             full
         );
         let mut over = config.encode(&full);
-        over[10..14].copy_from_slice(&(MAX_INDEXED_FIELDS as u32 + 1).to_le_bytes());
+        over[15..19].copy_from_slice(&(MAX_INDEXED_FIELDS as u32 + 1).to_le_bytes());
         over.extend_from_slice(&[1, 1, 0, b'z']);
         assert_eq!(
             message(&over),
-            "at byte 10: field_count: 65 indexed fields, more than 64"
+            "at byte 15: field_count: 65 indexed fields, more than 64"
         );
         let one = PayloadSchema::from([("kind".to_string(), FieldType::Keyword)]);
         let mut twice = config.encode(&one);
-        twice[10..14].copy_from_slice(&2u32.to_le_bytes());
+        twice[15..19].copy_from_slice(&2u32.to_le_bytes());
         twice.extend_from_slice(&[1, 4, 0, b'k', b'i', b'n', b'd']);
-        assert_eq!(message(&twice), "at byte 22: field name: \"kind\" twice");
+        assert_eq!(message(&twice), "at byte 27: field name: \"kind\" twice");
     }
 }

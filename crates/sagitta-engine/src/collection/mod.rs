@@ -23,7 +23,8 @@ use crate::shard::Shard;
 
 use config::check_payload;
 pub use config::{
-    CollectionConfig, MAX_DIMENSION, MAX_LIMIT, MAX_PAYLOAD_BYTES, MAX_SHARDS, MAX_VECTOR_NORM,
+    CollectionConfig, SegmentKindName, StorageConfig, MAX_DIMENSION, MAX_LIMIT, MAX_PAGE_CACHE_MB,
+    MAX_PAYLOAD_BYTES, MAX_SHARDS, MAX_VECTOR_NORM,
 };
 pub use import::{ImportProgress, ImportReport};
 

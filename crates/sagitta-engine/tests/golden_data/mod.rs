@@ -58,6 +58,7 @@ pub fn write(root: &Path) {
         dim: DIM,
         distance: Distance::Cosine,
         shard_count: 2,
+        storage: Default::default(),
     };
     let collection = database.create_collection(COLLECTION, config).unwrap();
     collection
