@@ -684,7 +684,8 @@ impl Collection {
     fn get<'py>(&self, py: Python<'py>, ids: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
         for id in ids.try_iter()? {
-            if let Some(point) = self.inner.get(&point_id(&id?)?) {
+            let found = self.inner.get(&point_id(&id?)?).map_err(to_python_error)?;
+            if let Some(point) = found {
                 list.append(point_dict(
                     py,
                     point.id,

@@ -12,7 +12,9 @@ use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use sagitta_cli::readers::{read_points, Format, ImportError, ReadOptions, ReadPoints};
-use sagitta_engine::collection::{CollectionConfig, MAX_SHARDS};
+use sagitta_engine::collection::{
+    CollectionConfig, SegmentKindName, StorageConfig, MAX_PAGE_CACHE_MB, MAX_SHARDS,
+};
 use sagitta_engine::database::{check_collection_name, Database};
 use sagitta_engine::point::Distance;
 use sagitta_server::{AppState, ServerConfig};
@@ -48,6 +50,13 @@ struct ImportArgs {
     /// Number of shards.
     #[arg(long, value_name = "N", default_value_t = 1)]
     shards: usize,
+    /// Segment kind: hnsw (graph and vectors in RAM) or disk (codes in RAM, vectors read
+    /// from disk).
+    #[arg(long, value_enum, default_value = "hnsw")]
+    segment_kind: SegmentKindArg,
+    /// MiB of RAM for hot pages of disk segments.
+    #[arg(long, value_name = "MIB", default_value_t = 64)]
+    page_cache_mb: usize,
     /// Source format; by default taken from the extension (.npy, .fvecs, .bvecs, .parquet).
     #[arg(long, value_enum)]
     format: Option<FormatArg>,
@@ -147,6 +156,21 @@ impl From<DistanceArg> for Distance {
             DistanceArg::Cosine => Distance::Cosine,
             DistanceArg::Dot => Distance::Dot,
             DistanceArg::Euclid => Distance::Euclid,
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum SegmentKindArg {
+    Hnsw,
+    Disk,
+}
+
+impl From<SegmentKindArg> for SegmentKindName {
+    fn from(kind: SegmentKindArg) -> SegmentKindName {
+        match kind {
+            SegmentKindArg::Hnsw => SegmentKindName::Hnsw,
+            SegmentKindArg::Disk => SegmentKindName::Disk,
         }
     }
 }
@@ -331,6 +355,12 @@ fn import(args: &ImportArgs) -> Result<String, Failure> {
             args.shards
         )));
     }
+    if args.page_cache_mb > MAX_PAGE_CACHE_MB {
+        return Err(usage_failure(format!(
+            "--page-cache-mb {} is more than {MAX_PAGE_CACHE_MB}",
+            args.page_cache_mb
+        )));
+    }
     let options = ReadOptions {
         format: args.format.map(Format::from),
         ids: args.ids.clone(),
@@ -354,7 +384,10 @@ fn import_points(args: &ImportArgs, read: ReadPoints) -> Result<String, Failure>
         dim,
         distance: args.distance.into(),
         shard_count: args.shards,
-        storage: Default::default(),
+        storage: StorageConfig {
+            segment_kind: args.segment_kind.into(),
+            page_cache_mb: args.page_cache_mb,
+        },
     };
     let data_failure = |error: sagitta_engine::EngineError| Failure {
         usage: false,

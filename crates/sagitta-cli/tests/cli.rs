@@ -6,7 +6,7 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 
 use sagitta_engine::database::Database;
-use sagitta_engine::{Health, PointId};
+use sagitta_engine::{Health, PointId, SegmentKindName};
 use sagitta_storage::fs::OsFileSystem;
 
 fn sagitta(arguments: &[&str]) -> Output {
@@ -57,7 +57,7 @@ fn import_creates_the_collection_and_exits_zero() {
     let database = Database::open(Arc::new(OsFileSystem), &data).unwrap();
     let docs = database.collection("docs").unwrap();
     assert_eq!(docs.status().health, Health::Green);
-    let row = |id| docs.get(&PointId::Number(id)).unwrap().vector;
+    let row = |id| docs.get(&PointId::Number(id)).unwrap().unwrap().vector;
     assert_eq!((row(0), row(1)), (vec![1.0, 2.0], vec![3.0, 4.0]));
     drop((docs, database));
     // importing the same name again is refused, and changes nothing
@@ -66,6 +66,31 @@ fn import_creates_the_collection_and_exits_zero() {
     assert!(String::from_utf8(again.stderr)
         .unwrap()
         .contains("already exists"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn import_builds_disk_segments_when_asked() {
+    let (dir, path) = fvecs_file("disk", 4.0);
+    let data = dir.join("db");
+    let mut arguments = import_arguments(data.to_str().unwrap(), path.to_str().unwrap());
+    arguments.extend(["--segment-kind", "disk", "--page-cache-mb", "8"]);
+    let output = sagitta(&arguments);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let database = Database::open(Arc::new(OsFileSystem), &data).unwrap();
+    let docs = database.collection("docs").unwrap();
+    let storage = docs.config().storage;
+    assert_eq!(
+        (storage.segment_kind, storage.page_cache_mb),
+        (SegmentKindName::Disk, 8)
+    );
+    // the vectors come back from the records file
+    let row = |id| docs.get(&PointId::Number(id)).unwrap().unwrap().vector;
+    assert_eq!((row(0), row(1)), (vec![1.0, 2.0], vec![3.0, 4.0]));
+    assert!(data
+        .join("collections/docs/shard-0/segment-0.records")
+        .exists());
+    drop((docs, database));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -100,12 +125,18 @@ fn usage_errors_exit_two() {
     misfit_option.extend(["--id-column", "key"]);
     let mut bad_shards = import_arguments(data, path);
     bad_shards.extend(["--shards", "0"]);
+    let mut bad_kind = import_arguments(data, path);
+    bad_kind.extend(["--segment-kind", "lsm"]);
+    let mut huge_cache = import_arguments(data, path);
+    huge_cache.extend(["--page-cache-mb", "99999999"]);
     let missing_source = vec!["import", "--data", data, "--collection", "docs"];
     for arguments in [
         bad_name,
         bad_distance,
         misfit_option,
         bad_shards,
+        bad_kind,
+        huge_cache,
         missing_source,
     ] {
         let output = sagitta(&arguments);

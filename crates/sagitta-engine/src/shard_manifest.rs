@@ -9,7 +9,7 @@ use sagitta_storage::codec::{DecodeError, Reader, Writer};
 use sagitta_storage::fs::{remove_if_exists, FileSystem};
 
 use crate::error::Result;
-use crate::segment;
+use crate::segment::{self, SegmentKindName};
 
 /// What the shard manifest records.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -20,17 +20,38 @@ pub(crate) struct ShardManifest {
     /// The last number given to a set of tombstone files; each publication that writes
     /// tombstones takes the next one, so a referenced file is never overwritten.
     pub tombstone_epoch: u64,
-    /// (segment id, epoch of its tombstone file if it has one).
-    pub segments: Vec<(u64, Option<u64>)>,
+    pub segments: Vec<ListedSegment>,
     /// Logs of a frozen buffer whose seal has not finished: replayed, in order, before the
     /// live log.
     pub replay_logs: Vec<u64>,
 }
 
-const SHARD_MANIFEST_VERSION: u8 = 2;
+/// A segment the manifest lists.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct ListedSegment {
+    pub id: u64,
+    /// Epoch of its tombstone file, if it has one.
+    pub tombstones: Option<u64>,
+    pub kind: SegmentKindName,
+}
+
+#[cfg(test)]
+impl ListedSegment {
+    pub fn hnsw(id: u64, tombstones: Option<u64>) -> ListedSegment {
+        ListedSegment {
+            id,
+            tombstones,
+            kind: SegmentKindName::Hnsw,
+        }
+    }
+}
+
+const SHARD_MANIFEST_VERSION: u8 = 3;
+/// The version before segment kinds were recorded (every segment HNSW).
+const SHARD_MANIFEST_VERSION_HNSW_ONLY: u8 = 2;
 const NO_TOMBSTONES: u64 = u64::MAX;
 
-/// The fewest bytes a segment entry takes: id and tombstone epoch.
+/// The fewest bytes a segment entry takes: id, tombstone epoch and (version 3) kind.
 const SEGMENT_BYTES: usize = 8 + 8;
 /// The bytes of a replay log entry: its generation.
 const REPLAY_LOG_BYTES: usize = 8;
@@ -43,8 +64,10 @@ impl ShardManifest {
             .u64(self.next_segment_id)
             .u64(self.tombstone_epoch)
             .len_u32(self.segments.len(), "segments");
-        for (id, tombstones) in &self.segments {
-            out.u64(*id).u64(tombstones.unwrap_or(NO_TOMBSTONES));
+        for segment in &self.segments {
+            out.u64(segment.id)
+                .u64(segment.tombstones.unwrap_or(NO_TOMBSTONES))
+                .u8(segment.kind.code());
         }
         out.len_u32(self.replay_logs.len(), "logs")
             .u64s(self.replay_logs.iter().copied());
@@ -55,7 +78,11 @@ impl ShardManifest {
     /// naming the byte offset and the field.
     pub fn try_decode(bytes: &[u8]) -> Result<ShardManifest, DecodeError> {
         let mut reader = Reader::new(bytes);
-        reader.version_u8("version", "shard manifest", SHARD_MANIFEST_VERSION)?;
+        let version = reader.version_u8_of(
+            "version",
+            "shard manifest",
+            &[SHARD_MANIFEST_VERSION_HNSW_ONLY, SHARD_MANIFEST_VERSION],
+        )?;
         let generation = reader.u64("generation")?;
         let next_segment_id = reader.u64("next_segment_id")?;
         let tombstone_epoch = reader.u64("tombstone_epoch")?;
@@ -63,7 +90,16 @@ impl ShardManifest {
             .map(|_| {
                 let id = reader.u64("segment id")?;
                 let tombstones = reader.u64("segment tombstone_epoch")?;
-                Ok((id, (tombstones != NO_TOMBSTONES).then_some(tombstones)))
+                let kind = if version == SHARD_MANIFEST_VERSION {
+                    reader.code("segment kind", SegmentKindName::from_code)?
+                } else {
+                    SegmentKindName::Hnsw
+                };
+                Ok(ListedSegment {
+                    id,
+                    tombstones: (tombstones != NO_TOMBSTONES).then_some(tombstones),
+                    kind,
+                })
             })
             .collect::<Result<Vec<_>, DecodeError>>()?;
         let replay_logs = (0..reader.count_u32("replay log count", REPLAY_LOG_BYTES)?)
@@ -87,10 +123,10 @@ impl ShardManifest {
             .chain([&self.generation])
             .map(|generation| wal_name(*generation))
             .collect();
-        for (id, tombstones) in &self.segments {
-            names.extend(segment::file_names(*id));
-            if let Some(epoch) = tombstones {
-                names.insert(segment::tombstones_name(*id, *epoch));
+        for listed in &self.segments {
+            names.extend(segment::file_names(listed.kind, listed.id));
+            if let Some(epoch) = listed.tombstones {
+                names.insert(segment::tombstones_name(listed.id, epoch));
             }
         }
         names
@@ -140,43 +176,77 @@ mod tests {
             generation: 3,
             next_segment_id: 5,
             tombstone_epoch: 2,
-            segments: vec![(1, None), (4, Some(2))],
+            segments: vec![
+                ListedSegment::hnsw(1, None),
+                ListedSegment {
+                    id: 4,
+                    tombstones: Some(2),
+                    kind: SegmentKindName::Disk,
+                },
+            ],
             replay_logs: vec![2],
         };
         let bytes = manifest.encode();
-        let mut expected = vec![SHARD_MANIFEST_VERSION];
-        for word in [3u64, 5, 2] {
-            expected.extend_from_slice(&word.to_le_bytes());
-        }
-        expected.extend_from_slice(&2u32.to_le_bytes());
-        for word in [1, NO_TOMBSTONES, 4, 2] {
-            expected.extend_from_slice(&word.to_le_bytes());
+        let header = |version: u8| {
+            let mut expected = vec![version];
+            for word in [3u64, 5, 2] {
+                expected.extend_from_slice(&word.to_le_bytes());
+            }
+            expected.extend_from_slice(&2u32.to_le_bytes());
+            expected
+        };
+        let mut expected = header(SHARD_MANIFEST_VERSION);
+        for (id, tombstones, kind) in [(1, NO_TOMBSTONES, 0u8), (4, 2, 1)] {
+            expected.extend_from_slice(&u64::to_le_bytes(id));
+            expected.extend_from_slice(&u64::to_le_bytes(tombstones));
+            expected.push(kind);
         }
         expected.extend_from_slice(&1u32.to_le_bytes());
         expected.extend_from_slice(&2u64.to_le_bytes());
         assert_eq!(bytes, expected);
-        assert_eq!(ShardManifest::try_decode(&bytes).ok(), Some(manifest));
+        assert_eq!(
+            ShardManifest::try_decode(&bytes).ok(),
+            Some(manifest.clone())
+        );
         assert!(ShardManifest::try_decode(&[]).is_err());
+        // version 2 (before kinds were recorded): every segment is HNSW
+        let mut old = header(SHARD_MANIFEST_VERSION_HNSW_ONLY);
+        for word in [1, NO_TOMBSTONES, 4, 2] {
+            old.extend_from_slice(&u64::to_le_bytes(word));
+        }
+        old.extend_from_slice(&1u32.to_le_bytes());
+        old.extend_from_slice(&2u64.to_le_bytes());
+        let mut all_hnsw = manifest;
+        all_hnsw.segments[1].kind = SegmentKindName::Hnsw;
+        assert_eq!(ShardManifest::try_decode(&old).ok(), Some(all_hnsw));
     }
 
     #[test]
     fn malformed_manifests_name_the_offset_and_field() {
         let bytes = ShardManifest {
-            segments: vec![(1, None)],
+            segments: vec![ListedSegment::hnsw(1, None)],
             ..ShardManifest::default()
         }
         .encode();
         let error = ShardManifest::try_decode(&bytes[..bytes.len() - 1]).unwrap_err();
         assert_eq!(
             error.to_string(),
-            "at byte 45: replay log count: truncated (needs 4 bytes, 3 remain)"
+            "at byte 46: replay log count: truncated (needs 4 bytes, 3 remain)"
         );
         let mut wrong_version = bytes.clone();
         wrong_version[0] = 1;
         assert!(ShardManifest::try_decode(&wrong_version)
             .unwrap_err()
             .to_string()
-            .starts_with("at byte 0: version: shard manifest version 1"));
+            .starts_with("at byte 0: version: shard manifest version 1;"));
+        let mut wrong_kind = bytes.clone();
+        wrong_kind[45] = 9;
+        assert_eq!(
+            ShardManifest::try_decode(&wrong_kind)
+                .unwrap_err()
+                .to_string(),
+            "at byte 45: segment kind: unknown code 9"
+        );
         let mut huge = bytes;
         huge[25..29].copy_from_slice(&u32::MAX.to_le_bytes());
         let error = ShardManifest::try_decode(&huge).unwrap_err();

@@ -96,7 +96,7 @@ fn reopens_holding(
 ) -> Collection {
     let reopened = Collection::open(fs, directory).unwrap();
     assert_eq!(reopened.count(None), model.len());
-    for point in reopened.points() {
+    for point in reopened.points().unwrap() {
         let PointId::Number(id) = point.id else {
             unreachable!()
         };

@@ -152,6 +152,7 @@ fn search_spans_sealed_segments_and_the_buffer() {
     .unwrap();
     let live: Vec<(u64, Vec<f32>)> = collection
         .points()
+        .unwrap()
         .into_iter()
         .filter_map(|p| match p.id {
             PointId::Number(id) if p.payload.as_deref() == Some(r#"{"even":true}"#) => {
@@ -329,7 +330,7 @@ fn writes_during_maintenance_are_kept_exactly(
     assert!(seals >= 1);
     // every live point exactly once: a stale copy next to its newer version is a failure
     let state = |collection: &Collection| -> HashMap<u64, u64> {
-        let points = collection.points();
+        let points = collection.points().unwrap();
         let count = points.len();
         let state: HashMap<u64, u64> = points
             .into_iter()

@@ -20,7 +20,10 @@ use std::time::Duration;
 use common::{differences, engine_state, group_filter, replay, Operation, State, Write};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sagitta_engine::{Collection, CollectionConfig, Distance, OptimizerPolicy, PointId};
+use sagitta_engine::{
+    Collection, CollectionConfig, Distance, OptimizerPolicy, PointId, SegmentKindName,
+    StorageConfig,
+};
 use sagitta_storage::sim::SimFileSystem;
 
 const DIM: usize = 4;
@@ -56,6 +59,8 @@ struct Simulation {
     /// Operations applied while a seal or merge was held halfway (coverage report).
     halfway_writes: usize,
     trace: bool,
+    /// The file a seal or merge is held at: the first one its segment kind writes.
+    build_file: &'static str,
 }
 
 const DIRECTORY: &str = "/db/c";
@@ -214,7 +219,7 @@ impl Simulation {
         let fail_halfway = self.rng.gen_bool(0.15);
         let writes_halfway = self.rng.gen_range(1..6);
         let written_before: Vec<usize> = self.shards.iter().map(|s| s.writes.len()).collect();
-        self.fs.pause_at_file(".hnsw");
+        self.fs.pause_at_file(self.build_file);
         let (result, halfway) = std::thread::scope(|scope| {
             let fs = self.fs.clone(); // the same disk
             let worker = scope.spawn(move || {
@@ -299,7 +304,7 @@ impl Simulation {
 }
 
 /// Runs one seeded simulation; returns (operations, writes made while a build was held).
-fn simulate(seed: u64, steps: usize) -> (usize, usize) {
+fn simulate(seed: u64, steps: usize, kind: SegmentKindName) -> (usize, usize) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let shard_count = rng.gen_range(1..=2);
     let fs = SimFileSystem::new();
@@ -308,7 +313,10 @@ fn simulate(seed: u64, steps: usize) -> (usize, usize) {
         dim: DIM,
         distance: Distance::Euclid,
         shard_count,
-        storage: Default::default(),
+        storage: StorageConfig {
+            segment_kind: kind,
+            ..StorageConfig::default()
+        },
     };
     let mut collection = Collection::create(&fs, directory, config).unwrap();
     collection.set_policy(tiny_policy());
@@ -322,6 +330,10 @@ fn simulate(seed: u64, steps: usize) -> (usize, usize) {
         version: 0,
         halfway_writes: 0,
         trace: std::env::var("SAGITTA_CRASH_TRACE").is_ok(),
+        build_file: match kind {
+            SegmentKindName::Hnsw => ".hnsw",
+            SegmentKindName::Disk => ".records",
+        },
     };
     let mut operations = 0;
     for _ in 0..steps {
@@ -371,25 +383,36 @@ fn seed_count() -> u64 {
         .unwrap_or(300)
 }
 
-#[test]
-fn every_write_kind_in_every_point_state_survives_crashes_and_restarts() {
-    let seeds = seed_count();
+/// Runs `seeds` simulations of `kind` from `SAGITTA_CRASH_FIRST_SEED` (default 0).
+fn run_seeds(seeds: u64, kind: SegmentKindName) {
     let (mut operations, mut halfway) = (0, 0);
     let first = std::env::var("SAGITTA_CRASH_FIRST_SEED")
         .ok()
         .and_then(|text| text.parse().ok())
         .unwrap_or(0);
     for seed in first..first + seeds {
-        let (done, during_builds) = simulate(seed, 60);
+        let (done, during_builds) = simulate(seed, 60, kind);
         operations += done;
         halfway += during_builds;
     }
     eprintln!(
-        "{seeds} seeds, {operations} operations, {halfway} of them while a seal or merge \
-         was halfway through its build"
+        "{kind:?}: {seeds} seeds, {operations} operations, {halfway} of them while a seal or \
+         merge was halfway through its build"
     );
     assert!(
         halfway > seeds as usize,
         "the simulation reaches the halfway states"
     );
+}
+
+#[test]
+fn every_write_kind_in_every_point_state_survives_crashes_and_restarts() {
+    run_seeds(seed_count(), SegmentKindName::Hnsw);
+}
+
+/// The same with disk segments: seals, merges and vacuums build partitions and records
+/// files, and copy on write reads sealed vectors back from disk pages.
+#[test]
+fn disk_segments_survive_crashes_and_restarts_in_every_point_state() {
+    run_seeds(seed_count() / 2, SegmentKindName::Disk);
 }

@@ -91,6 +91,7 @@ fn real_directory_round_trip() {
         .collection("docs")
         .unwrap()
         .get(&PointId::Number(7))
+        .unwrap()
         .unwrap();
     assert_eq!(point.payload.as_deref(), Some(r#"{"k":"v"}"#));
     database.drop_collection("docs").unwrap();

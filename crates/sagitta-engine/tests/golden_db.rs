@@ -62,7 +62,7 @@ fn the_golden_database_opens_with_exactly_its_points() {
     let (indexed, buffered) = collection.point_counts();
     assert_eq!(indexed + buffered, expected.len());
     assert!(indexed > 2_000 && buffered > 100, "({indexed}, {buffered})");
-    let points = collection.points();
+    let points = collection.points().unwrap();
     assert_eq!(points.len(), expected.len());
     for point in points {
         let (vector, payload) = &expected[&point.id];

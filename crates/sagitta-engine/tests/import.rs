@@ -64,7 +64,10 @@ fn an_import_is_indexed_at_once_and_searches_exactly() {
     let status = collection.status();
     assert_eq!(status.health, Health::Green);
     assert_eq!((status.points, status.indexed), (3_000, 3_000));
-    assert_eq!(collection.get(&PointId::Number(10)), Some(repeated));
+    assert_eq!(
+        collection.get(&PointId::Number(10)).unwrap(),
+        Some(repeated)
+    );
     let query: Vec<f32> = vec![0.1; DIM];
     let mut truth: Vec<(f32, PointId)> = points[..3_000]
         .iter()
@@ -125,7 +128,7 @@ fn a_segment_built_cluster_by_cluster_keeps_every_point_whole() {
                 unreachable!("numbered")
             };
             let expected = (id >= deleted).then(|| point.clone());
-            assert_eq!(collection.get(&point.id), expected, "point {id}");
+            assert_eq!(collection.get(&point.id).unwrap(), expected, "point {id}");
         }
         let found = points[deleted as usize..]
             .iter()
@@ -325,7 +328,7 @@ fn a_crash_during_an_import_leaves_nothing_or_everything() {
                     "k={failing_write}: listed after a failure"
                 );
                 assert_eq!(collection.count(None), 1_200, "k={failing_write}");
-                let point = collection.get(&PointId::Number(777)).unwrap();
+                let point = collection.get(&PointId::Number(777)).unwrap().unwrap();
                 assert_eq!(point, points[777]);
             }
             Err(EngineError::CollectionNotFound { .. }) => {

@@ -88,7 +88,7 @@ fn the_background_optimizer_indexes_everything_and_keeps_segments_bounded() {
     for batch in 0..40u64 {
         let deleted = batch % 4 == 0 && batch < 37;
         for id in [batch * 100, batch * 100 + 50] {
-            let found = collection.get(&PointId::Number(id)).is_some();
+            let found = collection.get(&PointId::Number(id)).unwrap().is_some();
             assert_eq!(found, !(deleted && id % 100 < 33), "id {id}");
         }
     }

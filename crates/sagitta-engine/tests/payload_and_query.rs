@@ -33,6 +33,7 @@ fn payload(collection: &Collection, id: u64) -> Value {
     let text = collection
         .get(&PointId::Number(id))
         .unwrap()
+        .unwrap()
         .payload
         .unwrap();
     serde_json::from_str(&text).unwrap()
@@ -77,7 +78,7 @@ fn payload_updates_apply_and_replay() {
             json!({"a": 19, "b": "keep", "late": 1})
         );
         assert_eq!(payload(collection, 5), json!({"a": 5, "b": "keep"}));
-        assert!(collection.get(&PointId::Number(999)).is_none());
+        assert!(collection.get(&PointId::Number(999)).unwrap().is_none());
     };
     check(&collection);
     check(&Collection::open(&fs, Path::new("/c")).unwrap());

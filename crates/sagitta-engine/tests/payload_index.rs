@@ -91,7 +91,7 @@ fn indexes_change_no_answer_and_survive_reopen() {
     let query = vec![0.1; DIM];
     let before = answers(&collection, &query);
     // exact truth for the counts and ids
-    let all = collection.points();
+    let all = collection.points().unwrap();
     for (filter, (count, ids, _)) in filters().iter().zip(&before) {
         let mut truth: Vec<PointId> = all
             .iter()

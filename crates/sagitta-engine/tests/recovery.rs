@@ -80,7 +80,7 @@ fn crashes_during_seals_do_not_pile_up_logs() {
         );
         assert_eq!(collection.count(None), 50);
         assert_eq!(
-            collection.get(&PointId::Number(7)).unwrap(),
+            collection.get(&PointId::Number(7)).unwrap().unwrap(),
             point(7, round)
         );
     }
@@ -93,7 +93,10 @@ fn crashes_during_seals_do_not_pile_up_logs() {
     drop(collection);
     let reopened = Collection::open(&fs, directory).unwrap();
     assert_eq!(reopened.count(None), 50);
-    assert_eq!(reopened.get(&PointId::Number(49)).unwrap(), point(49, 19));
+    assert_eq!(
+        reopened.get(&PointId::Number(49)).unwrap().unwrap(),
+        point(49, 19)
+    );
 }
 
 /// A shard whose log append failed refuses writes: the collection reports red with the
@@ -137,9 +140,15 @@ fn a_failed_log_append_is_red_until_the_collection_is_reopened() {
     assert_ne!(status.health, Health::Red, "{status:?}");
     assert_eq!(status.write_error, None);
     collection.upsert(vec![point(4, 0)], true).unwrap();
-    assert_eq!(collection.get(&PointId::Number(1)), Some(point(1, 0)));
-    assert_eq!(collection.get(&PointId::Number(2)), None);
-    assert_eq!(collection.get(&PointId::Number(4)), Some(point(4, 0)));
+    assert_eq!(
+        collection.get(&PointId::Number(1)).unwrap(),
+        Some(point(1, 0))
+    );
+    assert_eq!(collection.get(&PointId::Number(2)).unwrap(), None);
+    assert_eq!(
+        collection.get(&PointId::Number(4)).unwrap(),
+        Some(point(4, 0))
+    );
     assert!(database.reopen_collection("absent").is_err());
 }
 

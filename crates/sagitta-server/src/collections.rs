@@ -140,7 +140,7 @@ pub async fn create(
         dim: checked.dim,
         distance: checked.distance,
         shard_count: checked.shard_count,
-        storage: Default::default(),
+        storage: checked.storage,
     };
     let database = Arc::clone(&state.database);
     let created_name = name.clone();
@@ -273,8 +273,26 @@ fn collection_info(collection: &Collection, echoed: &crate::EchoedSettings) -> V
             },
             "wal_config": {"wal_capacity_mb": 32, "wal_segments_ahead": 0},
             "quantization_config": {"scalar": {"type": "int8", "always_ram": true}},
+            "sagitta": {
+                "segment_kind": config.storage.segment_kind.name(),
+                "page_cache_mb": config.storage.page_cache_mb,
+            },
         },
         "payload_schema": payload_schema,
+        "sagitta": storage_report(&status),
+    })
+}
+
+/// SagittaDB's extension of collection info: what the sealed segments take in RAM and on
+/// disk (RAM per vector over the points they hold).
+fn storage_report(status: &sagitta_engine::CollectionStatus) -> Value {
+    #[allow(clippy::cast_precision_loss)]
+    let per_vector =
+        (status.indexed > 0).then(|| status.index_ram_bytes as f64 / status.indexed as f64);
+    json!({
+        "index_ram_bytes": status.index_ram_bytes,
+        "ram_bytes_per_vector": per_vector,
+        "disk_bytes": status.disk_bytes,
     })
 }
 

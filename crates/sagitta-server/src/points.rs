@@ -100,7 +100,8 @@ pub async fn upsert(
             let guard = WriteGuard::Exclusive(exclusive(order));
             (
                 guard,
-                admitted(&target, points, mode, update_filter.as_ref()),
+                admitted(&target, points, mode, update_filter.as_ref())
+                    .map_err(|error| ApiError::from_engine(error, &name))?,
             )
         };
         let count = points.len() as u64;
@@ -157,14 +158,18 @@ fn admitted(
     points: Vec<Point>,
     mode: UpdateMode,
     update_filter: Option<&Filter>,
-) -> Vec<Point> {
+) -> sagitta_engine::error::Result<Vec<Point>> {
     // Each id's state as the batch goes: None = absent, Some(payload) = present.
     let mut states: HashMap<PointId, Option<Option<Value>>> = HashMap::new();
     let mut kept = Vec::with_capacity(points.len());
     for point in points {
-        let state = states
-            .entry(point.id)
-            .or_insert_with(|| collection.get(&point.id).map(|stored| parsed(&stored)));
+        let state = match states.entry(point.id) {
+            std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                let stored = collection.get(&point.id)?;
+                entry.insert(stored.map(|stored| parsed(&stored)))
+            }
+        };
         let admit = match state {
             None => mode != UpdateMode::UpdateOnly,
             Some(payload) => {
@@ -178,7 +183,7 @@ fn admitted(
             kept.push(point);
         }
     }
-    kept
+    Ok(kept)
 }
 
 /// A point's payload as JSON (`None` when it has none).
@@ -433,6 +438,7 @@ impl QueryTarget<'_> {
             .as_deref()
             .unwrap_or(self.collection)
             .get(&id)
+            .map_err(|error| ApiError::from_engine(error, source_name))?
             .ok_or_else(|| {
                 ApiError::not_found(format!(
                     "Not found: `{field}query`: no point with id {id} in collection \
@@ -581,12 +587,14 @@ pub async fn retrieve(
     let with_payload = request.with_payload.unwrap_or(WithPayload::Flag(true));
     let with_vector = WithVector::wanted(request.with_vector.as_ref());
     let records = read(&state, move || {
-        Ok(request
-            .ids
-            .iter()
-            .filter_map(|id| target.get(&id.0))
-            .map(|point| record_output(point, &with_payload, with_vector))
-            .collect::<Vec<_>>())
+        let mut records = Vec::with_capacity(request.ids.len());
+        for id in &request.ids {
+            let point = target
+                .get(&id.0)
+                .map_err(|error| ApiError::from_engine(error, &name))?;
+            records.extend(point.map(|point| record_output(point, &with_payload, with_vector)));
+        }
+        Ok(records)
     })
     .await?;
     Ok(ok(records, started))
@@ -614,9 +622,14 @@ pub async fn retrieve_one(
     let started = Instant::now();
     let target = collection(&state, &name)?;
     let id = parse_path_id(&id)?;
-    let point = read(&state, move || Ok(target.get(&id)))
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("Not found: No point with id {id} found")))?;
+    let failed = name.clone();
+    let point = read(&state, move || {
+        target
+            .get(&id)
+            .map_err(|error| ApiError::from_engine(error, &failed))
+    })
+    .await?
+    .ok_or_else(|| ApiError::not_found(format!("Not found: No point with id {id} found")))?;
     Ok(ok(
         record_output(point, &WithPayload::Flag(true), true),
         started,

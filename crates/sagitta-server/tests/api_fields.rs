@@ -64,9 +64,32 @@ async fn errors_are_enveloped_and_name_the_field() {
             &["vectors.on_dsk"],
         ),
         (json!({"vectors": [4, "Dot"]}), &["vectors"]),
+        (
+            json!({"vectors": {"size": 4, "distance": "Dot"},
+                   "sagitta": {"segment_kind": "lsm"}}),
+            &["sagitta.segment_kind", "lsm"],
+        ),
+        (
+            json!({"vectors": {"size": 4, "distance": "Dot"},
+                   "sagitta": {"page_cache_mb": 9_999_999_999u64}}),
+            &["sagitta.page_cache_mb"],
+        ),
+        (
+            json!({"vectors": {"size": 4, "distance": "Dot"},
+                   "sagitta": {"segmnt_kind": "disk"}}),
+            &["sagitta", "segmnt_kind"],
+        ),
     ] {
         expect(create(body).await, StatusCode::BAD_REQUEST, words);
     }
+    assert_eq!(
+        server
+            .call("GET", "/collections/other", json!({}))
+            .await
+            .status,
+        StatusCode::NOT_FOUND,
+        "no refused create left a collection"
+    );
     let query = "/collections/docs/points/query";
     for (body, words) in [
         (
@@ -686,4 +709,37 @@ async fn unknown_fields_are_refused_with_their_path() {
             json!({"shard_key": null, "filter": null, "exact": false}),
         )
         .await;
+}
+
+/// SagittaDB's storage extension: `sagitta.segment_kind` and `sagitta.page_cache_mb` in a
+/// create are kept and shown in collection info, with what the segments take in RAM and
+/// on disk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_storage_extension_is_kept_and_reported() {
+    let server = server();
+    server
+        .ok(
+            "PUT",
+            "/collections/ondisk",
+            json!({"vectors": {"size": 8, "distance": "Euclid"},
+                   "sagitta": {"segment_kind": "disk", "page_cache_mb": 16}}),
+        )
+        .await;
+    let info = server.ok("GET", "/collections/ondisk", json!({})).await;
+    assert_eq!(
+        info["config"]["sagitta"],
+        json!({"segment_kind": "disk", "page_cache_mb": 16})
+    );
+    assert_eq!(
+        info["sagitta"],
+        json!({"index_ram_bytes": 0, "ram_bytes_per_vector": null, "disk_bytes": 0}),
+        "nothing sealed yet"
+    );
+    make_collection(&server, "inram", 4, 3).await;
+    let info = server.ok("GET", "/collections/inram", json!({})).await;
+    assert_eq!(
+        info["config"]["sagitta"],
+        json!({"segment_kind": "hnsw", "page_cache_mb": 64}),
+        "the default"
+    );
 }

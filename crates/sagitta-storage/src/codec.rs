@@ -279,6 +279,30 @@ impl<'a> Reader<'a> {
         Ok(version)
     }
 
+    /// A u8 format version that must be one of `readable` (the older ones a format still
+    /// reads, then the current one); otherwise an error naming the format and them all.
+    pub fn version_u8_of(
+        &mut self,
+        field: &'static str,
+        what: &str,
+        readable: &[u8],
+    ) -> DecodeResult<u8> {
+        let offset = self.offset;
+        let version = self.u8(field)?;
+        if !readable.contains(&version) {
+            let listed: Vec<String> = readable.iter().map(u8::to_string).collect();
+            return Err(Reader::invalid_at(
+                offset,
+                field,
+                format!(
+                    "{what} version {version}; this build reads {}",
+                    listed.join(" and ")
+                ),
+            ));
+        }
+        Ok(version)
+    }
+
     /// Succeeds only when every byte has been read.
     pub fn expect_end(&self, expected: &'static str) -> DecodeResult<()> {
         if self.rest.is_empty() {

@@ -7,6 +7,7 @@ use sagitta_storage::codec::{DecodeError, Reader, Writer};
 use crate::error::{EngineError, Result};
 use crate::payload_index::{check_field_name, FieldType, PayloadSchema, MAX_INDEXED_FIELDS};
 use crate::point::{Distance, Point};
+pub use crate::segment::SegmentKindName;
 
 /// Largest vector dimension.
 pub const MAX_DIMENSION: usize = 65_536;
@@ -40,49 +41,6 @@ pub struct CollectionConfig {
     pub shard_count: usize,
     /// How sealed segments keep their vectors (a SagittaDB extension of Qdrant's config).
     pub storage: StorageConfig,
-}
-
-/// The kind of the segments a collection seals its points into.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SegmentKindName {
-    /// An HNSW graph with SQ8 codes and full vectors, all in RAM.
-    #[default]
-    Hnsw,
-    /// Balanced partitions with RaBitQ codes in RAM and full vectors on disk, read
-    /// through the page reader (issue 15).
-    Disk,
-}
-
-impl SegmentKindName {
-    pub fn name(self) -> &'static str {
-        match self {
-            SegmentKindName::Hnsw => "hnsw",
-            SegmentKindName::Disk => "disk",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<SegmentKindName> {
-        match name {
-            "hnsw" => Some(SegmentKindName::Hnsw),
-            "disk" => Some(SegmentKindName::Disk),
-            _ => None,
-        }
-    }
-
-    pub(crate) fn code(self) -> u8 {
-        match self {
-            SegmentKindName::Hnsw => 0,
-            SegmentKindName::Disk => 1,
-        }
-    }
-
-    pub(crate) fn from_code(code: u8) -> Option<SegmentKindName> {
-        match code {
-            0 => Some(SegmentKindName::Hnsw),
-            1 => Some(SegmentKindName::Disk),
-            _ => None,
-        }
-    }
 }
 
 /// Where a collection's sealed vectors live and how much RAM their reads may cache.
@@ -180,17 +138,11 @@ impl CollectionConfig {
         bytes: &[u8],
     ) -> Result<(CollectionConfig, PayloadSchema), DecodeError> {
         let mut reader = Reader::new(bytes);
-        let version = reader.u8("config_version")?;
-        if version != CONFIG_VERSION && version != CONFIG_VERSION_HNSW_ONLY {
-            return Err(Reader::invalid_at(
-                0,
-                "config_version",
-                format!(
-                    "collection config version {version}; this build reads \
-                     {CONFIG_VERSION_HNSW_ONLY} and {CONFIG_VERSION}"
-                ),
-            ));
-        }
+        let version = reader.version_u8_of(
+            "config_version",
+            "collection config",
+            &[CONFIG_VERSION_HNSW_ONLY, CONFIG_VERSION],
+        )?;
         let distance = reader.code("distance", Distance::from_code)?;
         let dim = reader.u32("dim")? as usize;
         let shard_count = reader.u32("shard_count")? as usize;

@@ -137,6 +137,7 @@ impl Collection {
         };
         // One shard at a time: each segment build already uses every core.
         let mut shards = Vec::with_capacity(config.shard_count);
+        let storage = super::shard_storage(&config);
         for (index, points) in per_shard.into_iter().enumerate() {
             progress.check()?;
             let (shard, written) = Shard::write_imported(
@@ -145,6 +146,7 @@ impl Collection {
                 points,
                 config.dim,
                 config.distance,
+                &storage,
                 &progress.rows,
             )
             .map_err(import_error)?;

@@ -6,12 +6,14 @@ mod import;
 mod read;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::{Mutex, RwLock};
 
 use sagitta_storage::fs::{remove_if_exists, FileSystem};
 use sagitta_storage::manifest;
+use sagitta_storage::pageio::PageCache;
 
 use crate::codec::Operation;
 use crate::error::{EngineError, Result};
@@ -19,7 +21,7 @@ use crate::filter::Filter;
 use crate::payload_index::{check_field_name, FieldType, PayloadSchema, MAX_INDEXED_FIELDS};
 use crate::point::{Point, PointId};
 use crate::policy::{OptimizerPolicy, Work};
-use crate::shard::Shard;
+use crate::shard::{Shard, ShardStorage};
 
 use config::check_payload;
 pub use config::{
@@ -80,6 +82,11 @@ pub struct CollectionStatus {
     /// Live points in sealed (HNSW-indexed) segments.
     pub indexed: usize,
     pub segments: usize,
+    /// RAM the sealed segments' indexes hold (graphs, codes, vectors kept in RAM; ids and
+    /// payloads not counted).
+    pub index_ram_bytes: u64,
+    /// Bytes of the sealed segments' files.
+    pub disk_bytes: u64,
     /// The optimizer's last error, until a later unit of work succeeds.
     pub optimizer_error: Option<String>,
     /// Why a shard refuses writes (health is red), until the collection is reopened
@@ -98,6 +105,7 @@ pub(super) fn open_shards(
     config: &CollectionConfig,
     schema: &PayloadSchema,
 ) -> Result<Vec<Shard>> {
+    let storage = shard_storage(config);
     (0..config.shard_count)
         .map(|index| {
             Shard::open(
@@ -106,9 +114,19 @@ pub(super) fn open_shards(
                 config.dim,
                 config.distance,
                 schema,
+                &storage,
             )
         })
         .collect()
+}
+
+/// The storage every shard of a collection shares: its segment kind and one page cache of
+/// the configured size.
+pub(super) fn shard_storage(config: &CollectionConfig) -> ShardStorage {
+    ShardStorage {
+        kind: config.storage.segment_kind,
+        page_cache: Arc::new(PageCache::new(config.storage.page_cache_mb << 20)),
+    }
 }
 
 impl Collection {
@@ -351,6 +369,8 @@ impl Collection {
             points: indexed + buffered,
             indexed,
             segments: self.shards.iter().map(Shard::segment_count).sum(),
+            index_ram_bytes: self.shards.iter().map(Shard::index_ram_bytes).sum(),
+            disk_bytes: self.shards.iter().map(Shard::segment_file_bytes).sum(),
             optimizer_error: self.maintenance.lock().last_error.clone(),
             write_error,
         }

@@ -5,7 +5,6 @@ use crate::error::Result;
 use crate::filter::Filter;
 use crate::point::{Distance, Point, PointId};
 use crate::query::{user_score, within_threshold, ScoredPoint, SearchRequest, Strategy};
-use crate::shard::Shard;
 
 use super::config::{check_range, normalize, MAX_LIMIT};
 use super::Collection;
@@ -19,7 +18,9 @@ impl Collection {
             .collect()
     }
 
-    pub fn get(&self, id: &PointId) -> Option<Point> {
+    /// The live point `id`; an error only when a disk segment's read fails (I/O, or a
+    /// damaged page).
+    pub fn get(&self, id: &PointId) -> Result<Option<Point>> {
         self.shards[self.shard_of(id)].get(id)
     }
 
@@ -58,17 +59,20 @@ impl Collection {
             .collect();
         ids.sort_unstable();
         let next = ids.get(limit).copied();
-        let page = ids
-            .into_iter()
-            .take(limit)
-            .filter_map(|id| self.get(&id))
-            .collect();
+        let mut page = Vec::with_capacity(limit.min(ids.len()));
+        for id in ids.iter().take(limit) {
+            page.extend(self.get(id)?);
+        }
         Ok((page, next))
     }
 
     /// Every live point (shard by shard).
-    pub fn points(&self) -> Vec<Point> {
-        self.shards.iter().flat_map(Shard::points).collect()
+    pub fn points(&self) -> Result<Vec<Point>> {
+        let mut points = Vec::new();
+        for shard in &self.shards {
+            points.extend(shard.points()?);
+        }
+        Ok(points)
     }
 
     /// Exact top-`limit` over every shard, among points passing `filter`.

@@ -14,9 +14,13 @@
 //!   no graph, a merge, a vacuum) and loaded at open. A seal of an indexed buffer saves the
 //!   graph the indexer grew instead ([`hnsw::HnswSegment::from_graph`]).
 //!
-//! One kind exists, [`hnsw::HnswSegment`]; a write buffer's points can join its graph
-//! ([`SegmentWrite::graph_host`]). The next kinds (disk partitions, sparse vectors)
-//! implement the same three traits; the shard holds every segment as `dyn SegmentWrite`.
+//! Two kinds exist: [`hnsw::HnswSegment`] (graph, codes and vectors in RAM; a write
+//! buffer's points can join its graph, [`SegmentWrite::graph_host`]) and
+//! [`disk::DiskSegment`] (codes in RAM, vectors read from disk). The shard holds every
+//! segment as `dyn SegmentWrite`, names a kind only to build or load one ([`build`],
+//! [`load`]), and the shard manifest records each segment's kind. What every kind keeps
+//! per position (ids, payloads, their indexes) and the files every kind shares are in
+//! [`listing`].
 //!
 //! Invariants: a segment's points are numbered 0..len (their *positions*, stable for the
 //! segment's life); an id is live at one position at most (a buffer saved as a segment
@@ -24,18 +28,21 @@
 //! live one); the deleted count equals the positions marked deleted ([`SegmentWrite::recount_deleted`] restores it when a shared graph took
 //! deletes through another segment).
 //!
-//! Files (docs/format.md, "Shard directory"): `segment-<id>.hnsw` (the HNSW index file),
-//! `segment-<id>.points` (ids and payloads), `segment-<id>.tomb-<generation>` (tombstones
-//! as of a seal).
+//! Files (docs/format.md, "Shard directory"): `segment-<id>.points` (ids and payloads) and
+//! `segment-<id>.tomb-<generation>` (tombstones as of a seal) for every kind;
+//! `segment-<id>.hnsw` (the HNSW index file) for HNSW segments; `segment-<id>.ivf` and
+//! `segment-<id>.records` for disk segments.
 
+pub(crate) mod disk;
 pub(crate) mod hnsw;
+mod listing;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use sagitta_index::hnsw::{AddProgress, HnswIndex};
 use sagitta_storage::fs::FileSystem;
-use serde_json::Value;
+use sagitta_storage::pageio::PageCache;
 
 use crate::error::Result;
 use crate::filter::Filter;
@@ -43,31 +50,92 @@ use crate::payload_index::{FieldType, PayloadSchema};
 use crate::point::{Distance, Point, PointId};
 use crate::query::Strategy;
 
+pub(crate) use disk::DiskSegment;
 pub(crate) use hnsw::{segment_params, HnswSegment};
+use listing::Listing;
 
-/// What every segment of a shard shares: vector shape and the indexed payload fields.
+/// The kind of the segments a collection seals its points into.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SegmentKindName {
+    /// An HNSW graph with SQ8 codes and full vectors, all in RAM.
+    #[default]
+    Hnsw,
+    /// Balanced partitions with RaBitQ codes in RAM and full vectors on disk, read
+    /// through the page reader (issue 15).
+    Disk,
+}
+
+impl SegmentKindName {
+    pub fn name(self) -> &'static str {
+        match self {
+            SegmentKindName::Hnsw => "hnsw",
+            SegmentKindName::Disk => "disk",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<SegmentKindName> {
+        match name {
+            "hnsw" => Some(SegmentKindName::Hnsw),
+            "disk" => Some(SegmentKindName::Disk),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            SegmentKindName::Hnsw => 0,
+            SegmentKindName::Disk => 1,
+        }
+    }
+
+    pub(crate) fn from_code(code: u8) -> Option<SegmentKindName> {
+        match code {
+            0 => Some(SegmentKindName::Hnsw),
+            1 => Some(SegmentKindName::Disk),
+            _ => None,
+        }
+    }
+}
+
+/// What every segment of a shard shares: vector shape, the indexed payload fields, and
+/// the collection's page cache (disk segments read through it).
 pub(crate) struct SegmentShape<'a> {
     pub dim: usize,
     pub distance: Distance,
     pub schema: &'a PayloadSchema,
+    pub page_cache: &'a Arc<PageCache>,
 }
 
 /// The read side of a sealed segment. Every method sees live points only.
 pub(crate) trait SegmentRead: Send + Sync {
     /// The segment's number in its shard (its file names carry it).
     fn id(&self) -> u64;
+    /// The kind (recorded in the shard manifest, which names the files by it).
+    fn kind(&self) -> SegmentKindName;
+    /// Ids and payloads by position, and their indexes.
+    fn positions(&self) -> &Listing;
     /// Points the segment was built with, live or not.
-    fn len(&self) -> usize;
+    fn len(&self) -> usize {
+        self.positions().len()
+    }
     fn deleted_count(&self) -> usize;
     fn live_count(&self) -> usize {
         self.len() - self.deleted_count()
     }
     /// Bytes of the segment's files, as built or loaded.
     fn file_bytes(&self) -> u64;
-    fn get(&self, id: &PointId) -> Option<Point>;
+    /// Bytes of RAM the segment's index holds (ids and payloads not counted).
+    fn ram_bytes(&self) -> u64;
+    /// The live point `id`, if it is here (a disk segment reads its vector).
+    fn get(&self, id: &PointId) -> Result<Option<Point>>;
     /// Live ids passing `filter`, in no particular order.
-    fn live_ids<'a>(&'a self, filter: Option<&'a Filter>)
-        -> Box<dyn Iterator<Item = PointId> + 'a>;
+    fn live_ids<'a>(
+        &'a self,
+        filter: Option<&'a Filter>,
+    ) -> Box<dyn Iterator<Item = PointId> + 'a> {
+        self.positions()
+            .live_ids(filter, |position| self.is_deleted_at(position))
+    }
     /// Up to `limit` live ids passing `filter` from `start` on, in id order. A page
     /// evaluates the filter up to its last match, not over the whole segment.
     fn scroll_ids(
@@ -75,9 +143,14 @@ pub(crate) trait SegmentRead: Send + Sync {
         start: Option<PointId>,
         filter: Option<&Filter>,
         limit: usize,
-    ) -> Vec<PointId>;
-    /// Live points with their positions (a merge's input).
-    fn live_points(&self) -> Box<dyn Iterator<Item = (u32, Point)> + '_>;
+    ) -> Vec<PointId> {
+        self.positions()
+            .scroll_ids(start, filter, limit, &|position| {
+                self.is_deleted_at(position)
+            })
+    }
+    /// Live points with their positions (a merge's input); a read that fails ends it.
+    fn live_points(&self) -> Box<dyn Iterator<Item = Result<(u32, Point)>> + '_>;
     /// Whether the point at `position` has been deleted.
     fn is_deleted_at(&self, position: u32) -> bool;
     /// Top-`k` among live points passing `filter`, as `(distance, point)` with "lower is
@@ -97,8 +170,9 @@ pub(crate) trait SegmentRead: Send + Sync {
 pub(crate) trait SegmentWrite: SegmentRead {
     /// Marks `id` deleted if it is live here.
     fn remove(&self, id: &PointId);
-    /// Marks `id` deleted if it is live here; returns its point (for copy on write).
-    fn take(&self, id: &PointId) -> Option<Point>;
+    /// Marks `id` deleted if it is live here; returns its point (for copy on write). A
+    /// point whose vector cannot be read is left live and the error returned.
+    fn take(&self, id: &PointId) -> Result<Option<Point>>;
     /// Recounts the deleted positions (see the module's invariants).
     fn recount_deleted(&self);
     /// Writes the current tombstones as of `generation`, durably (the directory sync is
@@ -108,11 +182,19 @@ pub(crate) trait SegmentWrite: SegmentRead {
         fs: &dyn FileSystem,
         directory: &Path,
         generation: u64,
-    ) -> Result<bool>;
+    ) -> Result<bool> {
+        let len = u32::try_from(self.len()).expect("segment size");
+        let deleted = (0..len).filter(|position| self.is_deleted_at(*position));
+        listing::write_tombstones(fs, directory, self.id(), generation, deleted)
+    }
     /// Makes the payload indexes match `schema`: builds the missing ones, drops the others.
-    fn sync_payload_indexes(&self, schema: &PayloadSchema);
+    fn sync_payload_indexes(&self, schema: &PayloadSchema) {
+        self.positions().sync_payload_indexes(schema);
+    }
     /// Builds the index of `field` (replacing one of the same name), or drops it.
-    fn set_payload_index(&self, field: &str, kind: Option<FieldType>);
+    fn set_payload_index(&self, field: &str, kind: Option<FieldType>) {
+        self.positions().set_payload_index(field, kind);
+    }
     /// The graph a write buffer's points can join, for the kinds that have one.
     fn graph_host(&self) -> Option<&dyn GraphHost> {
         None
@@ -153,8 +235,70 @@ pub(crate) trait SegmentKind: SegmentWrite + Sized {
         directory: &Path,
         id: u64,
         tombstone_generation: Option<u64>,
-        schema: &PayloadSchema,
+        shape: &SegmentShape<'_>,
     ) -> Result<Self>;
+}
+
+/// Builds segment `id` of `kind` from `points` ([`SegmentKind::build`]).
+pub(crate) fn build(
+    kind: SegmentKindName,
+    fs: &dyn FileSystem,
+    directory: &Path,
+    id: u64,
+    points: Vec<Point>,
+    shape: &SegmentShape<'_>,
+    progress: Option<&AddProgress>,
+) -> Result<SharedSegment> {
+    let build = match kind {
+        SegmentKindName::Hnsw => build_as::<HnswSegment>,
+        SegmentKindName::Disk => build_as::<DiskSegment>,
+    };
+    build(fs, directory, id, points, shape, progress)
+}
+
+fn build_as<K: SegmentKind + 'static>(
+    fs: &dyn FileSystem,
+    directory: &Path,
+    id: u64,
+    points: Vec<Point>,
+    shape: &SegmentShape<'_>,
+    progress: Option<&AddProgress>,
+) -> Result<SharedSegment> {
+    Ok(Arc::new(K::build(
+        fs, directory, id, points, shape, progress,
+    )?))
+}
+
+/// Loads segment `id` of `kind` ([`SegmentKind::load`]).
+pub(crate) fn load(
+    kind: SegmentKindName,
+    fs: &dyn FileSystem,
+    directory: &Path,
+    id: u64,
+    tombstone_generation: Option<u64>,
+    shape: &SegmentShape<'_>,
+) -> Result<SharedSegment> {
+    let load = match kind {
+        SegmentKindName::Hnsw => load_as::<HnswSegment>,
+        SegmentKindName::Disk => load_as::<DiskSegment>,
+    };
+    load(fs, directory, id, tombstone_generation, shape)
+}
+
+fn load_as<K: SegmentKind + 'static>(
+    fs: &dyn FileSystem,
+    directory: &Path,
+    id: u64,
+    tombstone_generation: Option<u64>,
+    shape: &SegmentShape<'_>,
+) -> Result<SharedSegment> {
+    Ok(Arc::new(K::load(
+        fs,
+        directory,
+        id,
+        tombstone_generation,
+        shape,
+    )?))
 }
 
 /// A segment as the shard holds it.
@@ -162,20 +306,28 @@ pub(crate) type SharedSegment = Arc<dyn SegmentWrite>;
 
 /// The `.points` listing of positions with these ids and payloads (no vectors: the
 /// segment's index holds them).
-pub(crate) fn listing(ids: &[PointId], payloads: &[Option<Arc<Value>>]) -> Vec<Point> {
+pub(crate) fn listing(ids: &[PointId], payloads: &[Option<Arc<serde_json::Value>>]) -> Vec<Point> {
     ids.iter()
         .zip(payloads)
         .map(|(id, payload)| Point {
             id: *id,
             vector: Vec::new(),
-            payload: payload.as_deref().map(Value::to_string),
+            payload: payload.as_deref().map(serde_json::Value::to_string),
         })
         .collect()
 }
 
-/// The index and points files of segment `id`.
-pub(crate) fn file_names(id: u64) -> [String; 2] {
-    [format!("segment-{id}.hnsw"), format!("segment-{id}.points")]
+/// The files of segment `id` of `kind` (tombstones aside).
+pub(crate) fn file_names(kind: SegmentKindName, id: u64) -> Vec<String> {
+    let points = format!("segment-{id}.points");
+    match kind {
+        SegmentKindName::Hnsw => vec![format!("segment-{id}.hnsw"), points],
+        SegmentKindName::Disk => vec![
+            format!("segment-{id}.ivf"),
+            format!("segment-{id}.records"),
+            points,
+        ],
+    }
 }
 
 pub(crate) fn tombstones_name(id: u64, epoch: u64) -> String {
@@ -183,11 +335,19 @@ pub(crate) fn tombstones_name(id: u64, epoch: u64) -> String {
 }
 
 pub(crate) fn index_path(directory: &Path, id: u64) -> PathBuf {
-    directory.join(&file_names(id)[0])
+    directory.join(format!("segment-{id}.hnsw"))
 }
 
 pub(crate) fn points_path(directory: &Path, id: u64) -> PathBuf {
-    directory.join(&file_names(id)[1])
+    directory.join(format!("segment-{id}.points"))
+}
+
+pub(crate) fn disk_index_path(directory: &Path, id: u64) -> PathBuf {
+    directory.join(format!("segment-{id}.ivf"))
+}
+
+pub(crate) fn records_path(directory: &Path, id: u64) -> PathBuf {
+    directory.join(format!("segment-{id}.records"))
 }
 
 pub(crate) fn tombstones_path(directory: &Path, id: u64, epoch: u64) -> PathBuf {

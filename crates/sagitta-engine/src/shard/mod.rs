@@ -21,6 +21,7 @@ use std::time::Instant;
 use parking_lot::{Mutex, RwLock};
 use sagitta_storage::fs::{remove_if_exists, FileSystem};
 use sagitta_storage::manifest;
+use sagitta_storage::pageio::PageCache;
 use sagitta_storage::wal::{Record, Wal, RECORD_BYTES_MAX};
 
 use crate::buffer::{Buffer, BufferGraph};
@@ -29,8 +30,8 @@ use crate::error::{EngineError, Result};
 use crate::payload_index::{FieldType, PayloadSchema};
 use crate::point::{Distance, Point, PointId};
 use crate::policy::{OptimizerPolicy, Work};
-use crate::segment::{HnswSegment, SegmentKind, SegmentRead, SegmentShape, SharedSegment};
-use crate::shard_manifest::{remove_unreferenced, wal_path, ShardManifest};
+use crate::segment::{self, SegmentKindName, SegmentShape, SharedSegment};
+use crate::shard_manifest::{remove_unreferenced, wal_path, ListedSegment, ShardManifest};
 use crate::shard_state::{carried_records, Frozen, Writer};
 
 /// Each log's path and intact records, in replay order.
@@ -105,9 +106,32 @@ pub(super) fn host_among(segments: &[SharedSegment], graph: &BufferGraph) -> Opt
         .cloned()
 }
 
+/// How a shard's sealed segments are stored: its collection's choice, fixed at creation.
+#[derive(Clone)]
+pub(crate) struct ShardStorage {
+    /// The kind of every segment a seal, merge or import builds.
+    pub kind: SegmentKindName,
+    /// The collection's page cache (disk segments' records).
+    pub page_cache: Arc<PageCache>,
+}
+
+/// The shard manifest of `directory`, or the empty one of a new shard.
+fn read_manifest(fs: &dyn FileSystem, directory: &Path) -> Result<ShardManifest> {
+    match manifest::load(fs, directory)? {
+        Some(bytes) => ShardManifest::try_decode(&bytes).map_err(|error| EngineError::Corrupt {
+            reason: format!(
+                "{}: shard manifest does not decode: {error}",
+                directory.display()
+            ),
+        }),
+        None => Ok(ShardManifest::default()),
+    }
+}
+
 pub(crate) struct Shard {
     dim: usize,
     distance: Distance,
+    storage: ShardStorage,
     /// Indexed payload fields; changed under the writer lock.
     schema: RwLock<PayloadSchema>,
     directory: PathBuf,
@@ -129,35 +153,35 @@ impl Shard {
         dim: usize,
         distance: Distance,
         schema: &PayloadSchema,
+        storage: &ShardStorage,
     ) -> Result<Shard> {
         fs.create_dir_all(directory)?;
-        let manifest = match manifest::load(fs, directory)? {
-            Some(bytes) => {
-                ShardManifest::try_decode(&bytes).map_err(|error| EngineError::Corrupt {
-                    reason: format!(
-                        "{}: shard manifest does not decode: {error}",
-                        directory.display()
-                    ),
-                })?
-            }
-            None => ShardManifest::default(),
+        let manifest = read_manifest(fs, directory)?;
+        let shape = SegmentShape {
+            dim,
+            distance,
+            schema,
+            page_cache: &storage.page_cache,
         };
         let segments = manifest
             .segments
             .iter()
-            .map(|(id, tombstones)| {
-                HnswSegment::load(fs, directory, *id, *tombstones, schema)
-                    .map(|segment| Arc::new(segment) as SharedSegment)
+            .map(|listed| {
+                segment::load(
+                    listed.kind,
+                    fs,
+                    directory,
+                    listed.id,
+                    listed.tombstones,
+                    &shape,
+                )
             })
             .collect::<Result<Vec<_>>>()?;
         let had_replay_logs = !manifest.replay_logs.is_empty();
         let (wal, recovered) = open_logs(fs, directory, &manifest)?;
         let shard = Shard::assemble(
-            &SegmentShape {
-                dim,
-                distance,
-                schema,
-            },
+            &shape,
+            storage,
             directory,
             Writer::new(wal, manifest),
             segments,
@@ -176,7 +200,7 @@ impl Shard {
                             record.sequence
                         ),
                     })?;
-                shard.apply(operation);
+                shard.apply(operation)?;
             }
         }
         if had_replay_logs || shard.log_outgrew_buffer(replayed_bytes) {
@@ -222,6 +246,7 @@ impl Shard {
 
     fn assemble(
         shape: &SegmentShape<'_>,
+        storage: &ShardStorage,
         directory: &Path,
         writer: Writer,
         segments: Vec<SharedSegment>,
@@ -229,6 +254,7 @@ impl Shard {
         Shard {
             dim: shape.dim,
             distance: shape.distance,
+            storage: storage.clone(),
             schema: RwLock::new(shape.schema.clone()),
             directory: directory.to_path_buf(),
             writer: Mutex::new(writer),
@@ -251,6 +277,7 @@ impl Shard {
         points: Vec<Point>,
         dim: usize,
         distance: Distance,
+        storage: &ShardStorage,
         progress: &sagitta_index::hnsw::AddProgress,
     ) -> Result<(Shard, u64)> {
         let schema = PayloadSchema::new();
@@ -258,6 +285,7 @@ impl Shard {
             dim,
             distance,
             schema: &schema,
+            page_cache: &storage.page_cache,
         };
         fs.create_dir_all(directory)?;
         let mut manifest = ShardManifest {
@@ -267,23 +295,38 @@ impl Shard {
         let mut written = 0;
         let mut segments: Vec<SharedSegment> = Vec::new();
         if !points.is_empty() {
-            let segment = HnswSegment::build(fs, directory, 0, points, &shape, Some(progress))?;
+            let segment = segment::build(
+                storage.kind,
+                fs,
+                directory,
+                0,
+                points,
+                &shape,
+                Some(progress),
+            )?;
             written += segment.file_bytes();
-            manifest.segments.push((0, None));
-            segments.push(Arc::new(segment));
+            manifest.segments.push(ListedSegment {
+                id: 0,
+                tombstones: None,
+                kind: storage.kind,
+            });
+            segments.push(segment);
         }
         fs.sync_dir(directory)?;
         let encoded = manifest.encode();
         manifest::publish(fs, directory, &encoded)?;
         let (wal, _) = Wal::open(fs, &wal_path(directory, manifest.generation), 1)?;
         let writer = Writer::new(wal, manifest);
-        let shard = Shard::assemble(&shape, directory, writer, segments);
+        let shard = Shard::assemble(&shape, storage, directory, writer, segments);
         Ok((shard, written + encoded.len() as u64))
     }
 
     /// Applies a logged operation: points it touches that live in a segment leave it
-    /// (marked deleted; payload updates carry the point into the buffer first).
-    fn apply(&self, operation: Operation) {
+    /// (marked deleted; payload updates carry the point into the buffer first). Fails only
+    /// where a payload update must read a point from a disk segment and the read fails
+    /// (replay of a log written before copy on write was logged; writes carry the point
+    /// themselves, see [`Shard::write`]).
+    fn apply(&self, operation: Operation) -> Result<()> {
         let segments = self.segments.read();
         let frozen = self.frozen.read();
         let mut buffer = self.buffer.write();
@@ -300,16 +343,21 @@ impl Shard {
                 Operation::SetPayload { ids, .. }
                 | Operation::OverwritePayload { ids, .. }
                 | Operation::DeletePayloadKeys { ids, .. } => {
-                    let moved: Vec<Point> = ids
-                        .iter()
-                        .filter(|id| !buffer.slots.contains_key(id))
-                        .filter_map(|id| {
-                            frozen
-                                .as_ref()
-                                .and_then(|frozen| frozen.take(id, self.dim))
-                                .or_else(|| segments.iter().find_map(|segment| segment.take(id)))
-                        })
-                        .collect();
+                    let mut moved: Vec<Point> = Vec::new();
+                    for id in ids.iter().filter(|id| !buffer.slots.contains_key(id)) {
+                        if let Some(point) =
+                            frozen.as_ref().and_then(|frozen| frozen.take(id, self.dim))
+                        {
+                            moved.push(point);
+                            continue;
+                        }
+                        for segment in segments.iter() {
+                            if let Some(point) = segment.take(id)? {
+                                moved.push(point);
+                                break;
+                            }
+                        }
+                    }
                     if !moved.is_empty() {
                         buffer.apply(Operation::Upsert(moved), self.dim);
                     }
@@ -317,6 +365,7 @@ impl Shard {
             }
         }
         buffer.apply(operation, self.dim);
+        Ok(())
     }
 
     /// Makes every acknowledged write durable: syncs the log (a no-op for an untouched
@@ -346,7 +395,7 @@ impl Shard {
         // tombstoned by it, and the frozen buffer's is gone once its seal commits, so a
         // replay that had to copy the point from there again would find nothing (points
         // updated during a seal were lost at the next restart — issue 12).
-        let carried = carried_records(self.carried_points(&operation));
+        let carried = carried_records(self.carried_points(&operation)?);
         let mut records: Vec<&[u8]> = carried.iter().map(|(record, _)| &record[..]).collect();
         records.push(&record);
         writer.wal.append(&records)?;
@@ -354,25 +403,26 @@ impl Shard {
             writer.wal.sync()?;
         }
         for (_, points) in carried {
-            self.apply(Operation::Upsert(points));
+            self.apply(Operation::Upsert(points))?;
         }
         debug_assert!(
-            self.carried_points(&operation).is_empty(),
+            self.carried_points(&operation)
+                .is_ok_and(|points| points.is_empty()),
             "a payload update copies nothing the log does not hold"
         );
-        self.apply(operation);
+        self.apply(operation)?;
         writer.last_write = Instant::now();
         Ok(())
     }
 
     /// The points a payload update must carry into the buffer: those it names that are
     /// not in the buffer but live in a frozen buffer or a segment (each once).
-    fn carried_points(&self, operation: &Operation) -> Vec<Point> {
+    fn carried_points(&self, operation: &Operation) -> Result<Vec<Point>> {
         let ids = match operation {
             Operation::SetPayload { ids, .. }
             | Operation::OverwritePayload { ids, .. }
             | Operation::DeletePayloadKeys { ids, .. } => ids,
-            Operation::Upsert(_) | Operation::Delete(_) => return Vec::new(),
+            Operation::Upsert(_) | Operation::Delete(_) => return Ok(Vec::new()),
         };
         let mut seen = HashSet::new();
         let outside: Vec<PointId> = {
@@ -382,14 +432,19 @@ impl Shard {
                 .copied()
                 .collect()
         };
-        outside.iter().filter_map(|id| self.get(id)).collect()
+        let mut carried = Vec::with_capacity(outside.len());
+        for id in &outside {
+            carried.extend(self.get(id)?);
+        }
+        Ok(carried)
     }
 
-    fn shape<'a>(&self, schema: &'a PayloadSchema) -> SegmentShape<'a> {
+    fn shape<'a>(&'a self, schema: &'a PayloadSchema) -> SegmentShape<'a> {
         SegmentShape {
             dim: self.dim,
             distance: self.distance,
             schema,
+            page_cache: &self.storage.page_cache,
         }
     }
 
@@ -506,6 +561,16 @@ impl Shard {
     /// Number of sealed segments.
     pub fn segment_count(&self) -> usize {
         self.segments.read().len()
+    }
+
+    /// RAM the segments' indexes hold.
+    pub fn index_ram_bytes(&self) -> u64 {
+        self.segments.read().iter().map(|s| s.ram_bytes()).sum()
+    }
+
+    /// Bytes of the segments' files.
+    pub fn segment_file_bytes(&self) -> u64 {
+        self.segments.read().iter().map(|s| s.file_bytes()).sum()
     }
 
     /// Points indexed (in sealed segments, or buffered points that joined a segment's

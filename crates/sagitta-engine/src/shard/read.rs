@@ -76,28 +76,34 @@ impl Shard {
         ids
     }
 
-    pub fn get(&self, id: &PointId) -> Option<Point> {
+    /// The live point `id`; an error only when a disk segment's read fails.
+    pub fn get(&self, id: &PointId) -> Result<Option<Point>> {
         let segments = self.segments.read();
         let frozen = self.frozen.read();
         let buffer = self.buffer.read();
         if let Some(slot) = buffer.slots.get(id) {
-            return Some(buffer.point(*slot, self.dim));
+            return Ok(Some(buffer.point(*slot, self.dim)));
         }
         if let Some(frozen) = frozen.as_ref().filter(|frozen| frozen.is_live(id)) {
-            return Some(frozen.buffer.point(frozen.buffer.slots[id], self.dim));
+            return Ok(Some(frozen.buffer.point(frozen.buffer.slots[id], self.dim)));
         }
-        segments.iter().find_map(|segment| segment.get(id))
+        for segment in segments.iter() {
+            if let Some(point) = segment.get(id)? {
+                return Ok(Some(point));
+            }
+        }
+        Ok(None)
     }
 
     /// Every live point: sealed ones, then a frozen buffer's, then the buffer's.
-    pub fn points(&self) -> Vec<Point> {
+    pub fn points(&self) -> Result<Vec<Point>> {
         let segments = self.segments.read();
         let frozen = self.frozen.read();
         let buffer = self.buffer.read();
         let mut points: Vec<Point> = segments
             .iter()
-            .flat_map(|s| s.live_points().map(|(_, point)| point))
-            .collect();
+            .flat_map(|s| s.live_points().map(|item| item.map(|(_, point)| point)))
+            .collect::<Result<_>>()?;
         if let Some(frozen) = frozen.as_ref() {
             let removed = frozen.removed.lock();
             points.extend(
@@ -109,7 +115,7 @@ impl Shard {
             );
         }
         points.extend(buffer.points(self.dim));
-        points
+        Ok(points)
     }
 
     /// Top-`k` among points passing `filter`: HNSW over each segment and over the indexed

@@ -12,8 +12,10 @@ use sagitta_storage::wal::Wal;
 
 use crate::buffer::BufferGraph;
 use crate::error::Result;
-use crate::segment::{HnswSegment, SegmentKind, SharedSegment};
-use crate::shard_manifest::{wal_path, ShardManifest};
+use crate::payload_index::PayloadSchema;
+use crate::point::Point;
+use crate::segment::{self, HnswSegment, SegmentKind, SegmentKindName, SharedSegment};
+use crate::shard_manifest::{wal_path, ListedSegment, ShardManifest};
 use crate::shard_state::{Frozen, Writer};
 
 use super::{host_among, Shard};
@@ -150,6 +152,11 @@ impl Shard {
         let schema = self.schema.read().clone();
         let shape = self.shape(&schema);
         let mut retired = Vec::new();
+        if self.storage.kind != SegmentKindName::Hnsw {
+            // no graph joins a disk segment: the buffer's points are built into one
+            let segment = self.build_segment(fs, id, frozen.buffer.points(self.dim), &schema)?;
+            return Ok((segment, retired));
+        }
         let segment = match self.finish_graph(&frozen.buffer)? {
             Some((graph, None)) => HnswSegment::from_graph(
                 fs,
@@ -175,6 +182,26 @@ impl Shard {
             )?,
         };
         Ok((Arc::new(segment), retired))
+    }
+
+    /// A new segment `id` of the shard's kind holding `points`.
+    fn build_segment(
+        &self,
+        fs: &dyn FileSystem,
+        id: u64,
+        points: Vec<Point>,
+        schema: &PayloadSchema,
+    ) -> Result<SharedSegment> {
+        let shape = self.shape(schema);
+        segment::build(
+            self.storage.kind,
+            fs,
+            &self.directory,
+            id,
+            points,
+            &shape,
+            None,
+        )
     }
 
     /// The live segment whose graph `graph` extends, if any (a merge may have retired it).
@@ -210,7 +237,11 @@ impl Shard {
             .iter()
             .map(|segment| {
                 let saved = segment.save_tombstones(fs, &self.directory, epoch)?;
-                Ok((segment.id(), saved.then_some(epoch)))
+                Ok(ListedSegment {
+                    id: segment.id(),
+                    tombstones: saved.then_some(epoch),
+                    kind: segment.kind(),
+                })
             })
             .collect::<Result<Vec<_>>>()?;
         next.tombstone_epoch = epoch;
@@ -268,7 +299,8 @@ impl Shard {
         let mut origins = Vec::new();
         let mut points = Vec::new();
         for (source, segment) in sources.iter().enumerate() {
-            for (node, point) in segment.live_points() {
+            for item in segment.live_points() {
+                let (node, point) = item?;
                 origins.push((source, node, point.id));
                 points.push(point);
             }
@@ -277,9 +309,7 @@ impl Shard {
             None
         } else {
             let schema = self.schema.read().clone();
-            let merged =
-                HnswSegment::build(fs, &self.directory, id, points, &self.shape(&schema), None)?;
-            Some(Arc::new(merged) as SharedSegment)
+            Some(self.build_segment(fs, id, points, &schema)?)
         };
         let mut writer = self.writer.lock();
         writer.check_poisoned(&self.directory)?;

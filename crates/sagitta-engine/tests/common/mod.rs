@@ -269,7 +269,7 @@ pub fn numbers(ids: &[u64]) -> Vec<PointId> {
 /// Every field of every point of `collection`, checked for duplicates and against `count`
 /// and `get`.
 pub fn engine_state(collection: &Collection, context: &str) -> State {
-    let points = collection.points();
+    let points = collection.points().unwrap();
     let count = points.len();
     let state: State = points
         .into_iter()
@@ -292,6 +292,7 @@ pub fn engine_state(collection: &Collection, context: &str) -> State {
     for (id, stored) in &state {
         let got = collection
             .get(&PointId::Number(*id))
+            .unwrap_or_else(|error| panic!("{context}: get({id}) failed: {error}"))
             .unwrap_or_else(|| panic!("{context}: get({id}) is None"));
         assert_eq!(got.vector, stored.vector, "{context}: get({id})");
     }

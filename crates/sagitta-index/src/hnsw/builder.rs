@@ -51,6 +51,12 @@ impl AddProgress {
         self.cancelled.store(true, Ordering::Relaxed);
     }
 
+    /// Counts `rows` as done by a build that is not a graph's (the disk index reports its
+    /// rows when its build ends).
+    pub fn advance(&self, rows: usize) {
+        self.linked.fetch_add(rows, Ordering::Relaxed);
+    }
+
     /// Whether [`AddProgress::cancel`] was called.
     pub fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::Relaxed)

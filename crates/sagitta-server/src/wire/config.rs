@@ -11,7 +11,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use sagitta_engine::Distance;
+use sagitta_engine::collection::MAX_PAGE_CACHE_MB;
+use sagitta_engine::{Distance, SegmentKindName, StorageConfig};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -359,13 +360,53 @@ pub struct CreateCollectionRequest {
     pub strict_mode_config: Option<NullOnly<NoStrictMode>>,
     #[serde(default)]
     pub metadata: Option<NullOnly<NoMetadata>>,
+    /// SagittaDB's extension: how sealed segments store their vectors.
+    #[serde(default)]
+    pub sagitta: Option<SagittaStorageInput>,
 }
 
-/// The collection's vector (dimension and distance) and shard count, checked.
+/// `sagitta` in a collection's config (a SagittaDB extension; Qdrant clients never send
+/// it): `segment_kind` "hnsw" (graph and vectors in RAM, the default) or "disk" (RaBitQ
+/// codes in RAM, vectors read from disk), and `page_cache_mb`, the RAM for hot pages of
+/// disk segments.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SagittaStorageInput {
+    #[serde(default)]
+    pub segment_kind: Option<String>,
+    #[serde(default)]
+    pub page_cache_mb: Option<usize>,
+}
+
+impl SagittaStorageInput {
+    fn checked(self) -> ApiResult<StorageConfig> {
+        let mut storage = StorageConfig::default();
+        if let Some(name) = self.segment_kind {
+            storage.segment_kind = SegmentKindName::parse(&name).ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "Wrong input: `sagitta.segment_kind` = {name:?}: expected \"hnsw\" or \"disk\""
+                ))
+            })?;
+        }
+        if let Some(megabytes) = self.page_cache_mb {
+            if megabytes > MAX_PAGE_CACHE_MB {
+                return Err(ApiError::bad_request(format!(
+                    "Wrong input: `sagitta.page_cache_mb` = {megabytes}: must be at most \
+                     {MAX_PAGE_CACHE_MB}"
+                )));
+            }
+            storage.page_cache_mb = megabytes;
+        }
+        Ok(storage)
+    }
+}
+
+/// The collection's vector (dimension and distance), shard count and storage, checked.
 pub struct CreateCollectionConfig {
     pub dim: usize,
     pub distance: Distance,
     pub shard_count: usize,
+    pub storage: StorageConfig,
 }
 
 impl CreateCollectionRequest {
@@ -412,10 +453,15 @@ impl CreateCollectionRequest {
                 "Wrong input: `shard_number` = {shard_count}: must be 1..={max_shards}"
             )));
         }
+        let storage = match self.sagitta {
+            Some(input) => input.checked()?,
+            None => StorageConfig::default(),
+        };
         Ok(CreateCollectionConfig {
             dim: vectors.size,
             distance: vectors.distance,
             shard_count,
+            storage,
         })
     }
 }
