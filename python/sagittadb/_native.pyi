@@ -94,7 +94,13 @@ class HnswIndex:
 
 class Database:
     def create_collection(
-        self, name: str, dim: int, distance: str = "Cosine", shard_number: int = 1
+        self,
+        name: str,
+        dim: int,
+        distance: str = "Cosine",
+        shard_number: int = 1,
+        segment_kind: str = "hnsw",
+        page_cache_mb: int = 64,
     ) -> Collection: ...
     def import_collection(
         self,
@@ -105,6 +111,8 @@ class Database:
         distance: str = "Cosine",
         shard_number: int = 1,
         progress: bool | Callable[[int, int], None] | None = None,
+        segment_kind: str = "hnsw",
+        page_cache_mb: int = 64,
     ) -> Collection: ...
     def collection(self, name: str) -> Collection: ...
     def list_collections(self) -> list[str]: ...

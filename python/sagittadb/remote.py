@@ -174,13 +174,26 @@ class RemoteDatabase:
         self._client.call("GET", "/collections")
 
     def create_collection(
-        self, name: str, dim: int, distance: str = "Cosine", shard_number: int = 1
+        self,
+        name: str,
+        dim: int,
+        distance: str = "Cosine",
+        shard_number: int = 1,
+        segment_kind: str = "hnsw",
+        page_cache_mb: int = 64,
     ) -> RemoteCollection:
-        """Creates an empty collection; ``CollectionExistsError`` if the name is taken."""
+        """Creates an empty collection; ``CollectionExistsError`` if the name is taken.
+        ``segment_kind`` and ``page_cache_mb`` travel as SagittaDB's ``sagitta`` extension
+        of the collection config."""
         distance = _distance_name(distance)
+        if segment_kind not in ("hnsw", "disk"):
+            raise InvalidParameterError(
+                f'`segment_kind` = "{segment_kind}": expected "hnsw" or "disk"'
+            )
         body = {
             "vectors": {"size": dim, "distance": distance},
             "shard_number": shard_number,
+            "sagitta": {"segment_kind": segment_kind, "page_cache_mb": page_cache_mb},
         }
         self._client.call("PUT", f"/collections/{name}", body)
         return RemoteCollection(self._client, name)
@@ -194,6 +207,8 @@ class RemoteDatabase:
         distance: str = "Cosine",
         shard_number: int = 1,
         progress: Progress = None,
+        segment_kind: str = "hnsw",
+        page_cache_mb: int = 64,
     ) -> RemoteCollection:
         """Creates ``name`` and uploads every point (in batches, ``wait=True``, followed by
         ``progress``); on any error the collection is dropped again and the error raised."""
@@ -201,7 +216,7 @@ class RemoteDatabase:
         if array.ndim != 2:
             raise DimensionError("`vectors` must be a 2-D array (n × dim)")
         collection = self.create_collection(
-            name, array.shape[1], distance, shard_number
+            name, array.shape[1], distance, shard_number, segment_kind, page_cache_mb
         )
         try:
             collection.upsert(list(ids), array, payloads, wait=True, progress=progress)

@@ -315,3 +315,40 @@ def test_payload_indexes_keep_answers_and_persist(tmp_path):
     assert docs.payload_schema() == {"kind": "keyword", "ok": "bool", "year": "integer"}
     docs.delete_payload_index("year")
     assert docs.payload_schema() == {"kind": "keyword", "ok": "bool"}
+
+
+def test_disk_segments_search_like_exact_and_reopen(tmp_path):
+    """segment_kind="disk": sealed vectors live in records files, RaBitQ codes in RAM."""
+    db = sagittadb.open(tmp_path)
+    col = db.create_collection(
+        "d",
+        dim=32,
+        distance="Dot",
+        shard_number=2,
+        segment_kind="disk",
+        page_cache_mb=4,
+    )
+    centers = vectors(20, dim=32, seed=11)
+    picks = np.random.default_rng(12).integers(0, 20, size=4000)
+    noise = vectors(4000, dim=32, seed=13) * 0.2
+    data = (centers[picks] + noise).astype(np.float32)
+    col.upsert(ids=range(4000), vectors=data, payloads=[{"i": i} for i in range(4000)])
+    assert col.optimize() == 4000
+    assert col.point_counts() == {"indexed": 4000, "buffered": 0}
+    shard = tmp_path / "collections" / "d" / "shard-0"
+    assert any(path.suffix == ".records" for path in shard.iterdir())
+    queries = vectors(20, dim=32, seed=14)
+    found = 0
+    for query in queries:
+        exact = {hit["id"] for hit in col.search(query, limit=10, exact=True)}
+        found += len(exact & {hit["id"] for hit in col.search(query, limit=10)})
+    assert found / 200 >= 0.95
+    del col, db
+    col = sagittadb.open(tmp_path).collection("d")
+    got = col.get([17])[0]
+    assert got["payload"] == {"i": 17}
+    np.testing.assert_array_equal(np.array(got["vector"], dtype=np.float32), data[17])
+    with pytest.raises(sagittadb.InvalidParameterError, match="segment_kind"):
+        sagittadb.open(tmp_path / "other").create_collection(
+            "x", dim=4, segment_kind="lsm"
+        )
