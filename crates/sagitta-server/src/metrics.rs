@@ -169,8 +169,61 @@ pub async fn prometheus(State(state): State<SharedState>) -> Response {
              sagitta_storage_written_bytes_total {written}"
         );
     }
+    page_io_series(&mut out);
     collection_series(&mut out, &state.database);
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
+}
+
+/// The page reader disk segments read through (issue 15 §2): its backend as a label, reads,
+/// bytes and the time spent reading (achieved IOPS = rate of reads).
+fn page_io_series(out: &mut String) {
+    let io = sagitta_storage::pageio::shared();
+    let counters = io.counters();
+    let backend = io.backend().name();
+    #[allow(clippy::cast_precision_loss)]
+    let seconds = counters.busy_nanos as f64 / 1e9;
+    let series = [
+        (
+            "sagitta_page_reads_total",
+            "Page reads of disk segments (one per read request).",
+            counters.reads.to_string(),
+        ),
+        (
+            "sagitta_page_read_bytes_total",
+            "Bytes those reads returned.",
+            counters.bytes.to_string(),
+        ),
+        (
+            "sagitta_page_read_seconds_total",
+            "Time spent in page reads, summed over reading threads.",
+            seconds.to_string(),
+        ),
+    ];
+    for (name, help, value) in series {
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} counter\n{name}{{backend=\"{backend}\"}} {value}"
+        );
+    }
+}
+
+/// The page reader's state for telemetry: backend, why it fell back, and totals, with the
+/// IOPS achieved while reading.
+fn page_io_report() -> serde_json::Value {
+    let io = sagitta_storage::pageio::shared();
+    let counters = io.counters();
+    #[allow(clippy::cast_precision_loss)]
+    let seconds = counters.busy_nanos as f64 / 1e9;
+    #[allow(clippy::cast_precision_loss)]
+    let iops = (seconds > 0.0).then(|| counters.reads as f64 / seconds);
+    json!({
+        "backend": io.backend().name(),
+        "fallback_reason": io.fallback_reason(),
+        "reads": counters.reads,
+        "bytes": counters.bytes,
+        "busy_seconds": seconds,
+        "achieved_iops": iops,
+    })
 }
 
 /// Requests answered, by method, route and status, and their latency histograms.
@@ -349,6 +402,7 @@ pub async fn telemetry(State(state): State<SharedState>) -> Response {
                 "collections": collections,
             },
             "requests": {"total": state.metrics.requests_total()},
+            "page_io": page_io_report(),
         }),
         started,
     )

@@ -684,7 +684,18 @@ async fn metrics_and_telemetry_report_requests_and_collections() {
         assert!(text.contains(line), "{line} not in\n{text}");
     }
     assert!(text.contains("sagitta_collection_optimizer_state{collection=\"docs\",state="));
+    let backend = sagitta_storage::pageio::shared().backend().name();
+    for series in ["reads", "read_bytes", "read_seconds"] {
+        let line = format!("sagitta_page_{series}_total{{backend=\"{backend}\"}} ");
+        assert!(text.contains(&line), "{line} not in\n{text}");
+    }
     let telemetry = server.ok("GET", "/telemetry", json!(null)).await;
+    let page_io = &telemetry["page_io"];
+    assert_eq!(page_io["backend"], backend, "{page_io}");
+    assert!(
+        page_io["reads"].is_u64() && page_io["bytes"].is_u64(),
+        "{page_io}"
+    );
     assert_eq!(
         telemetry["app"]["simd"],
         sagitta_kernels::detected_simd_level().name()
