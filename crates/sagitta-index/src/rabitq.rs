@@ -139,10 +139,34 @@ impl Rabitq {
     pub fn query(&self, query: &[f32], centroid: &[f32]) -> RabitqQuery {
         let mut rotated = vec![0.0f32; self.padded];
         self.rotate_residual(query, centroid, &mut rotated);
-        let distance = rotated.iter().map(|v| v * v).sum::<f32>().sqrt();
-        let scale = if distance > 0.0 { 1.0 / distance } else { 0.0 };
-        rotated.iter_mut().for_each(|v| *v *= scale);
-        RabitqQuery::quantize(&rotated, distance)
+        RabitqQuery::from_residual(rotated)
+    }
+
+    /// `R·vector`, [`Rabitq::padded_dim`] entries. The rotation is linear, so a query
+    /// rotated once serves every partition: `R·(q − c) = R·q − R·c` with each centroid's
+    /// `R·c` computed once ([`Rabitq::query_rotated`]).
+    pub fn rotate(&self, vector: &[f32]) -> Vec<f32> {
+        let zero = vec![0.0f32; self.dim];
+        let mut out = vec![0.0f32; self.padded];
+        self.rotate_residual(vector, &zero, &mut out);
+        out
+    }
+
+    /// The query of [`Rabitq::query`] from `R·q` and `R·c` (both from [`Rabitq::rotate`]):
+    /// a subtraction instead of a rotation per partition.
+    pub fn query_rotated(&self, rotated_query: &[f32], rotated_centroid: &[f32]) -> RabitqQuery {
+        assert_eq!(rotated_query.len(), self.padded, "rotated query length");
+        assert_eq!(
+            rotated_centroid.len(),
+            self.padded,
+            "rotated centroid length"
+        );
+        let residual = rotated_query
+            .iter()
+            .zip(rotated_centroid)
+            .map(|(q, c)| q - c)
+            .collect();
+        RabitqQuery::from_residual(residual)
     }
 }
 
@@ -168,6 +192,14 @@ pub struct RabitqQuery {
 }
 
 impl RabitqQuery {
+    /// From `R·(q − c)`: normalized, then quantized.
+    fn from_residual(mut rotated: Vec<f32>) -> RabitqQuery {
+        let distance = rotated.iter().map(|v| v * v).sum::<f32>().sqrt();
+        let scale = if distance > 0.0 { 1.0 / distance } else { 0.0 };
+        rotated.iter_mut().for_each(|v| *v *= scale);
+        RabitqQuery::quantize(&rotated, distance)
+    }
+
     fn quantize(unit: &[f32], distance: f32) -> RabitqQuery {
         let padded = unit.len();
         let words = padded / 64;
@@ -217,16 +249,9 @@ impl RabitqQuery {
     /// `⟨ō, q'⟩` of the code `code` (with the query's 4-bit coordinates).
     pub fn code_inner_product(&self, code: &[u64]) -> f32 {
         debug_assert_eq!(code.len(), self.words);
-        let mut weighted = 0u32;
-        for bit in 0..QUERY_BITS as usize {
-            let plane = &self.planes[bit * self.words..(bit + 1) * self.words];
-            let ones: u32 = plane
-                .iter()
-                .zip(code)
-                .map(|(p, c)| (p & c).count_ones())
-                .sum();
-            weighted += ones << bit;
-        }
+        // Σ_bit 2^bit · popcount(plane_bit & code): the kernels' AND-popcount (VPOPCNTQ
+        // where the CPU has it)
+        let weighted = sagitta_kernels::kernels().binary_dot_planes(&self.planes, QUERY_BITS, code);
         let set: u32 = code.iter().map(|word| word.count_ones()).sum();
         // Σ_{bit set} q'_i − Σ_{bit clear} q'_i = 2·Σ_set q'_i − Σ q'_i, with
         // q'_i ≈ low + step·value_i.

@@ -105,6 +105,9 @@ pub struct DiskIndex {
     layout: RecordLayout,
     /// Partitions × dim.
     centroids: Vec<f32>,
+    /// Partitions × padded dim: each centroid rotated (not stored; computed at build and
+    /// load), so a query is rotated once, not once per partition.
+    rotated_centroids: Vec<f32>,
     /// Partition `p` holds positions `starts[p]..starts[p + 1]`.
     starts: Vec<u32>,
     /// The records page partition `p` starts on.
@@ -164,6 +167,7 @@ impl DiskIndex {
         let header = writer.finish()?;
         let index = DiskIndex {
             metric,
+            rotated_centroids: rotate_all(&quantizer, &centroids),
             quantizer,
             layout,
             centroids,
@@ -220,6 +224,11 @@ impl DiskIndex {
     fn code(&self, position: usize) -> &[u64] {
         let words = self.quantizer.code_words();
         &self.codes[position * words..(position + 1) * words]
+    }
+
+    fn rotated_centroid(&self, partition: usize) -> &[f32] {
+        let padded = self.quantizer.padded_dim();
+        &self.rotated_centroids[partition * padded..(partition + 1) * padded]
     }
 
     fn centroid(&self, partition: usize) -> &[f32] {
@@ -346,6 +355,7 @@ impl DiskIndex {
         let (codes, factors, sq_norms) = decode_vectors(body, words);
         let index = DiskIndex {
             metric,
+            rotated_centroids: rotate_all(&quantizer, &centroids),
             quantizer,
             layout: RecordLayout::new(dim),
             centroids,
@@ -449,6 +459,14 @@ fn decode_vectors(body: &[u8], words: usize) -> (Vec<u64>, Vec<CodeFactors>, Vec
         codes.extend(u64s(&entry[12..]));
     }
     (codes, factors, sq_norms)
+}
+
+/// Every centroid rotated, one after another.
+fn rotate_all(quantizer: &Rabitq, centroids: &[f32]) -> Vec<f32> {
+    centroids
+        .chunks_exact(quantizer.dim())
+        .flat_map(|centroid| quantizer.rotate(centroid))
+        .collect()
 }
 
 fn metric_code(metric: Metric) -> u8 {

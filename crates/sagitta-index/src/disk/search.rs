@@ -79,8 +79,11 @@ impl DiskIndex {
         let query_sq: f32 = query.iter().map(|v| v * v).sum();
         let mut uppers = TopK::new(k);
         let mut kept = Vec::new();
+        let rotated = self.quantizer.rotate(query);
         for partition in partitions {
-            let prepared = self.quantizer.query(query, self.centroid(*partition));
+            let prepared = self
+                .quantizer
+                .query_rotated(&rotated, self.rotated_centroid(*partition));
             for position in self.starts[*partition]..self.starts[*partition + 1] {
                 if !accept(position) {
                     continue;
