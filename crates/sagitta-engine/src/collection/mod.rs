@@ -205,7 +205,8 @@ impl Collection {
         Ok(())
     }
 
-    /// Seals every shard's write buffer into an HNSW segment (see `Shard::seal`); returns
+    /// Seals every shard's write buffer into a segment of the collection's kind (see
+    /// `Shard::seal`); returns
     /// the number of points sealed. Searches keep running meanwhile; writes to a shard
     /// wait while it seals.
     pub fn optimize(&self, fs: &dyn FileSystem) -> Result<usize> {
