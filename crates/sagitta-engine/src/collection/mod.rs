@@ -206,9 +206,8 @@ impl Collection {
     }
 
     /// Seals every shard's write buffer into a segment of the collection's kind (see
-    /// `Shard::seal`); returns
-    /// the number of points sealed. Searches keep running meanwhile; writes to a shard
-    /// wait while it seals.
+    /// `Shard::seal`); returns the number of points sealed. Searches keep running
+    /// meanwhile; writes to a shard wait while it seals.
     pub fn optimize(&self, fs: &dyn FileSystem) -> Result<usize> {
         self.shards.iter().map(|shard| shard.seal(fs)).sum()
     }
