@@ -21,7 +21,7 @@ use sagitta_index::hnsw::AddProgress;
 use sagitta_index::IndexError;
 use sagitta_storage::codec::{frame, unframe, Writer};
 use sagitta_storage::fs::{FileSystem, PageSource, StreamedFile};
-use sagitta_storage::pageio::{Page, PageCache, PageKey, PageRead};
+use sagitta_storage::pageio::{Page, PageCache, PageKey, PageRead, PAGE_BYTES};
 
 use super::hnsw::metric;
 use super::listing::{
@@ -272,9 +272,8 @@ impl SegmentKind for DiskSegment {
             return Err(corrupt(&path, "point count differs from the index"));
         }
         let records = DiskSegment::open_records(fs, directory, id, &index)?;
-        let file_bytes = bytes.len() as u64
-            + points_bytes
-            + index.record_pages() * Page::zeroed().0.len() as u64;
+        let file_bytes =
+            bytes.len() as u64 + points_bytes + index.record_pages() * PAGE_BYTES as u64;
         let segment = DiskSegment::assemble(id, index, records, points, shape, file_bytes);
         if let Some(generation) = tombstone_generation {
             for position in read_tombstones(fs, directory, id, generation, segment.len())? {
