@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use sagitta_index::disk::{DiskIndex, DiskParams, PageReader, SearchStats};
 use sagitta_index::Metric;
-use sagitta_storage::pageio::{self, Page, PageFile, PageIo, PageRead};
+use sagitta_storage::pageio::{self, Page, PageFile, PageIo};
 
 /// Reads every page from the device, none cached.
 struct DeviceReader<'a> {
@@ -24,19 +24,13 @@ struct DeviceReader<'a> {
 
 impl PageReader for DeviceReader<'_> {
     fn read(&self, pages: &[u64]) -> sagitta_index::error::Result<Vec<Arc<Page>>> {
-        let mut buffers = Page::zeroed_run(pages.len());
-        let mut reads: Vec<PageRead<'_>> = pages
-            .iter()
-            .zip(buffers.chunks_mut(1))
-            .map(|(page, into)| PageRead { page: *page, into })
-            .collect();
-        self.io
-            .read(self.file, &mut reads)
-            .map_err(|error| sagitta_index::IndexError::Io {
-                operation: "reading records pages",
-                message: error.to_string(),
+        let buffers =
+            pageio::read_each(pages, |reads| self.io.read(self.file, reads)).map_err(|error| {
+                sagitta_index::IndexError::Io {
+                    operation: "reading records pages",
+                    message: error.to_string(),
+                }
             })?;
-        drop(reads);
         Ok(buffers.into_iter().map(Arc::new).collect())
     }
 }

@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Result, StorageError};
-use crate::pageio::{self, PageFile, PageRead, PAGE_BYTES};
+use crate::pageio::{self, Page, PageFile, PageRead, PAGE_BYTES};
 
 /// A file opened for appending.
 pub trait AppendFile: Send {
@@ -65,6 +65,10 @@ pub trait PageSource: Send + Sync {
     /// last whole page fails the call.
     fn read_pages(&self, reads: &mut [PageRead<'_>]) -> Result<()>;
     fn path(&self) -> &Path;
+    /// One page for each number of `pages`, in that order, read together.
+    fn read_each(&self, pages: &[u64]) -> Result<Vec<Page>> {
+        pageio::read_each(pages, |reads| self.read_pages(reads))
+    }
 }
 
 fn not_found() -> std::io::Error {

@@ -21,7 +21,7 @@ use sagitta_index::hnsw::AddProgress;
 use sagitta_index::IndexError;
 use sagitta_storage::codec::{frame, unframe, Writer};
 use sagitta_storage::fs::{FileSystem, PageSource, StreamedFile};
-use sagitta_storage::pageio::{Page, PageCache, PageKey, PageRead, PAGE_BYTES};
+use sagitta_storage::pageio::{Page, PageCache, PageKey, PAGE_BYTES};
 
 use super::hnsw::metric;
 use super::listing::{
@@ -77,20 +77,13 @@ impl PageReader for CachedReader<'_> {
             .map(|(page, _)| *page)
             .collect();
         if !missing.is_empty() {
-            let mut buffers = Page::zeroed_run(missing.len());
-            let mut reads: Vec<PageRead<'_>> = missing
-                .iter()
-                .zip(buffers.chunks_mut(1))
-                .map(|(page, into)| PageRead { page: *page, into })
-                .collect();
-            segment
+            let buffers = segment
                 .records
-                .read_pages(&mut reads)
+                .read_each(&missing)
                 .map_err(|error| IndexError::Io {
                     operation: "reading records pages",
                     message: error.to_string(),
                 })?;
-            drop(reads);
             let mut read = missing.iter().zip(buffers).map(|(page, bytes)| {
                 let bytes = Arc::new(bytes);
                 segment.cache.insert(key(*page), Arc::clone(&bytes));
@@ -157,11 +150,7 @@ impl DiskSegment {
                 ),
             ));
         }
-        let mut header = [Page::zeroed()];
-        records.read_pages(&mut [PageRead {
-            page: 0,
-            into: &mut header,
-        }])?;
+        let header = records.read_each(&[0])?;
         RecordsHeader::decode(&header[0])
             .and_then(|header| index.check_records_header(&header))
             .map_err(|error| corrupt(&path, &error.to_string()))?;

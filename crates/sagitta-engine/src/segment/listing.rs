@@ -108,9 +108,7 @@ impl Listing {
 
     /// Every position as listed in a segment file: id and payload, no vector.
     pub fn listing(&self) -> Vec<Point> {
-        (0..self.positions_u32())
-            .map(|position| self.point(position, Vec::new()))
-            .collect()
+        super::listing(&self.ids, &self.payloads)
     }
 
     fn positions_u32(&self) -> u32 {

@@ -148,24 +148,38 @@ impl DiskIndex {
             }
             stats.waves += 1;
             stats.pages += pages.add(self, &wave, reader)?;
-            for position in &wave {
-                let vector = pages.record(self, *position);
-                let distance = self.exact_distance(query, &vector);
-                stats.reranked += 1;
-                if distance <= best.threshold() {
-                    best.push(Neighbor {
-                        distance,
-                        id: *position,
-                    });
-                    hits.push(DiskHit {
-                        distance,
-                        position: *position,
-                        vector,
-                    });
-                }
-            }
+            self.rank(query, &wave, &pages, &mut best, &mut hits, stats);
         }
         Ok(finish(hits, k))
+    }
+
+    /// Ranks the records of `positions` (their pages read) exactly: each one that can
+    /// enter `best` is pushed there and kept in `hits` with its vector.
+    fn rank(
+        &self,
+        query: &[f32],
+        positions: &[u32],
+        pages: &Pages,
+        best: &mut TopK,
+        hits: &mut Vec<DiskHit>,
+        stats: &mut SearchStats,
+    ) {
+        for position in positions {
+            let vector = pages.record(self, *position);
+            let distance = self.exact_distance(query, &vector);
+            stats.reranked += 1;
+            if distance <= best.threshold() {
+                best.push(Neighbor {
+                    distance,
+                    id: *position,
+                });
+                hits.push(DiskHit {
+                    distance,
+                    position: *position,
+                    vector,
+                });
+            }
+        }
     }
 
     /// The exact `k` nearest among `positions` (accepted vectors), every record read.
@@ -183,22 +197,7 @@ impl DiskIndex {
             let pages = Pages::read(self, chunk, reader)?;
             stats.pages += pages.pages.len();
             stats.waves += 1;
-            for position in chunk {
-                let vector = pages.record(self, *position);
-                let distance = self.exact_distance(query, &vector);
-                stats.reranked += 1;
-                if distance <= best.threshold() {
-                    best.push(Neighbor {
-                        distance,
-                        id: *position,
-                    });
-                    hits.push(DiskHit {
-                        distance,
-                        position: *position,
-                        vector,
-                    });
-                }
-            }
+            self.rank(query, chunk, &pages, &mut best, &mut hits, stats);
         }
         Ok(finish(hits, k))
     }

@@ -263,6 +263,23 @@ impl PageIo {
     }
 }
 
+/// Reads one page for each number of `pages` (in that order) with `read` — a
+/// [`PageIo::read`] or [`crate::fs::PageSource::read_pages`] call — all in flight together.
+pub fn read_each(
+    pages: &[u64],
+    read: impl FnOnce(&mut [PageRead<'_>]) -> Result<()>,
+) -> Result<Vec<Page>> {
+    let mut buffers = Page::zeroed_run(pages.len());
+    let mut reads: Vec<PageRead<'_>> = pages
+        .iter()
+        .zip(buffers.chunks_mut(1))
+        .map(|(page, into)| PageRead { page: *page, into })
+        .collect();
+    read(&mut reads)?;
+    drop(reads);
+    Ok(buffers)
+}
+
 /// The environment variable that picks the process's page reader: `io_uring`, `pread`, or
 /// unset (`auto`: io_uring when a ring can be created).
 pub const BACKEND_VARIABLE: &str = "SAGITTA_PAGE_IO";
