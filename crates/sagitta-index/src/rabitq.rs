@@ -139,7 +139,7 @@ impl Rabitq {
     pub fn query(&self, query: &[f32], centroid: &[f32]) -> RabitqQuery {
         let mut rotated = vec![0.0f32; self.padded];
         self.rotate_residual(query, centroid, &mut rotated);
-        RabitqQuery::from_residual(rotated)
+        RabitqQuery::from_residual(&rotated)
     }
 
     /// `R·vector`, [`Rabitq::padded_dim`] entries. The rotation is linear, so a query
@@ -161,12 +161,41 @@ impl Rabitq {
             self.padded,
             "rotated centroid length"
         );
-        let residual = rotated_query
+        let residual: Vec<f32> = rotated_query
             .iter()
             .zip(rotated_centroid)
             .map(|(q, c)| q - c)
             .collect();
-        RabitqQuery::from_residual(residual)
+        RabitqQuery::from_residual(&residual)
+    }
+}
+
+/// The parts of a code's estimate that do not depend on the query, computed once per code
+/// (at build or load) so a scan does no square roots or divisions per code.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ScanTerms {
+    /// Bits set in the code.
+    pub set: f32,
+    /// `1 / ⟨ō, R·o⟩`.
+    pub inverse_fit: f32,
+    /// `ε₀ · √((1 − fit²) / fit²) / √(P − 1)`: the code's share of the error bound.
+    pub spread: f32,
+}
+
+impl Rabitq {
+    /// The [`ScanTerms`] of `code` with its `factors`.
+    pub fn scan_terms(&self, code: &[u64], factors: CodeFactors) -> ScanTerms {
+        let fit = factors.fit.max(f32::EPSILON);
+        #[allow(clippy::cast_precision_loss)]
+        let set = code.iter().map(|word| word.count_ones()).sum::<u32>() as f32;
+        #[allow(clippy::cast_precision_loss)]
+        let sqrt_padded_less_one = ((self.padded - 1) as f32).sqrt();
+        ScanTerms {
+            set,
+            inverse_fit: 1.0 / fit,
+            spread: EPSILON0 * ((1.0 - fit * fit).max(0.0) / (fit * fit)).sqrt()
+                / sqrt_padded_less_one,
+        }
     }
 }
 
@@ -181,63 +210,74 @@ pub struct RabitqQuery {
     /// Coordinate `i` ≈ `low + step · value_i`.
     low: f32,
     step: f32,
-    /// `Σ value_i` (integers), for the `−Σ q'` part of `⟨ō, q'⟩`.
-    value_sum: u32,
+    /// `Σ q'_i` from the quantized coordinates (`P·low + step·Σ value_i`), for the `−Σ q'`
+    /// part of `⟨ō, q'⟩`.
+    all_sum: f32,
     /// `‖q − c‖`.
     distance: f32,
     /// `1 / √P`.
     inverse_sqrt_padded: f32,
-    /// `√(P − 1)`.
-    sqrt_padded_less_one: f32,
+    /// The query quantization's share of the error bound, before the code's `1 / fit`.
+    quantization: f32,
 }
 
 impl RabitqQuery {
     /// From `R·(q − c)`: normalized, then quantized.
-    fn from_residual(mut rotated: Vec<f32>) -> RabitqQuery {
+    fn from_residual(rotated: &[f32]) -> RabitqQuery {
         let distance = rotated.iter().map(|v| v * v).sum::<f32>().sqrt();
         let scale = if distance > 0.0 { 1.0 / distance } else { 0.0 };
-        rotated.iter_mut().for_each(|v| *v *= scale);
-        RabitqQuery::quantize(&rotated, distance)
+        RabitqQuery::quantize(rotated, scale, distance)
     }
 
-    fn quantize(unit: &[f32], distance: f32) -> RabitqQuery {
-        let padded = unit.len();
+    /// Quantizes `residual · scale` (the unit vector `q'`) to `QUERY_BITS` bits a
+    /// coordinate, kept as bit planes.
+    fn quantize(residual: &[f32], scale: f32, distance: f32) -> RabitqQuery {
+        let padded = residual.len();
         let words = padded / 64;
-        let low = unit.iter().copied().fold(f32::INFINITY, f32::min);
-        let high = unit.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let (raw_low, raw_high) = residual
+            .iter()
+            .fold((f32::INFINITY, f32::NEG_INFINITY), |(low, high), v| {
+                (low.min(*v), high.max(*v))
+            });
+        let (low, high) = (raw_low * scale, raw_high * scale);
         let levels = ((1u32 << QUERY_BITS) - 1) as f32;
         let step = if high > low {
             (high - low) / levels
         } else {
             0.0
         };
+        let to_level = if step > 0.0 { scale / step } else { 0.0 };
+        // round to nearest (values are ≥ 0, so +0.5 then truncation), clamped to the levels
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let values: Vec<u8> = residual
+            .iter()
+            .map(|v| ((v - raw_low) * to_level + 0.5).clamp(0.0, levels) as u8)
+            .collect();
         let mut planes = vec![0u64; QUERY_BITS as usize * words];
-        let mut value_sum = 0;
-        for (index, coordinate) in unit.iter().enumerate() {
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            let value = if step > 0.0 {
-                ((coordinate - low) / step).round().clamp(0.0, levels) as u32
-            } else {
-                0
-            };
-            value_sum += value;
+        for (word, chunk) in values.chunks_exact(64).enumerate() {
             for bit in 0..QUERY_BITS as usize {
-                if value >> bit & 1 == 1 {
-                    planes[bit * words + index / 64] |= 1 << (index % 64);
-                }
+                planes[bit * words + word] = chunk
+                    .iter()
+                    .enumerate()
+                    .fold(0u64, |acc, (i, v)| acc | (u64::from(v >> bit & 1) << i));
             }
         }
+        let value_sum: u32 = values.iter().map(|v| u32::from(*v)).sum();
         #[allow(clippy::cast_precision_loss)]
         let padded_f = padded as f32;
+        #[allow(clippy::cast_precision_loss)]
+        let all_sum = low * padded_f + step * value_sum as f32;
         RabitqQuery {
             planes,
             words,
             low,
             step,
-            value_sum,
+            all_sum,
             distance,
             inverse_sqrt_padded: 1.0 / padded_f.sqrt(),
-            sqrt_padded_less_one: (padded_f - 1.0).sqrt(),
+            // each 4-bit coordinate is off by up to step/2, evenly spread and independent of
+            // the code's signs ±1/√P, so Δ⟨ō,q'⟩ has standard deviation step/√12: 4 of them
+            quantization: QUANTIZATION_DEVIATIONS * step / 12f32.sqrt(),
         }
     }
 
@@ -246,36 +286,75 @@ impl RabitqQuery {
         self.distance
     }
 
+    /// `⟨ō, q'⟩` from `Σ_{bit set} value_i` (`weighted`) and the code's set bits:
+    /// `Σ_set q'_i − Σ_clear q'_i = 2·Σ_set q'_i − Σ q'_i`, with `q'_i ≈ low + step·value_i`.
+    #[inline]
+    fn inner_product(&self, weighted: u32, set: f32) -> f32 {
+        #[allow(clippy::cast_precision_loss)]
+        let set_sum = self.low * set + self.step * weighted as f32;
+        (2.0 * set_sum - self.all_sum) * self.inverse_sqrt_padded
+    }
+
     /// `⟨ō, q'⟩` of the code `code` (with the query's 4-bit coordinates).
     pub fn code_inner_product(&self, code: &[u64]) -> f32 {
         debug_assert_eq!(code.len(), self.words);
         // Σ_bit 2^bit · popcount(plane_bit & code): the kernels' AND-popcount (VPOPCNTQ
         // where the CPU has it)
         let weighted = sagitta_kernels::kernels().binary_dot_planes(&self.planes, QUERY_BITS, code);
-        let set: u32 = code.iter().map(|word| word.count_ones()).sum();
-        // Σ_{bit set} q'_i − Σ_{bit clear} q'_i = 2·Σ_set q'_i − Σ q'_i, with
-        // q'_i ≈ low + step·value_i.
         #[allow(clippy::cast_precision_loss)]
-        let set_sum = self.low * set as f32 + self.step * weighted as f32;
-        #[allow(clippy::cast_precision_loss)]
-        let all_sum = self.low * (self.words * 64) as f32 + self.step * self.value_sum as f32;
-        (2.0 * set_sum - all_sum) * self.inverse_sqrt_padded
+        let set = code.iter().map(|word| word.count_ones()).sum::<u32>() as f32;
+        self.inner_product(weighted, set)
+    }
+
+    /// The estimate and bound from a code's `weighted` sum (see [`RabitqQuery::inner_product`]).
+    #[inline]
+    fn estimate_from(&self, weighted: u32, norm: f32, terms: ScanTerms) -> (f32, f32) {
+        let (r, t) = (norm, self.distance);
+        let inner = self.inner_product(weighted, terms.set) * terms.inverse_fit;
+        let estimate = r * r + t * t - 2.0 * r * t * inner;
+        let error = terms.spread + self.quantization * terms.inverse_fit;
+        (estimate, 2.0 * r * t * error)
     }
 
     /// The estimated squared distance from the query to the coded vector, and a bound on
     /// the estimate's error: the true squared distance lies in `estimate ± bound` with
     /// high probability (ε₀ = [`EPSILON0`], plus the query quantization's worst case).
-    pub fn estimate(&self, code: &[u64], factors: CodeFactors) -> (f32, f32) {
-        let (r, t) = (factors.norm, self.distance);
-        let fit = factors.fit.max(f32::EPSILON);
-        let inner = self.code_inner_product(code) / fit;
-        let estimate = r * r + t * t - 2.0 * r * t * inner;
-        let spread = ((1.0 - fit * fit).max(0.0) / (fit * fit)).sqrt();
-        // each 4-bit coordinate is off by up to step/2, evenly spread and independent of
-        // the code's signs ±1/√P, so Δ⟨ō,q'⟩ has standard deviation step/√12: 4 of them
-        let quantization = QUANTIZATION_DEVIATIONS * self.step / 12f32.sqrt() / fit;
-        let error = EPSILON0 * spread / self.sqrt_padded_less_one + quantization;
-        (estimate, 2.0 * r * t * error)
+    /// `quantizer` is the one that coded the vector.
+    pub fn estimate(&self, quantizer: &Rabitq, code: &[u64], factors: CodeFactors) -> (f32, f32) {
+        debug_assert_eq!(code.len(), self.words);
+        let weighted = sagitta_kernels::kernels().binary_dot_planes(&self.planes, QUERY_BITS, code);
+        self.estimate_from(weighted, factors.norm, quantizer.scan_terms(code, factors))
+    }
+
+    /// [`RabitqQuery::estimate`] of back-to-back `codes` (one [`Rabitq::code_words`] slice
+    /// each) with their `factors` and `terms`, into `out`; `weighted` is scratch. The codes
+    /// go through the kernels' batch AND-popcount in one call.
+    pub fn estimate_batch(
+        &self,
+        codes: &[u64],
+        factors: &[CodeFactors],
+        terms: &[ScanTerms],
+        weighted: &mut Vec<u32>,
+        out: &mut Vec<(f32, f32)>,
+    ) {
+        weighted.clear();
+        weighted.resize(factors.len(), 0);
+        sagitta_kernels::kernels().binary_dot_planes_batch(
+            &self.planes,
+            QUERY_BITS,
+            codes,
+            weighted,
+        );
+        out.clear();
+        out.extend(
+            weighted
+                .iter()
+                .zip(factors)
+                .zip(terms)
+                .map(|((weighted, factors), terms)| {
+                    self.estimate_from(*weighted, factors.norm, *terms)
+                }),
+        );
     }
 }
 
@@ -374,7 +453,7 @@ mod tests {
                 let prepared = quantizer.query(query, &centroid);
                 for row in data.chunks_exact(dim) {
                     let factors = quantizer.encode(row, &centroid, &mut scratch, &mut code);
-                    let (estimate, bound) = prepared.estimate(&code, factors);
+                    let (estimate, bound) = prepared.estimate(&quantizer, &code, factors);
                     let truth = squared_distance(row, query);
                     total += 1;
                     outside += usize::from((estimate - truth).abs() > bound);
@@ -421,7 +500,7 @@ mod tests {
             truth.sort_by(|a, b| a.0.total_cmp(&b.0));
             let bounds: Vec<(f32, f32)> = codes
                 .iter()
-                .map(|(code, factors)| prepared.estimate(code, *factors))
+                .map(|(code, factors)| prepared.estimate(&quantizer, code, *factors))
                 .collect();
             let mut uppers: Vec<f32> = bounds.iter().map(|(e, b)| e + b).collect();
             uppers.sort_by(f32::total_cmp);

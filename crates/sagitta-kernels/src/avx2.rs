@@ -410,6 +410,12 @@ fn and_popcount_u64(a: &[u64], b: &[u64]) -> u32 {
     popcount_combined::<false>(a, b)
 }
 
+/// The scalar loop with the POPCNT instruction.
+#[target_feature(enable = "popcnt")]
+fn binary_dot_planes_rows(planes: &[u64], bits: u32, codes: &[u64], out: &mut [u32]) {
+    crate::scalar::binary_dot_planes_rows(planes, bits, codes, out);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Safe entry points and the table.
 // ---------------------------------------------------------------------------------------------
@@ -444,6 +450,7 @@ entry!(entry_l2_squared_i8 => l2_squared_i8, (a: &[i8], b: &[i8]) -> u32);
 entry!(entry_dot_u8_i8 => dot_u8_i8, (a: &[u8], b: &[i8]) -> i32);
 entry!(entry_hamming_u64 => hamming_u64, (a: &[u64], b: &[u64]) -> u32);
 entry!(entry_and_popcount_u64 => and_popcount_u64, (a: &[u64], b: &[u64]) -> u32);
+entry!(entry_binary_dot_planes_rows => binary_dot_planes_rows, (planes: &[u64], bits: u32, codes: &[u64], out: &mut [u32]) -> ());
 
 /// The AVX2 table.
 ///
@@ -469,5 +476,6 @@ pub(crate) unsafe fn kernels_avx2() -> Kernels {
         dot_f32_rows4: entry_dot_f32_rows4,
         l2_squared_f32_rows4: entry_l2_squared_f32_rows4,
         dot_u8_i8_rows4: None,
+        binary_dot_planes_rows: entry_binary_dot_planes_rows,
     }
 }

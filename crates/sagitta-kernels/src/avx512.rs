@@ -22,8 +22,9 @@ use core::arch::x86_64::{
     _mm512_maskz_loadu_epi64, _mm512_maskz_loadu_epi8, _mm512_maskz_loadu_ps, _mm512_max_epu8,
     _mm512_min_epu8, _mm512_popcnt_epi64, _mm512_reduce_add_epi32, _mm512_reduce_add_epi64,
     _mm512_reduce_add_ps, _mm512_set1_epi8, _mm512_setzero_ps, _mm512_setzero_si512,
-    _mm512_sub_epi16, _mm512_sub_epi8, _mm512_sub_ps, _mm512_unpackhi_epi8, _mm512_unpacklo_epi8,
-    _mm512_xor_si512, _mm_loadu_si128, _mm_maskz_loadu_epi8,
+    _mm512_sll_epi64, _mm512_sub_epi16, _mm512_sub_epi8, _mm512_sub_ps, _mm512_unpackhi_epi8,
+    _mm512_unpacklo_epi8, _mm512_xor_si512, _mm_cvtsi32_si128, _mm_loadu_si128,
+    _mm_maskz_loadu_epi8,
 };
 
 use half::f16;
@@ -615,6 +616,38 @@ fn and_popcount_u64_vpopcntdq(a: &[u64], b: &[u64]) -> u32 {
     popcount_combined::<false>(a, b)
 }
 
+/// `sum_p 2^p * popcount(plane_p & code)` per code: one accumulator a code, each 8-word
+/// chunk of the code loaded once and ANDed with every plane (the planes stay in L1).
+#[target_feature(enable = "avx512f,avx512vpopcntdq")]
+fn binary_dot_planes_rows_vpopcntdq(planes: &[u64], bits: u32, codes: &[u64], out: &mut [u32]) {
+    let words = planes.len() / bits as usize;
+    let planes_pointer = planes.as_ptr();
+    for (code, result) in codes.chunks_exact(words).zip(out.iter_mut()) {
+        let code_pointer = code.as_ptr();
+        let mut sum = _mm512_setzero_si512();
+        let mut index = 0;
+        while index < words {
+            let count = words - index;
+            // SAFETY: `count` words from `index` are in bounds of the code and of each plane
+            // (every plane is `words` long, plane `p` starting at `p * words`).
+            let code_words = unsafe { load8_words(code_pointer.add(index), count) };
+            for plane in 0..bits {
+                // SAFETY: as above, plane `plane` has `count` words from `index`.
+                let plane_words = unsafe {
+                    load8_words(planes_pointer.add(plane as usize * words + index), count)
+                };
+                let counts = _mm512_popcnt_epi64(_mm512_and_si512(plane_words, code_words));
+                sum = _mm512_add_epi64(
+                    sum,
+                    _mm512_sll_epi64(counts, _mm_cvtsi32_si128(plane as i32)),
+                );
+            }
+            index += count.min(8);
+        }
+        *result = _mm512_reduce_add_epi64(sum) as u32;
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Safe entry points and the tables.
 // ---------------------------------------------------------------------------------------------
@@ -667,6 +700,18 @@ macro_rules! popcount_entry {
 popcount_entry!(entry_hamming_u64_vpopcntdq => hamming_u64_vpopcntdq);
 popcount_entry!(entry_and_popcount_u64_vpopcntdq => and_popcount_u64_vpopcntdq);
 
+fn entry_binary_dot_planes_rows_vpopcntdq(
+    planes: &[u64],
+    bits: u32,
+    codes: &[u64],
+    out: &mut [u32],
+) {
+    debug_assert!(std::is_x86_feature_detected!("avx512vpopcntdq"));
+    // SAFETY: reachable only through a table built by `kernels_avx512` with
+    // `use_vpopcntdq`, whose caller checked the feature.
+    unsafe { binary_dot_planes_rows_vpopcntdq(planes, bits, codes, out) }
+}
+
 /// The AVX-512 table (`vnni` selects the `Avx512Vnni` level).
 ///
 /// # Safety
@@ -694,10 +739,12 @@ pub(crate) unsafe fn kernels_avx512(vnni: bool, use_vpopcntdq: bool) -> Kernels 
         dot_f32_rows4: entry_dot_f32_rows4,
         l2_squared_f32_rows4: entry_l2_squared_f32_rows4,
         dot_u8_i8_rows4: None,
+        binary_dot_planes_rows: base.binary_dot_planes_rows,
     };
     if use_vpopcntdq {
         table.hamming_u64 = entry_hamming_u64_vpopcntdq;
         table.and_popcount_u64 = entry_and_popcount_u64_vpopcntdq;
+        table.binary_dot_planes_rows = entry_binary_dot_planes_rows_vpopcntdq;
     }
     if vnni {
         table.level = SimdLevel::Avx512Vnni;

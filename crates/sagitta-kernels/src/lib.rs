@@ -183,6 +183,7 @@ pub struct Kernels {
     dot_f32_rows4: RowsKernel,
     l2_squared_f32_rows4: RowsKernel,
     dot_u8_i8_rows4: Option<IntegerRowsKernel>,
+    binary_dot_planes_rows: PlanesRowsKernel,
 }
 
 const SCALAR_KERNELS: Kernels = Kernels {
@@ -204,6 +205,7 @@ const SCALAR_KERNELS: Kernels = Kernels {
     dot_f32_rows4: scalar::dot_f32_rows4,
     l2_squared_f32_rows4: scalar::l2_squared_f32_rows4,
     dot_u8_i8_rows4: None,
+    binary_dot_planes_rows: scalar::binary_dot_planes_rows,
 };
 
 /// Rows of the matrix per cache tile in the many-queries loops: 256 KiB fits the L2 of
@@ -345,6 +347,35 @@ impl Kernels {
             .sum()
     }
 
+    /// [`Kernels::binary_dot_planes`] of every code of `codes` (`out.len()` codes of
+    /// `planes.len() / bits` words each, back to back) in one call: the disk index scans
+    /// a partition's codes this way, the planes held in registers across codes.
+    pub fn binary_dot_planes_batch(
+        &self,
+        planes: &[u64],
+        bits: u32,
+        codes: &[u64],
+        out: &mut [u32],
+    ) {
+        assert!((1..=8).contains(&bits), "bits must be in 1..=8");
+        let words = planes.len() / bits as usize;
+        assert_eq!(
+            planes.len(),
+            bits as usize * words,
+            "planes must be bits × words"
+        );
+        assert_eq!(
+            codes.len(),
+            out.len() * words,
+            "codes must be out.len() × words"
+        );
+        if words == 0 {
+            out.fill(0);
+            return;
+        }
+        (self.binary_dot_planes_rows)(planes, bits, codes, out);
+    }
+
     /// `cos(pi * hamming / dim)`: the SimHash estimate of the angle between two vectors from
     /// their sign codes. 0.0 when `dim` is 0.
     pub fn binary_cosine_estimate(&self, a: &[u64], b: &[u64], dim: usize) -> f32 {
@@ -369,6 +400,8 @@ type RowsKernel = fn([&[f32]; 4], &[f32]) -> [f32; 4];
 /// One u8 query against four i8 rows.
 type IntegerRowsKernel = fn(&[u8], [&[i8]; 4]) -> [i32; 4];
 type PairKernel = fn(&[f32], &[f32]) -> f32;
+/// Bit planes (`bits` of them) against back-to-back codes of `planes.len() / bits` words.
+type PlanesRowsKernel = fn(&[u64], u32, &[u64], &mut [u32]);
 
 fn batch_f32(
     query: &[f32],
@@ -615,4 +648,9 @@ pub fn binary_query_planes(query_codes: &[u8], bits: u32, out_planes: &mut [u64]
 /// computed as `sum_p 2^p * popcount(plane_p & code)`. Exact.
 pub fn binary_dot_planes(planes: &[u64], bits: u32, code: &[u64]) -> u32 {
     kernels().binary_dot_planes(planes, bits, code)
+}
+
+/// [`binary_dot_planes`] of `out.len()` back-to-back codes.
+pub fn binary_dot_planes_batch(planes: &[u64], bits: u32, codes: &[u64], out: &mut [u32]) {
+    kernels().binary_dot_planes_batch(planes, bits, codes, out);
 }

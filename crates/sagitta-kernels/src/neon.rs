@@ -160,5 +160,6 @@ pub(crate) fn kernels_neon() -> Kernels {
         dot_f32_rows4,
         l2_squared_f32_rows4,
         dot_u8_i8_rows4: None,
+        binary_dot_planes_rows: scalar::binary_dot_planes_rows,
     }
 }

@@ -143,6 +143,19 @@ pub fn and_popcount_u64(a: &[u64], b: &[u64]) -> u32 {
         .sum()
 }
 
+/// `sum_p 2^p * popcount(plane_p & code)` for each of the back-to-back `codes`.
+#[inline]
+pub fn binary_dot_planes_rows(planes: &[u64], bits: u32, codes: &[u64], out: &mut [u32]) {
+    let words = planes.len() / bits as usize;
+    for (code, result) in codes.chunks_exact(words).zip(out.iter_mut()) {
+        *result = planes
+            .chunks_exact(words)
+            .zip(0u32..)
+            .map(|(plane, index)| and_popcount_u64(plane, code) << index)
+            .sum();
+    }
+}
+
 /// Four dot products sharing one right-hand side; each equals `dot_f32(left[k], right)` bit for bit.
 pub fn dot_f32_rows4(left: [&[f32]; 4], right: &[f32]) -> [f32; 4] {
     left.map(|row| dot_f32(row, right))

@@ -190,7 +190,15 @@ proptest! {
             .map(|(_, &query_code)| u32::from(query_code))
             .sum();
         prop_assert_eq!(binary_dot_planes(&planes, bits, &code), expected_dot);
+        // the batch form over [code, other_code, code]: each equal to the single form
+        let codes: Vec<u64> = code.iter().chain(&other_code).chain(&code).copied().collect();
+        let other_dot = binary_dot_planes(&planes, bits, &other_code);
         for kernels in all_kernels() {
+            let mut batch = vec![u32::MAX; if words == 0 { 0 } else { 3 }];
+            kernels.binary_dot_planes_batch(&planes, bits, &codes, &mut batch);
+            if words > 0 {
+                prop_assert_eq!(&batch, &vec![expected_dot, other_dot, expected_dot], "level {:?}", kernels.level);
+            }
             prop_assert_eq!(kernels.binary_dot_planes(&planes, bits, &code), expected_dot, "level {:?}", kernels.level);
             prop_assert_eq!(kernels.binary_cosine_estimate(&code, &other_code, dim), estimate);
         }

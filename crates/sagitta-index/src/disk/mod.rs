@@ -38,7 +38,7 @@ use sagitta_storage::pageio::Page;
 use crate::error::{IndexError, Result};
 use crate::limits::{check_range, MAX_DIMENSION};
 use crate::partition;
-use crate::rabitq::{CodeFactors, Rabitq};
+use crate::rabitq::{CodeFactors, Rabitq, ScanTerms};
 use crate::threads::{effective_threads, for_each_chunk};
 use crate::Metric;
 
@@ -115,6 +115,9 @@ pub struct DiskIndex {
     /// `len × code_words`.
     codes: Vec<u64>,
     factors: Vec<CodeFactors>,
+    /// Each code's query-independent estimate terms (not stored; computed at build and
+    /// load from the codes and factors).
+    terms: Vec<ScanTerms>,
     sq_norms: Vec<f32>,
     /// Pages of the records file, the header included.
     record_pages: u64,
@@ -168,6 +171,7 @@ impl DiskIndex {
         let index = DiskIndex {
             metric,
             rotated_centroids: rotate_all(&quantizer, &centroids),
+            terms: scan_terms(&quantizer, &codes, &factors),
             quantizer,
             layout,
             centroids,
@@ -210,13 +214,15 @@ impl DiskIndex {
         self.record_pages
     }
 
-    /// Bytes of RAM the index holds per vector (codes, factors, norms; centroids and
-    /// partition tables spread over the vectors).
+    /// Bytes of RAM the index holds (codes, factors, scan terms, norms, centroids and
+    /// their rotations, partition tables).
     pub fn ram_bytes(&self) -> usize {
         self.codes.len() * 8
             + self.factors.len() * 8
+            + self.terms.len() * std::mem::size_of::<ScanTerms>()
             + self.sq_norms.len() * 4
             + self.centroids.len() * 4
+            + self.rotated_centroids.len() * 4
             + self.starts.len() * 4
             + self.first_pages.len() * 8
     }
@@ -356,6 +362,7 @@ impl DiskIndex {
         let index = DiskIndex {
             metric,
             rotated_centroids: rotate_all(&quantizer, &centroids),
+            terms: scan_terms(&quantizer, &codes, &factors),
             quantizer,
             layout: RecordLayout::new(dim),
             centroids,
@@ -459,6 +466,15 @@ fn decode_vectors(body: &[u8], words: usize) -> (Vec<u64>, Vec<CodeFactors>, Vec
         codes.extend(u64s(&entry[12..]));
     }
     (codes, factors, sq_norms)
+}
+
+/// The [`ScanTerms`] of every code.
+fn scan_terms(quantizer: &Rabitq, codes: &[u64], factors: &[CodeFactors]) -> Vec<ScanTerms> {
+    codes
+        .chunks_exact(quantizer.code_words())
+        .zip(factors)
+        .map(|(code, factors)| quantizer.scan_terms(code, *factors))
+        .collect()
 }
 
 /// Every centroid rotated, one after another.

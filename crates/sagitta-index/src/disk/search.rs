@@ -80,17 +80,32 @@ impl DiskIndex {
         let mut uppers = TopK::new(k);
         let mut kept = Vec::new();
         let rotated = self.quantizer.rotate(query);
+        let words = self.quantizer.code_words();
+        let (mut weighted, mut estimates) = (Vec::new(), Vec::new());
         for partition in partitions {
             let prepared = self
                 .quantizer
                 .query_rotated(&rotated, self.rotated_centroid(*partition));
-            for position in self.starts[*partition]..self.starts[*partition + 1] {
+            let (start, end) = (
+                self.starts[*partition] as usize,
+                self.starts[*partition + 1] as usize,
+            );
+            // every code of the partition in one kernel call (deleted ones are estimated
+            // too, never read)
+            prepared.estimate_batch(
+                &self.codes[start * words..end * words],
+                &self.factors[start..end],
+                &self.terms[start..end],
+                &mut weighted,
+                &mut estimates,
+            );
+            for (index, (l2, bound)) in (start..end).zip(estimates.iter().copied()) {
+                #[allow(clippy::cast_possible_truncation)]
+                let position = index as u32;
                 if !accept(position) {
                     continue;
                 }
                 stats.scanned += 1;
-                let index = position as usize;
-                let (l2, bound) = prepared.estimate(self.code(index), self.factors[index]);
                 let (estimate, bound) = match self.metric {
                     Metric::L2 => (l2, bound),
                     Metric::Dot | Metric::Cosine => {
