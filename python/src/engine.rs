@@ -779,7 +779,9 @@ impl Collection {
     }
 
     /// The optimizer's view: `{"status": "green" | "yellow" | "red", "points_count",
-    /// "indexed_vectors_count", "segments_count", "optimizer_error", "write_error"}`.
+    /// "indexed_vectors_count", "segments_count", "optimizer_error", "write_error",
+    /// "index_ram_bytes", "disk_bytes"}` (the last two: RAM the segments' indexes hold and
+    /// bytes of the collection's files).
     /// Green: every point is in an HNSW segment and no work is planned; yellow: points wait
     /// in a write buffer or a seal/merge runs; red: a shard refuses writes after an I/O
     /// error (`write_error` says why) until the database is reopened.
@@ -792,6 +794,8 @@ impl Collection {
         dict.set_item("segments_count", status.segments)?;
         dict.set_item("optimizer_error", status.optimizer_error)?;
         dict.set_item("write_error", status.write_error)?;
+        dict.set_item("index_ram_bytes", status.index_ram_bytes)?;
+        dict.set_item("disk_bytes", status.disk_bytes)?;
         Ok(dict)
     }
 

@@ -343,6 +343,10 @@ def test_disk_segments_search_like_exact_and_reopen(tmp_path):
         exact = {hit["id"] for hit in col.search(query, limit=10, exact=True)}
         found += len(exact & {hit["id"] for hit in col.search(query, limit=10)})
     assert found / 200 >= 0.95
+    # RAM of the codes (~4 words + floats a vector): far below the 128-byte f32 vectors
+    status = col.status()
+    assert 0 < status["index_ram_bytes"] < 4000 * 32 * 4
+    assert status["disk_bytes"] > 4000 * 32 * 4
     del col, db
     col = sagittadb.open(tmp_path).collection("d")
     got = col.get([17])[0]
