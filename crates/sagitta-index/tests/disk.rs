@@ -135,6 +135,54 @@ fn bound_driven_search_reaches_the_recall_floor_reading_few_records() {
     }
 }
 
+/// A rerank limit caps the records read a query (never below k); a limit above what the
+/// bound reads changes nothing.
+#[test]
+fn rerank_limit_caps_reads_and_a_loose_limit_changes_nothing() {
+    let dim = 96;
+    let base = clustered(3_000, dim, 5);
+    let queries = clustered(20, dim, 6);
+    let (index, order, reader) = build(&base, dim, Metric::L2, 150);
+    let truth = brute_force(Metric::L2, &base, &queries, dim, 10);
+    let mut capped_found = Vec::new();
+    for query in queries.chunks_exact(dim) {
+        let mut free = SearchStats::default();
+        let unlimited = index
+            .search(query, 10, 20, &|_| true, &reader, &mut free)
+            .unwrap();
+        let mut loose = SearchStats::default();
+        let same = index
+            .search_within(query, 10, 20, free.reranked, &|_| true, &reader, &mut loose)
+            .unwrap();
+        let positions = |hits: &[sagitta_index::disk::DiskHit]| -> Vec<u32> {
+            hits.iter().map(|hit| hit.position).collect()
+        };
+        assert_eq!(positions(&unlimited), positions(&same));
+        assert_eq!(free.reranked, loose.reranked);
+        for limit in [0, 10, 13, 25] {
+            let mut capped = SearchStats::default();
+            let hits = index
+                .search_within(query, 10, 20, limit, &|_| true, &reader, &mut capped)
+                .unwrap();
+            assert!(
+                capped.reranked <= limit.max(10) && capped.reranked >= 10.min(free.reranked),
+                "limit {limit}: read {}",
+                capped.reranked
+            );
+            assert_eq!(hits.len(), 10);
+            if limit == 25 {
+                capped_found.extend(
+                    hits.iter()
+                        .map(|hit| u64::from(order[hit.position as usize])),
+                );
+            }
+        }
+    }
+    // the best 25 estimates of 3,000 still hold most of the true 10
+    let capped = recall(&capped_found, &truth, 10);
+    assert!(capped >= 0.8, "recall {capped} reading 25 records a query");
+}
+
 #[test]
 fn exact_scan_equals_brute_force_and_accept_excludes() {
     let dim = 40;

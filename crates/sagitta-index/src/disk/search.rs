@@ -32,6 +32,25 @@ impl DiskIndex {
         reader: &dyn PageReader,
         stats: &mut SearchStats,
     ) -> Result<Vec<DiskHit>> {
+        self.search_within(query, k, probes, usize::MAX, accept, reader, stats)
+    }
+
+    /// [`DiskIndex::search`] reranking at most `rerank_limit` records (at least `k`): the
+    /// candidates with the best estimates, read until the bound says no other can win or
+    /// the limit is reached, whichever comes first. Where the bound is wide against the
+    /// gaps between neighbours (unit vectors in high dimension) it keeps hundreds of
+    /// candidates a query; the limit trades that tail of reads for recall.
+    #[allow(clippy::too_many_arguments)]
+    pub fn search_within(
+        &self,
+        query: &[f32],
+        k: usize,
+        probes: usize,
+        rerank_limit: usize,
+        accept: &dyn Fn(u32) -> bool,
+        reader: &dyn PageReader,
+        stats: &mut SearchStats,
+    ) -> Result<Vec<DiskHit>> {
         if k == 0 || self.is_empty() {
             return Ok(Vec::new());
         }
@@ -49,7 +68,15 @@ impl DiskIndex {
         for (index, candidate) in candidates.iter().enumerate().rev() {
             floor[index] = candidate.lower.min(floor[index + 1]);
         }
-        self.rerank(query, k, &candidates, &floor, reader, stats)
+        self.rerank(
+            query,
+            k,
+            rerank_limit.max(k),
+            &candidates,
+            &floor,
+            reader,
+            stats,
+        )
     }
 
     /// Partitions by their centroid's distance to `query`, the nearest `probes`.
@@ -133,11 +160,13 @@ impl DiskIndex {
     }
 
     /// Reads and ranks `candidates` (sorted by estimate) in waves until none left can beat
-    /// the `k`-th exact distance.
+    /// the `k`-th exact distance, or `limit` have been read.
+    #[allow(clippy::too_many_arguments)]
     fn rerank(
         &self,
         query: &[f32],
         k: usize,
+        limit: usize,
         candidates: &[Candidate],
         floor: &[f32],
         reader: &dyn PageReader,
@@ -149,19 +178,22 @@ impl DiskIndex {
         let mut pages = Pages::new();
         let mut next = 0;
         let mut wave = Vec::with_capacity(wave_size);
-        while next < candidates.len() {
+        let mut read = 0;
+        while next < candidates.len() && read < limit {
             let bar = best.threshold();
             if floor[next] > bar {
                 break;
             }
             wave.clear();
-            while next < candidates.len() && wave.len() < wave_size {
+            let size = wave_size.min(limit - read);
+            while next < candidates.len() && wave.len() < size {
                 if candidates[next].lower <= bar {
                     wave.push(candidates[next].position);
                 }
                 next += 1;
             }
             stats.waves += 1;
+            read += wave.len();
             stats.pages += pages.add(self, &wave, reader)?;
             self.rank(query, &wave, &pages, &mut best, &mut hits, stats);
         }
