@@ -37,8 +37,9 @@ use crate::query::Strategy;
 const INDEX_MAGIC: &[u8; 8] = b"SAGDISK1";
 /// Partitions probed per unit of search beam: `hnsw_ef` 128 (the default beam) probes 32.
 const BEAM_PER_PROBE: usize = 4;
-/// Records reranked at most per unit of search beam: `hnsw_ef` 128 reads at most 256
-/// (fewer when the bound rules the rest out).
+/// Pages' worth of records reranked at most per unit of search beam: `hnsw_ef` 128 reranks
+/// at most 256 pages' worth (256 records at 768-d, 256 × 31 at 32-d; fewer when the bound
+/// rules the rest out).
 const RERANK_PER_BEAM: usize = 2;
 /// Positions whose vectors a merge reads at once.
 const READ_CHUNK: usize = 1_024;
@@ -332,7 +333,7 @@ impl SegmentRead for DiskSegment {
     /// Top-`k` among live points passing `filter`, "lower is closer". A filter passing few
     /// points (see [`Listing::is_selective`]) or an exact strategy reads every passing
     /// record; otherwise the bound-driven search probes `⌈beam / 4⌉` partitions and reads
-    /// at most `2 · beam` records.
+    /// at most `2 · beam` pages' worth of records.
     fn search(
         &self,
         query: &[f32],
@@ -352,7 +353,9 @@ impl SegmentRead for DiskSegment {
         let hits = match strategy.beam(k).filter(|_| !selective) {
             Some(beam) => {
                 let probes = beam.div_ceil(BEAM_PER_PROBE).max(1);
-                let limit = beam.saturating_mul(RERANK_PER_BEAM);
+                let limit = beam
+                    .saturating_mul(RERANK_PER_BEAM)
+                    .saturating_mul(self.index.layout().per_page);
                 self.index
                     .search_within(query, k, probes, limit, &passes, &reader, &mut stats)
             }
