@@ -46,6 +46,9 @@ from typing import ClassVar
 
 import numpy as np
 
+from bench.datasets import recall_at_k
+from bench.ingest_common import directory_bytes, package_version, percentiles_ms
+
 ENGINES = (
     "sagitta-ivf-disk",
     "diskann",
@@ -86,23 +89,6 @@ def anonymous_rss() -> int:
         if line.startswith("RssAnon:"):
             return int(line.split()[1]) * 1024
     return 0
-
-
-def directory_bytes(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-
-
-def percentiles(seconds: list[float]) -> dict:
-    values = np.asarray(seconds) * 1e3
-    return {f"p{q}": round(float(np.percentile(values, q)), 3) for q in (50, 95, 99)}
-
-
-def recall(found: np.ndarray, truth: np.ndarray, k: int) -> float:
-    hits = sum(
-        len(set(row[:k].tolist()) & set(expected[:k].tolist()))
-        for row, expected in zip(found, truth, strict=True)
-    )
-    return hits / (truth.shape[0] * k)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -467,15 +453,6 @@ PACKAGES = {
 }
 
 
-def package_version(engine: str) -> str:
-    from importlib import metadata
-
-    try:
-        return metadata.version(PACKAGES[engine])
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
-
 # ---------------------------------------------------------------------------------------------
 # Worker processes
 
@@ -490,7 +467,7 @@ def worker_build(spec: dict) -> dict:
         "build_seconds": round(time.perf_counter() - started, 3),
         "index_params": params,
         "disk_bytes": directory_bytes(directory),
-        "engine_version": package_version(spec["engine"]),
+        "engine_version": package_version(PACKAGES[spec["engine"]]),
     }
 
 
@@ -525,9 +502,9 @@ def worker_search(spec: dict) -> dict:
             "search_params": setting,
             "threads": threads,
             "concurrency": threads,
-            "recall_at_k": round(recall(found, truth, k), 4),
+            "recall_at_k": round(recall_at_k(found, truth, k), 4),
             "qps": round(count / seconds, 1),
-            "latency_ms": percentiles(latencies),
+            "latency_ms": percentiles_ms(latencies),
             "disk_bytes_read_per_query": round((bytes1 - bytes0) / count, 1),
             "disk_reads_per_query": round((reads1 - reads0) / count, 2),
             "device_iops": round((reads1 - reads0) / seconds, 1),

@@ -254,14 +254,7 @@ impl RabitqQuery {
             .map(|v| ((v - raw_low) * to_level + 0.5).clamp(0.0, levels) as u8)
             .collect();
         let mut planes = vec![0u64; QUERY_BITS as usize * words];
-        for (word, chunk) in values.chunks_exact(64).enumerate() {
-            for bit in 0..QUERY_BITS as usize {
-                planes[bit * words + word] = chunk
-                    .iter()
-                    .enumerate()
-                    .fold(0u64, |acc, (i, v)| acc | (u64::from(v >> bit & 1) << i));
-            }
-        }
+        sagitta_kernels::binary_query_planes(&values, QUERY_BITS, &mut planes);
         let value_sum: u32 = values.iter().map(|v| u32::from(*v)).sum();
         #[allow(clippy::cast_precision_loss)]
         let padded_f = padded as f32;
@@ -293,17 +286,6 @@ impl RabitqQuery {
         #[allow(clippy::cast_precision_loss)]
         let set_sum = self.low * set + self.step * weighted as f32;
         (2.0 * set_sum - self.all_sum) * self.inverse_sqrt_padded
-    }
-
-    /// `⟨ō, q'⟩` of the code `code` (with the query's 4-bit coordinates).
-    pub fn code_inner_product(&self, code: &[u64]) -> f32 {
-        debug_assert_eq!(code.len(), self.words);
-        // Σ_bit 2^bit · popcount(plane_bit & code): the kernels' AND-popcount (VPOPCNTQ
-        // where the CPU has it)
-        let weighted = sagitta_kernels::kernels().binary_dot_planes(&self.planes, QUERY_BITS, code);
-        #[allow(clippy::cast_precision_loss)]
-        let set = code.iter().map(|word| word.count_ones()).sum::<u32>() as f32;
-        self.inner_product(weighted, set)
     }
 
     /// The estimate and bound from a code's `weighted` sum (see [`RabitqQuery::inner_product`]).

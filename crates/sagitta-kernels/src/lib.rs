@@ -631,15 +631,18 @@ pub fn binary_query_planes(query_codes: &[u8], bits: u32, out_planes: &mut [u64]
     let words = query_codes.len().div_ceil(64);
     debug_assert!((1..=8).contains(&bits), "bits must be in 1..=8");
     debug_assert_eq!(out_planes.len(), bits as usize * words);
-    out_planes.fill(0);
-    for (dimension_index, &code) in query_codes.iter().enumerate() {
-        debug_assert!(
-            u32::from(code) < (1u32 << bits),
-            "code does not fit in `bits` bits"
-        );
-        let (word_index, bit_index) = (dimension_index / 64, dimension_index % 64);
+    debug_assert!(
+        query_codes
+            .iter()
+            .all(|&code| u32::from(code) < (1u32 << bits)),
+        "code does not fit in `bits` bits"
+    );
+    // one word of a plane at a time: 64 dimensions folded into it (no scattered writes)
+    for (word_index, chunk) in query_codes.chunks(64).enumerate() {
         for (plane, plane_index) in out_planes.chunks_exact_mut(words.max(1)).zip(0..bits) {
-            plane[word_index] |= u64::from((code >> plane_index) & 1) << bit_index;
+            plane[word_index] = chunk.iter().enumerate().fold(0u64, |word, (bit, &code)| {
+                word | (u64::from((code >> plane_index) & 1) << bit)
+            });
         }
     }
 }
