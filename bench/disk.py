@@ -6,8 +6,8 @@ runs inside a cgroup (v1 memory controller) whose ``memory.limit_in_bytes`` is
 ``--memory-limit-mb`` (page cache counts against it), with the kernel's caches dropped just
 before. Builds run outside the limit (every engine alike; the time is reported). Per engine:
 
-- ``build_seconds`` (the build process's wall time to a persisted index) and the index's
-  bytes on disk;
+- ``build_seconds`` (the build process's wall time to a persisted index), its CPU seconds
+  (``build_cpu_seconds``, threads and child processes) and the index's bytes on disk;
 - per search setting: QPS of all queries with ``--threads`` threads (the engine's own batch
   call where it has one, else that many Python threads of single queries), recall@k against
   exact ground truth, p50/p95/p99 of ``--latency-queries`` single queries on one thread,
@@ -23,6 +23,9 @@ dies (an out-of-memory kill under the limit) gets a ``skipped`` entry saying why
 
     python -m bench.disk --n 1000000 --dim 768 --workdir /path/on/the/disk \\
         --out bench/results/disk-synth-768-1m.json
+
+``--build-only`` builds and keeps the indexes; ``--reuse-builds`` then searches them (a
+build kept for other data is rebuilt), so an hour-long peer build need not be repeated.
 
 DiskANN (``diskannpy``) pins numpy 1.25, which the other peers cannot share: it runs from its
 own virtual environment (``--diskann-python``, default ``.venv-diskann/bin/python``; made by
@@ -82,6 +85,16 @@ def disk_counters(device: tuple[int, int]) -> tuple[int, int]:
         if (int(fields[0]), int(fields[1])) == device:
             return int(fields[3]), int(fields[5]) * 512
     raise RuntimeError(f"device {device} not in /proc/diskstats")
+
+
+def process_cpu_seconds() -> float:
+    import resource
+
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += usage.ru_utime + usage.ru_stime
+    return total
 
 
 def anonymous_rss() -> int:
@@ -236,7 +249,7 @@ def build_faiss(base: np.ndarray, directory: Path, threads: int, codes: str) -> 
 class LanceSearcher(Searcher):
     sweep: ClassVar[Sweep] = tuple(
         {"nprobes": p, "refine_factor": r}
-        for p, r in ((10, 5), (20, 5), (40, 5), (40, 10), (80, 10), (160, 10))
+        for p, r in ((20, 5), (40, 10), (40, 20), (40, 40), (80, 60), (80, 100))
     )
 
     def __init__(self, directory: Path, threads: int) -> None:
@@ -461,10 +474,14 @@ def worker_build(spec: dict) -> dict:
     data = Path(spec["data"])
     directory = Path(spec["directory"])
     base = np.load(data / "base.npy", mmap_mode="r")
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), process_cpu_seconds()
     params = BUILDERS[spec["engine"]](base, directory, spec["threads"])
     return {
         "build_seconds": round(time.perf_counter() - started, 3),
+        # CPU time of the build (its threads and any processes it waited for): unlike the
+        # wall time, this barely moves when something else shares the machine
+        "build_cpu_seconds": round(process_cpu_seconds() - cpu, 1),
+        "spec_shape": spec["shape"],
         "index_params": params,
         "disk_bytes": directory_bytes(directory),
         "engine_version": package_version(PACKAGES[spec["engine"]]),
@@ -652,28 +669,46 @@ def prepare_data(arguments, data: Path) -> dict:
     return info
 
 
+def reusable_build(scratch: Path, spec: dict) -> dict | None:
+    """The earlier build of this engine on the same data, kept by ``--keep-indexes``."""
+    recorded = scratch / f"{spec['engine']}-build.json"
+    if not recorded.exists():
+        return None
+    built = json.loads(recorded.read_text())
+    return built if built.get("spec_shape") == spec["shape"] else None
+
+
 def run_engine(arguments, engine: str, data: Path, limit: MemoryLimit) -> dict:
     directory = Path(arguments.workdir) / "engines" / engine / "index"
-    shutil.rmtree(directory.parent, ignore_errors=True)
-    directory.mkdir(parents=True)
+    scratch = directory.parent
     spec = {
         "engine": engine,
+        "shape": {"n": arguments.n, "dim": arguments.dim, "queries": arguments.queries},
         "data": str(data),
         "directory": str(directory),
         "threads": arguments.threads,
         "k": arguments.k,
         "latency_queries": arguments.latency_queries,
         "stop_recall": arguments.stop_recall,
-        "device": list(device_of(directory)),
+        "device": list(device_of(Path(arguments.workdir))),
     }
     python = engine_python(engine, arguments)
     if not Path(python).exists():
         return {"engine": engine, "skipped": f"no interpreter at {python}"}
-    scratch = directory.parent
-    print(f"{engine}: building", file=sys.stderr, flush=True)
-    built, failure = run_worker(python, "build", spec, scratch, arguments.build_timeout)
+    built = reusable_build(scratch, spec) if arguments.reuse_builds else None
     if built is None:
-        return {"engine": engine, "skipped": failure}
+        shutil.rmtree(scratch, ignore_errors=True)
+        directory.mkdir(parents=True)
+        print(f"{engine}: building", file=sys.stderr, flush=True)
+        built, failure = run_worker(
+            python, "build", spec, scratch, arguments.build_timeout
+        )
+        if built is None:
+            return {"engine": engine, "skipped": failure}
+    else:
+        print(f"{engine}: reusing the build kept in {scratch}", file=sys.stderr)
+    if arguments.build_only:
+        return {"engine": engine, "skipped": "--build-only", "build": built}
     caches = (
         drop_caches() if arguments.drop_caches else "not dropped (--no-drop-caches)"
     )
@@ -690,6 +725,7 @@ def run_engine(arguments, engine: str, data: Path, limit: MemoryLimit) -> dict:
         "engine_version": built["engine_version"],
         "index_params": built["index_params"],
         "build_seconds": built["build_seconds"],
+        "build_cpu_seconds": built.get("build_cpu_seconds"),
         "upload_seconds": None,
         "memory_bytes": searched["memory_bytes"],
         "disk_bytes_written": built["disk_bytes"],
@@ -704,7 +740,7 @@ def run_engine(arguments, engine: str, data: Path, limit: MemoryLimit) -> dict:
         "engine_report": searched["engine_report"],
     }
     if not arguments.keep_indexes:
-        shutil.rmtree(directory.parent, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
     return result
 
 
@@ -731,6 +767,9 @@ def summary(results: list[dict], fio: dict | None) -> dict:
                 }
             )
         entry["max_recall"] = max(run["recall_at_k"] for run in result["runs"])
+        entry["build_seconds"] = result["build_seconds"]
+        entry["build_cpu_seconds"] = result.get("build_cpu_seconds")
+        entry["ram_bytes_per_vector"] = result["ram_bytes_per_vector"]
         best[result["engine"]] = entry
     ratios: dict = {}
     ours = best.get("sagitta-ivf-disk", {})
@@ -789,6 +828,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--diskann-python", default=".venv-diskann/bin/python")
     parser.add_argument("--keep-indexes", action="store_true")
     parser.add_argument(
+        "--reuse-builds",
+        action="store_true",
+        help="search an index kept by an earlier --keep-indexes run on the same data",
+    )
+    parser.add_argument(
+        "--build-only",
+        action="store_true",
+        help="build (and keep) the indexes without searching them",
+    )
+    parser.add_argument(
         "--drop-caches",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -796,6 +845,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", required=True)
     arguments = parser.parse_args(argv)
+    arguments.keep_indexes |= arguments.build_only
     engines = [name.strip() for name in arguments.engines.split(",") if name.strip()]
     unknown = sorted(set(engines) - set(ENGINES))
     if unknown:

@@ -4,7 +4,8 @@
 //! against brute force, QPS, latency, pages and bytes read per query, and the IOPS achieved.
 //!
 //! `cargo run --release -p sagitta-index --example disk_search -- DIR [ROWS] [DIM] [QUERIES]
-//! [THREADS]` (defaults 100,000 × 768, 200 queries, 2 threads). DIR must be on the disk
+//! [THREADS] [EXTRA_BITS]` (defaults 100,000 × 768, 200 queries, 2 threads, the default
+//! extended codes). DIR must be on the disk
 //! to measure (not tmpfs); the records file is left there as `disk_search.records`.
 
 use std::io::{BufWriter, Write};
@@ -107,6 +108,11 @@ fn main() {
         number(3, 200),
         number(4, 2),
     );
+    let params = DiskParams {
+        extra_bits: u32::try_from(number(5, DiskParams::default().extra_bits as usize))
+            .expect("EXTRA_BITS: 0 ..= 3"),
+        ..DiskParams::default()
+    };
     let k = 10;
     let base = embeddings(rows, dim, 1);
     let queries = embeddings(query_count, dim, 2);
@@ -115,8 +121,7 @@ fn main() {
     let started = Instant::now();
     let (index, order) = {
         let mut file = BufWriter::new(std::fs::File::create(&path).expect("records file"));
-        let built = DiskIndex::build(&base, dim, Metric::L2, DiskParams::default(), &mut file)
-            .expect("build");
+        let built = DiskIndex::build(&base, dim, Metric::L2, params, &mut file).expect("build");
         file.flush().expect("flush");
         file.get_ref().sync_all().expect("fsync");
         built
@@ -127,9 +132,10 @@ fn main() {
     #[allow(clippy::cast_precision_loss)]
     let ram_per_vector = index.ram_bytes() as f64 / rows as f64;
     println!(
-        "{rows} × {dim}, {} partitions, build {build_seconds:.1} s, RAM {ram_per_vector:.0} B/vector \
+        "{rows} × {dim}, {} partitions, {} extra bits, build {build_seconds:.1} s, RAM {ram_per_vector:.0} B/vector \
          ({:.3}× the f32 vectors), records {} pages, backend {} (direct: {}), {threads} threads",
         index.partitions(),
+        index.extra_bits(),
         ram_per_vector / (dim * 4) as f64,
         index.record_pages(),
         io.backend().name(),
@@ -176,6 +182,7 @@ fn main() {
             latencies.extend(times);
             stats.partitions += part_stats.partitions;
             stats.scanned += part_stats.scanned;
+            stats.refined += part_stats.refined;
             stats.candidates += part_stats.candidates;
             stats.reranked += part_stats.reranked;
             stats.pages += part_stats.pages;

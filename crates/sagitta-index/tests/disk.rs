@@ -46,22 +46,36 @@ impl PageReader for MemoryReader {
     }
 }
 
-fn params(partition_size: usize) -> DiskParams {
+fn params(partition_size: usize, extra_bits: u32) -> DiskParams {
     DiskParams {
         partition_size,
         seed: 7,
         threads: 2,
+        extra_bits,
     }
 }
 
+/// An index with the default extended codes (2 bits).
 fn build(
     vectors: &[f32],
     dim: usize,
     metric: Metric,
     size: usize,
 ) -> (DiskIndex, Vec<u32>, MemoryReader) {
+    build_with(vectors, dim, metric, size, DiskParams::default().extra_bits)
+}
+
+fn build_with(
+    vectors: &[f32],
+    dim: usize,
+    metric: Metric,
+    size: usize,
+    extra_bits: u32,
+) -> (DiskIndex, Vec<u32>, MemoryReader) {
     let mut file = Vec::new();
-    let (index, order) = DiskIndex::build(vectors, dim, metric, params(size), &mut file).unwrap();
+    let (index, order) =
+        DiskIndex::build(vectors, dim, metric, params(size, extra_bits), &mut file).unwrap();
+    assert_eq!(index.extra_bits(), extra_bits);
     assert_eq!(file.len() % PAGE_BYTES, 0, "whole pages");
     assert_eq!(file.len() as u64 / PAGE_BYTES as u64, index.record_pages());
     (index, order, MemoryReader::new(file))
@@ -132,6 +146,35 @@ fn bound_driven_search_reaches_the_recall_floor_reading_few_records() {
             "{metric:?}: {per_query} records read a query ({stats:?})"
         );
         assert!(per_query >= 10, "at least k records read: {stats:?}");
+    }
+}
+
+/// Extended codes refine the 1-bit estimates before any read: at the same probes the
+/// recall holds while far fewer records are read, and more bits read fewer still.
+#[test]
+fn extended_codes_read_fewer_records_at_the_same_recall() {
+    let dim = 128;
+    let base = clustered(6_000, dim, 21);
+    let queries = clustered(60, dim, 22);
+    for metric in [Metric::L2, Metric::Dot] {
+        let mut previous: Option<(f64, usize)> = None;
+        for extra_bits in 0..=3 {
+            let (index, order, reader) = build_with(&base, dim, metric, 200, extra_bits);
+            let (recall, stats) = measure(&index, &order, &reader, &base, &queries, dim, 10);
+            let read = stats.reranked;
+            assert_eq!(stats.refined > 0, extra_bits > 0, "{stats:?}");
+            if let Some((recall_before, read_before)) = previous {
+                assert!(
+                    recall >= recall_before - 0.01,
+                    "{metric:?} {extra_bits} bits: recall {recall} < {recall_before}"
+                );
+                assert!(
+                    read * 10 < read_before * 9,
+                    "{metric:?} {extra_bits} bits: read {read} vs {read_before}"
+                );
+            }
+            previous = Some((recall, read));
+        }
     }
 }
 
@@ -278,10 +321,16 @@ fn a_damaged_or_misplaced_page_is_an_error_never_a_vector() {
 
 #[test]
 fn the_ram_part_round_trips_and_rejects_damage() {
+    for extra_bits in [0, 2, 3] {
+        round_trip(extra_bits);
+    }
+}
+
+fn round_trip(extra_bits: u32) {
     let dim = 24;
     let base = clustered(700, dim, 8);
     let queries = clustered(5, dim, 9);
-    let (index, _, reader) = build(&base, dim, Metric::Dot, 100);
+    let (index, _, reader) = build_with(&base, dim, Metric::Dot, 100, extra_bits);
     let mut out = Writer::new();
     index.encode(&mut out);
     let bytes = out.into_bytes();
@@ -312,11 +361,29 @@ fn the_ram_part_round_trips_and_rejects_damage() {
         "cut short"
     );
     let mut table = bytes.clone();
-    table[34] ^= 0xff; // partition 0's start
+    table[35] ^= 0xff; // partition 0's start
     assert!(
         DiskIndex::decode(&table).is_err(),
         "an inconsistent partition table"
     );
+    let mut too_many = bytes.clone();
+    too_many[14] = 4; // extra bits
+    let error = DiskIndex::decode(&too_many).unwrap_err().to_string();
+    assert!(error.contains("extra bits"), "{error}");
+    let mut old = bytes.clone();
+    old[0] = 1;
+    let error = DiskIndex::decode(&old).unwrap_err().to_string();
+    assert!(error.contains("version 1"), "{error}");
+}
+
+#[test]
+fn extra_bits_beyond_three_are_refused_by_name() {
+    let base = clustered(50, 8, 3);
+    let mut file = Vec::new();
+    let error = DiskIndex::build(&base, 8, Metric::L2, params(100, 4), &mut file)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("extra_bits"), "{error}");
 }
 
 #[test]

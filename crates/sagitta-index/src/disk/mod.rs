@@ -7,14 +7,19 @@
 //! keep ids and payloads in the same order.
 //!
 //! RAM per vector: the code (`padded_dim / 8` bytes), its two factors and the squared norm
-//! (12 bytes). Partition centroids and the page each partition starts on are the rest.
+//! (12 bytes), the scan terms (12 bytes), and with `extra_bits` > 0 the extended code
+//! (`extra_bits · padded_dim / 8` bytes), its fit and terms (20 bytes). Partition centroids
+//! (and their rotations) and the page each partition starts on are the rest.
 //!
 //! A query ([`DiskIndex::search`]):
 //! 1. ranks the centroids and probes the nearest `probes` partitions;
 //! 2. scans their codes: each accepted vector gets an estimated distance and an error
 //!    bound; a vector whose lower bound cannot beat the `k`-th smallest upper bound is
 //!    dropped at once;
-//! 3. reads the records of the rest in waves, most promising (smallest estimate) first,
+//! 3. with extended codes, refines the estimate and bound of each vector left (an 8-bit
+//!    query against `1 + extra_bits` bits a coordinate) and drops those that can no longer
+//!    beat the `k`-th smallest refined upper bound;
+//! 4. reads the records of the rest in waves, most promising (smallest estimate) first,
 //!    the pages of a wave deduplicated and read together (many in flight), and ranks them
 //!    exactly; a wave takes only candidates whose lower bound still beats the current
 //!    `k`-th exact distance, and the search stops once none is left.
@@ -38,13 +43,15 @@ use sagitta_storage::pageio::Page;
 use crate::error::{IndexError, Result};
 use crate::limits::{check_range, MAX_DIMENSION};
 use crate::partition;
-use crate::rabitq::{CodeFactors, Rabitq, ScanTerms};
+use crate::rabitq::{CodeFactors, ExtraTerms, Rabitq, ScanTerms, MAX_EXTRA_BITS};
 use crate::threads::{effective_threads, for_each_chunk};
 use crate::Metric;
 
 pub use records::{check_page, RecordLayout, RecordsHeader, PAGE_PAYLOAD};
 
-const INDEX_VERSION: u8 = 1;
+/// Version 2 adds the extended codes and pads codes to a multiple of 64 bits (the blocked
+/// rotation). Version 1 (a day of development builds, never released) is not read.
+const INDEX_VERSION: u8 = 2;
 
 /// How a disk index is built.
 #[derive(Clone, Copy, Debug)]
@@ -55,6 +62,9 @@ pub struct DiskParams {
     pub seed: u64,
     /// Build threads (0 = every core).
     pub threads: usize,
+    /// Bits of extended code a coordinate beyond the sign bit (0 ..= 3; 0 = none), kept in
+    /// RAM to refine the 1-bit estimates before any record is read.
+    pub extra_bits: u32,
 }
 
 impl Default for DiskParams {
@@ -63,6 +73,7 @@ impl Default for DiskParams {
             partition_size: 1_000,
             seed: 0x5A61_7461,
             threads: 0,
+            extra_bits: 2,
         }
     }
 }
@@ -79,6 +90,8 @@ pub struct SearchStats {
     pub partitions: usize,
     /// Codes estimated (accepted vectors of the probed partitions).
     pub scanned: usize,
+    /// Vectors the 1-bit bound kept whose estimate the extended codes refined.
+    pub refined: usize,
     /// Vectors whose bound let them be read.
     pub candidates: usize,
     /// Records ranked exactly.
@@ -119,6 +132,14 @@ pub struct DiskIndex {
     /// load from the codes and factors).
     terms: Vec<ScanTerms>,
     sq_norms: Vec<f32>,
+    /// Extended codes: `extra_bits` planes of `code_words` a vector (0: none).
+    extra_bits: u32,
+    /// `len × extra_bits × code_words`.
+    extra_codes: Vec<u64>,
+    /// Each extended code's fit (stored).
+    extra_fits: Vec<f32>,
+    /// Each extended code's query-independent terms (derived, like `terms`).
+    extra_terms: Vec<ExtraTerms>,
     /// Pages of the records file, the header included.
     record_pages: u64,
 }
@@ -152,7 +173,13 @@ impl DiskIndex {
         let sizes: Vec<usize> = members.iter().map(Vec::len).collect();
         let layout = RecordLayout::new(dim);
         let (starts, first_pages) = partition_tables(layout, &sizes);
-        let (codes, factors) = encode_all(&quantizer, vectors, &centroids, &members, params)?;
+        check_range(
+            "extra_bits",
+            params.extra_bits as usize,
+            0,
+            MAX_EXTRA_BITS as usize,
+        )?;
+        let encoded = encode_all(&quantizer, vectors, &centroids, &members, params)?;
         let sq_norms = order
             .iter()
             .map(|row| {
@@ -168,21 +195,64 @@ impl DiskIndex {
             }
         }
         let header = writer.finish()?;
-        let index = DiskIndex {
+        let index = DiskIndex::assemble(
             metric,
-            rotated_centroids: rotate_all(&quantizer, &centroids),
-            terms: scan_terms(&quantizer, &codes, &factors),
             quantizer,
-            layout,
-            centroids,
-            starts,
-            first_pages,
-            codes,
-            factors,
+            Tables {
+                centroids,
+                starts,
+                first_pages,
+                record_pages: header.pages,
+            },
+            encoded,
             sq_norms,
-            record_pages: header.pages,
-        };
+        );
         Ok((index, order))
+    }
+
+    /// The index from its stored parts, the derived ones (rotated centroids, scan terms)
+    /// computed here: the one place both [`DiskIndex::build`] and [`DiskIndex::decode`] end.
+    fn assemble(
+        metric: Metric,
+        quantizer: Rabitq,
+        tables: Tables,
+        encoded: Encoded,
+        sq_norms: Vec<f32>,
+    ) -> DiskIndex {
+        let dim = quantizer.dim();
+        let words = quantizer.code_words();
+        let extra_words = quantizer.extra_words(encoded.extra_bits);
+        let extra_terms = if encoded.extra_bits == 0 {
+            Vec::new()
+        } else {
+            encoded
+                .codes
+                .chunks_exact(words)
+                .zip(encoded.extra_codes.chunks_exact(extra_words))
+                .zip(&encoded.extra_fits)
+                .map(|((code, planes), fit)| {
+                    quantizer.extra_terms(code, planes, encoded.extra_bits, *fit)
+                })
+                .collect()
+        };
+        DiskIndex {
+            metric,
+            rotated_centroids: rotate_all(&quantizer, &tables.centroids),
+            terms: scan_terms(&quantizer, &encoded.codes, &encoded.factors),
+            extra_terms,
+            quantizer,
+            layout: RecordLayout::new(dim),
+            centroids: tables.centroids,
+            starts: tables.starts,
+            first_pages: tables.first_pages,
+            codes: encoded.codes,
+            factors: encoded.factors,
+            sq_norms,
+            extra_bits: encoded.extra_bits,
+            extra_codes: encoded.extra_codes,
+            extra_fits: encoded.extra_fits,
+            record_pages: tables.record_pages,
+        }
     }
 
     pub fn dim(&self) -> usize {
@@ -214,10 +284,18 @@ impl DiskIndex {
         self.record_pages
     }
 
-    /// Bytes of RAM the index holds (codes, factors, scan terms, norms, centroids and
-    /// their rotations, partition tables).
+    /// Bits of extended code a coordinate (0: none).
+    pub fn extra_bits(&self) -> u32 {
+        self.extra_bits
+    }
+
+    /// Bytes of RAM the index holds (codes, extended codes, factors, scan terms, norms,
+    /// centroids and their rotations, partition tables).
     pub fn ram_bytes(&self) -> usize {
         self.codes.len() * 8
+            + self.extra_codes.len() * 8
+            + self.extra_fits.len() * 4
+            + self.extra_terms.len() * std::mem::size_of::<ExtraTerms>()
             + self.factors.len() * 8
             + self.terms.len() * std::mem::size_of::<ScanTerms>()
             + self.sq_norms.len() * 4
@@ -230,6 +308,12 @@ impl DiskIndex {
     fn code(&self, position: usize) -> &[u64] {
         let words = self.quantizer.code_words();
         &self.codes[position * words..(position + 1) * words]
+    }
+
+    /// The extended code's planes of `position` (empty without extended codes).
+    fn extra_code(&self, position: usize) -> &[u64] {
+        let words = self.quantizer.extra_words(self.extra_bits);
+        &self.extra_codes[position * words..(position + 1) * words]
     }
 
     fn rotated_centroid(&self, partition: usize) -> &[f32] {
@@ -300,6 +384,7 @@ impl DiskIndex {
             .u8(metric_code(self.metric))
             .u32(dim)
             .u64(self.quantizer.seed())
+            .u8(u8::try_from(self.extra_bits).expect("extra bits checked"))
             .u64(self.len() as u64)
             .u64(self.record_pages)
             .len_u32(self.partitions(), "partitions");
@@ -308,20 +393,21 @@ impl DiskIndex {
             .f32s(&self.centroids);
         for ((factors, sq_norm), position) in self.factors.iter().zip(&self.sq_norms).zip(0..) {
             out.f32(factors.norm).f32(factors.fit).f32(*sq_norm);
+            if self.extra_bits > 0 {
+                out.f32(self.extra_fits[position]);
+            }
             out.u64s(self.code(position).iter().copied());
+            out.u64s(self.extra_code(position).iter().copied());
         }
     }
 
     /// Reads the RAM part written by [`DiskIndex::encode`]; every byte must be taken.
     pub fn decode(bytes: &[u8]) -> Result<DiskIndex> {
-        let bad = |error: sagitta_storage::codec::DecodeError| {
-            IndexError::format(format!("disk index: {error}"))
-        };
         let mut reader = Reader::new(bytes);
         reader
             .version_u8("version", "disk index", INDEX_VERSION)
-            .map_err(bad)?;
-        let metric = match reader.u8("metric").map_err(bad)? {
+            .map_err(bad_index)?;
+        let metric = match reader.u8("metric").map_err(bad_index)? {
             0 => Metric::L2,
             1 => Metric::Dot,
             other => {
@@ -330,49 +416,29 @@ impl DiskIndex {
                 )))
             }
         };
-        let dim = reader.u32("dim").map_err(bad)? as usize;
+        let dim = reader.u32("dim").map_err(bad_index)? as usize;
         check_range("dim", dim, 1, MAX_DIMENSION)
             .map_err(|error| IndexError::format(format!("disk index: {error}")))?;
-        let seed = reader.u64("seed").map_err(bad)?;
+        let seed = reader.u64("seed").map_err(bad_index)?;
         let quantizer = Rabitq::new(dim, seed)?;
-        let words = quantizer.code_words();
-        let count = reader.u64("vector count").map_err(bad)?;
-        let record_pages = reader.u64("record pages").map_err(bad)?;
-        let partitions = reader
-            .count_u32("partition count", 4 + 8 + dim * 4)
-            .map_err(bad)?;
-        let starts: Vec<u32> = (0..=partitions)
-            .map(|_| reader.u32("partition start"))
-            .collect::<std::result::Result<_, _>>()
-            .map_err(bad)?;
-        let first_pages: Vec<u64> =
-            u64s(reader.bytes(partitions * 8, "first pages").map_err(bad)?).collect();
-        let centroids: Vec<f32> = f32s(
-            reader
-                .bytes(partitions * dim * 4, "centroids")
-                .map_err(bad)?,
+        let extra_bits = u32::from(reader.u8("extra bits").map_err(bad_index)?);
+        check_range(
+            "extra bits",
+            extra_bits as usize,
+            0,
+            MAX_EXTRA_BITS as usize,
         )
-        .collect();
-        let per_vector = 12 + words * 8;
+        .map_err(|error| IndexError::format(format!("disk index: {error}")))?;
+        let count = reader.u64("vector count").map_err(bad_index)?;
+        let record_pages = reader.u64("record pages").map_err(bad_index)?;
+        let tables = decode_tables(&mut reader, dim, record_pages)?;
+        let layout = VectorLayout::new(&quantizer, extra_bits);
         let body = reader
-            .bytes_u64_len(count.saturating_mul(per_vector as u64), "codes")
-            .map_err(bad)?;
-        reader.expect_end("end of disk index").map_err(bad)?;
-        let (codes, factors, sq_norms) = decode_vectors(body, words);
-        let index = DiskIndex {
-            metric,
-            rotated_centroids: rotate_all(&quantizer, &centroids),
-            terms: scan_terms(&quantizer, &codes, &factors),
-            quantizer,
-            layout: RecordLayout::new(dim),
-            centroids,
-            starts,
-            first_pages,
-            codes,
-            factors,
-            sq_norms,
-            record_pages,
-        };
+            .bytes_u64_len(count.saturating_mul(layout.bytes as u64), "codes")
+            .map_err(bad_index)?;
+        reader.expect_end("end of disk index").map_err(bad_index)?;
+        let (encoded, sq_norms) = decode_vectors(body, layout);
+        let index = DiskIndex::assemble(metric, quantizer, tables, encoded, sq_norms);
         index.check_tables()?;
         Ok(index)
     }
@@ -448,24 +514,93 @@ fn partition_tables(layout: RecordLayout, sizes: &[usize]) -> (Vec<u32>, Vec<u64
     (starts, first_pages)
 }
 
-/// The per-vector entries of the RAM part: factors, squared norms and codes.
-fn decode_vectors(body: &[u8], words: usize) -> (Vec<u64>, Vec<CodeFactors>, Vec<f32>) {
-    let per_vector = 12 + words * 8;
-    let count = body.len() / per_vector;
-    let mut factors = Vec::with_capacity(count);
+#[allow(clippy::needless_pass_by_value)] // the shape map_err hands over
+fn bad_index(error: sagitta_storage::codec::DecodeError) -> IndexError {
+    IndexError::format(format!("disk index: {error}"))
+}
+
+/// The partition table: starts, first pages and centroids.
+fn decode_tables(reader: &mut Reader, dim: usize, record_pages: u64) -> Result<Tables> {
+    let partitions = reader
+        .count_u32("partition count", 4 + 8 + dim * 4)
+        .map_err(bad_index)?;
+    let starts: Vec<u32> = (0..=partitions)
+        .map(|_| reader.u32("partition start"))
+        .collect::<std::result::Result<_, _>>()
+        .map_err(bad_index)?;
+    let first_pages: Vec<u64> = u64s(
+        reader
+            .bytes(partitions * 8, "first pages")
+            .map_err(bad_index)?,
+    )
+    .collect();
+    let centroids: Vec<f32> = f32s(
+        reader
+            .bytes(partitions * dim * 4, "centroids")
+            .map_err(bad_index)?,
+    )
+    .collect();
+    Ok(Tables {
+        centroids,
+        starts,
+        first_pages,
+        record_pages,
+    })
+}
+
+/// The shape of one vector's entry in the RAM part.
+#[derive(Clone, Copy)]
+struct VectorLayout {
+    words: usize,
+    extra_bits: u32,
+    extra_words: usize,
+    /// Bytes before the code: norm, fit, squared norm and (with extended codes) their fit.
+    floats: usize,
+    bytes: usize,
+}
+
+impl VectorLayout {
+    fn new(quantizer: &Rabitq, extra_bits: u32) -> VectorLayout {
+        let words = quantizer.code_words();
+        let extra_words = quantizer.extra_words(extra_bits);
+        let floats = if extra_bits > 0 { 16 } else { 12 };
+        VectorLayout {
+            words,
+            extra_bits,
+            extra_words,
+            floats,
+            bytes: floats + (words + extra_words) * 8,
+        }
+    }
+}
+
+/// The per-vector entries of the RAM part: factors, squared norms, codes and extended codes.
+fn decode_vectors(body: &[u8], layout: VectorLayout) -> (Encoded, Vec<f32>) {
+    let count = body.len() / layout.bytes;
+    let mut encoded = Encoded {
+        codes: Vec::with_capacity(count * layout.words),
+        factors: Vec::with_capacity(count),
+        extra_bits: layout.extra_bits,
+        extra_codes: Vec::with_capacity(count * layout.extra_words),
+        extra_fits: Vec::with_capacity(if layout.extra_bits > 0 { count } else { 0 }),
+    };
     let mut sq_norms = Vec::with_capacity(count);
-    let mut codes = Vec::with_capacity(count * words);
-    for entry in body.chunks_exact(per_vector) {
-        let mut values = f32s(&entry[..12]);
-        let mut next = || values.next().expect("12 bytes");
-        factors.push(CodeFactors {
+    for entry in body.chunks_exact(layout.bytes) {
+        let mut values = f32s(&entry[..layout.floats]);
+        let mut next = || values.next().expect("the floats of an entry");
+        encoded.factors.push(CodeFactors {
             norm: next(),
             fit: next(),
         });
         sq_norms.push(next());
-        codes.extend(u64s(&entry[12..]));
+        if layout.extra_bits > 0 {
+            encoded.extra_fits.push(next());
+        }
+        let (code, extra) = entry[layout.floats..].split_at(layout.words * 8);
+        encoded.codes.extend(u64s(code));
+        encoded.extra_codes.extend(u64s(extra));
     }
-    (codes, factors, sq_norms)
+    (encoded, sq_norms)
 }
 
 /// The [`ScanTerms`] of every code.
@@ -492,6 +627,31 @@ fn metric_code(metric: Metric) -> u8 {
     }
 }
 
+/// The partition table of an index.
+struct Tables {
+    centroids: Vec<f32>,
+    starts: Vec<u32>,
+    first_pages: Vec<u64>,
+    record_pages: u64,
+}
+
+/// The codes of every position (stored parts only).
+struct Encoded {
+    codes: Vec<u64>,
+    factors: Vec<CodeFactors>,
+    extra_bits: u32,
+    extra_codes: Vec<u64>,
+    extra_fits: Vec<f32>,
+}
+
+/// One partition's share of [`Encoded`]'s vectors, filled by whichever thread takes it.
+struct EncodeSlot<'a> {
+    codes: &'a mut [u64],
+    factors: &'a mut [CodeFactors],
+    extra_codes: &'a mut [u64],
+    extra_fits: &'a mut [f32],
+}
+
 /// Codes of every position, partition by partition, on `params.threads` threads.
 fn encode_all(
     quantizer: &Rabitq,
@@ -499,47 +659,74 @@ fn encode_all(
     centroids: &[f32],
     members: &[Vec<u32>],
     params: DiskParams,
-) -> Result<(Vec<u64>, Vec<CodeFactors>)> {
-    let dim = quantizer.dim();
-    let words = quantizer.code_words();
+) -> Result<Encoded> {
+    let (dim, words) = (quantizer.dim(), quantizer.code_words());
+    let extra_words = quantizer.extra_words(params.extra_bits);
     let total: usize = members.iter().map(Vec::len).sum();
-    let mut codes = vec![0u64; total * words];
-    let mut factors = vec![
-        CodeFactors {
-            norm: 0.0,
-            fit: 1.0
-        };
-        total
-    ];
-    // each partition's slice of the outputs, handed to whichever thread takes it
-    let mut slots = Vec::with_capacity(members.len());
-    let (mut code_rest, mut factor_rest) = (codes.as_mut_slice(), factors.as_mut_slice());
-    for rows in members {
-        let (code_part, code_tail) = code_rest.split_at_mut(rows.len() * words);
-        let (factor_part, factor_tail) = factor_rest.split_at_mut(rows.len());
-        slots.push(parking_lot::Mutex::new((code_part, factor_part)));
-        (code_rest, factor_rest) = (code_tail, factor_tail);
-    }
+    let unit = CodeFactors {
+        norm: 0.0,
+        fit: 1.0,
+    };
+    let extra_total = if params.extra_bits > 0 { total } else { 0 };
+    let mut encoded = Encoded {
+        codes: vec![0u64; total * words],
+        factors: vec![unit; total],
+        extra_bits: params.extra_bits,
+        extra_codes: vec![0u64; total * extra_words],
+        extra_fits: vec![1.0; extra_total],
+    };
+    let slots = encode_slots(&mut encoded, members, words, extra_words);
     let threads = effective_threads(params.threads, members.len());
     for_each_chunk(members.len(), 1, threads, |start, end| {
         let mut scratch = vec![0.0f32; quantizer.padded_dim()];
         for partition in start..end {
             let centroid = &centroids[partition * dim..(partition + 1) * dim];
             let mut slot = slots[partition].lock();
-            let (code_part, factor_part) = &mut *slot;
-            for ((row, code), factor) in members[partition]
-                .iter()
-                .zip(code_part.chunks_exact_mut(words))
-                .zip(factor_part.iter_mut())
-            {
+            for (index, row) in members[partition].iter().enumerate() {
                 let vector = &vectors[*row as usize * dim..(*row as usize + 1) * dim];
-                *factor = quantizer.encode(vector, centroid, &mut scratch, code);
+                let code = &mut slot.codes[index * words..(index + 1) * words];
+                slot.factors[index] = quantizer.encode(vector, centroid, &mut scratch, code);
+                if params.extra_bits > 0 {
+                    let planes = &mut slot.extra_codes[index * extra_words..][..extra_words];
+                    slot.extra_fits[index] =
+                        quantizer.encode_extra(&scratch, params.extra_bits, planes);
+                }
             }
         }
         Ok::<(), IndexError>(())
     })?;
     drop(slots);
-    Ok((codes, factors))
+    Ok(encoded)
+}
+
+/// [`Encoded`]'s vectors split into one slot a partition.
+fn encode_slots<'a>(
+    encoded: &'a mut Encoded,
+    members: &[Vec<u32>],
+    words: usize,
+    extra_words: usize,
+) -> Vec<parking_lot::Mutex<EncodeSlot<'a>>> {
+    let extra = usize::from(encoded.extra_bits > 0);
+    let mut slots = Vec::with_capacity(members.len());
+    let mut codes = encoded.codes.as_mut_slice();
+    let mut factors = encoded.factors.as_mut_slice();
+    let mut extra_codes = encoded.extra_codes.as_mut_slice();
+    let mut extra_fits = encoded.extra_fits.as_mut_slice();
+    for rows in members {
+        let count = rows.len();
+        let (code_part, code_rest) = codes.split_at_mut(count * words);
+        let (factor_part, factor_rest) = factors.split_at_mut(count);
+        let (extra_part, extra_rest) = extra_codes.split_at_mut(count * extra_words);
+        let (fit_part, fit_rest) = extra_fits.split_at_mut(count * extra);
+        slots.push(parking_lot::Mutex::new(EncodeSlot {
+            codes: code_part,
+            factors: factor_part,
+            extra_codes: extra_part,
+            extra_fits: fit_part,
+        }));
+        (codes, factors, extra_codes, extra_fits) = (code_rest, factor_rest, extra_rest, fit_rest);
+    }
+    slots
 }
 
 /// Pages read for a set of positions, checked, keyed by page number.

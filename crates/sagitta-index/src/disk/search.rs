@@ -57,6 +57,10 @@ impl DiskIndex {
         let chosen = self.nearest_partitions(query, probes);
         stats.partitions += chosen.len();
         let mut candidates = self.scan(query, k, &chosen, accept, stats);
+        if self.extra_bits > 0 {
+            stats.refined += candidates.len();
+            self.refine(query, k, &mut candidates);
+        }
         stats.candidates += candidates.len();
         candidates.sort_unstable_by(|a, b| {
             a.estimate
@@ -133,12 +137,7 @@ impl DiskIndex {
                     continue;
                 }
                 stats.scanned += 1;
-                let (estimate, bound) = match self.metric {
-                    Metric::L2 => (l2, bound),
-                    Metric::Dot | Metric::Cosine => {
-                        ((l2 - self.sq_norms[index] - query_sq) / 2.0, bound / 2.0)
-                    }
-                };
+                let (estimate, bound) = self.in_metric(l2, bound, index, query_sq);
                 let lower = estimate - bound;
                 if lower > uppers.threshold() {
                     continue;
@@ -157,6 +156,64 @@ impl DiskIndex {
         let threshold = uppers.threshold();
         kept.retain(|candidate| candidate.lower <= threshold);
         kept
+    }
+
+    /// An estimated squared L2 distance and its bound in the metric's own terms: for Dot,
+    /// `−⟨x,q⟩ = (‖x−q‖² − ‖x‖² − ‖q‖²) / 2`, the bound halved.
+    #[inline]
+    fn in_metric(&self, l2: f32, bound: f32, position: usize, query_sq: f32) -> (f32, f32) {
+        match self.metric {
+            Metric::L2 => (l2, bound),
+            Metric::Dot | Metric::Cosine => {
+                ((l2 - self.sq_norms[position] - query_sq) / 2.0, bound / 2.0)
+            }
+        }
+    }
+
+    /// Replaces each candidate's estimate and bound by its extended code's (an 8-bit query
+    /// against `1 + extra_bits` bits a coordinate), then drops those whose refined lower
+    /// bound cannot beat the `k`-th smallest refined upper bound. `candidates` come from
+    /// [`DiskIndex::scan`], grouped by partition.
+    fn refine(&self, query: &[f32], k: usize, candidates: &mut Vec<Candidate>) {
+        let query_sq: f32 = query.iter().map(|v| v * v).sum();
+        let rotated = self.quantizer.rotate(query);
+        let mut uppers = TopK::new(k);
+        let mut current: Option<(usize, crate::rabitq::RabitqQuery)> = None;
+        for candidate in candidates.iter_mut() {
+            let position = candidate.position as usize;
+            let partition = match &current {
+                Some((partition, _))
+                    if self.starts[*partition] as usize <= position
+                        && position < self.starts[*partition + 1] as usize =>
+                {
+                    *partition
+                }
+                _ => self.partition_of(candidate.position),
+            };
+            if current.as_ref().map(|(p, _)| *p) != Some(partition) {
+                let fine = self
+                    .quantizer
+                    .query_rotated_fine(&rotated, self.rotated_centroid(partition));
+                current = Some((partition, fine));
+            }
+            let (_, fine) = current.as_ref().expect("set above");
+            let (l2, bound) = fine.refine(
+                self.code(position),
+                self.extra_code(position),
+                self.extra_bits,
+                self.factors[position].norm,
+                self.extra_terms[position],
+            );
+            let (estimate, bound) = self.in_metric(l2, bound, position, query_sq);
+            candidate.estimate = estimate;
+            candidate.lower = estimate - bound;
+            uppers.push(Neighbor {
+                distance: estimate + bound,
+                id: candidate.position,
+            });
+        }
+        let threshold = uppers.threshold();
+        candidates.retain(|candidate| candidate.lower <= threshold);
     }
 
     /// Reads and ranks `candidates` (sorted by estimate) in waves until none left can beat
