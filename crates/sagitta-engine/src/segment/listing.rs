@@ -7,7 +7,7 @@
 //! Kinds differ in where deletes are marked (an HNSW segment marks them in its graph, which
 //! a write buffer may share); the queries here take that as `deleted`.
 
-use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -41,9 +41,48 @@ pub(crate) fn corrupt(path: &Path, reason: &str) -> EngineError {
     }
 }
 
+/// Each id's position, the ids themselves left in the listing's `ids`: the table holds
+/// only 4-byte positions (≈10 bytes a point with its control bytes and spare buckets, where
+/// a map keyed by the 32-byte ids took ≈100 at a million points).
+struct IdTable {
+    table: hashbrown::HashTable<u32>,
+    hasher: RandomState,
+}
+
+impl IdTable {
+    /// The table of `ids`; an id listed twice maps to its last position.
+    fn new(ids: &[PointId]) -> IdTable {
+        let hasher = RandomState::new();
+        let mut table = hashbrown::HashTable::with_capacity(ids.len());
+        for (position, id) in ids.iter().enumerate() {
+            let position = u32::try_from(position).expect("segment size");
+            let rehash = |other: &u32| hasher.hash_one(ids[*other as usize]);
+            match table.entry(
+                hasher.hash_one(id),
+                |other: &u32| ids[*other as usize] == *id,
+                rehash,
+            ) {
+                hashbrown::hash_table::Entry::Occupied(mut entry) => *entry.get_mut() = position,
+                hashbrown::hash_table::Entry::Vacant(entry) => {
+                    entry.insert(position);
+                }
+            }
+        }
+        IdTable { table, hasher }
+    }
+
+    fn find(&self, ids: &[PointId], id: &PointId) -> Option<u32> {
+        self.table
+            .find(self.hasher.hash_one(id), |other| {
+                ids[*other as usize] == *id
+            })
+            .copied()
+    }
+}
+
 pub(crate) struct Listing {
     ids: Vec<PointId>,
-    positions: HashMap<PointId, u32>,
+    positions: IdTable,
     payloads: Vec<Option<Arc<Value>>>,
     /// Positions in id order, built by the first scroll (ids never change).
     by_id: OnceLock<Vec<u32>>,
@@ -54,11 +93,7 @@ impl Listing {
     /// Position `i` is `points[i]` (its vector is not kept).
     pub fn new(points: Vec<Point>, schema: &PayloadSchema) -> Listing {
         let ids: Vec<PointId> = points.iter().map(|point| point.id).collect();
-        let positions = ids
-            .iter()
-            .enumerate()
-            .map(|(position, id)| (*id, u32::try_from(position).expect("segment size")))
-            .collect();
+        let positions = IdTable::new(&ids);
         let payloads = points
             .into_iter()
             .map(|point| {
@@ -88,7 +123,7 @@ impl Listing {
 
     /// The position listed for `id` (live or not).
     pub fn position(&self, id: &PointId) -> Option<u32> {
-        self.positions.get(id).copied()
+        self.positions.find(&self.ids, id)
     }
 
     pub fn payload_text(&self, position: u32) -> Option<String> {
