@@ -299,20 +299,40 @@ impl Rabitq {
         extra_bits: u32,
         fit: f32,
     ) -> ExtraTerms {
+        // u = Σ_a weight_a · bit_a over the planes (the sign plane weighs 2^B, plane b 2^b),
+        // so Σu and Σu² come from popcounts of the planes and of their pairwise ANDs
         let words = self.code_words();
-        let half = center_of(extra_bits);
-        let (mut value_sum, mut sq_sum) = (0.0f32, 0.0f32);
-        for index in 0..self.padded {
-            let (word, bit) = (index / 64, index % 64);
-            let mut value = (code[word] >> bit & 1) << extra_bits;
-            for (plane_index, plane) in planes.chunks_exact(words).enumerate() {
-                value |= (plane[word] >> bit & 1) << plane_index;
+        let weighted: Vec<(&[u64], f64)> = std::iter::once((code, f64::from(1u32 << extra_bits)))
+            .chain(
+                planes
+                    .chunks_exact(words)
+                    .zip(0u32..)
+                    .map(|(plane, bit)| (plane, f64::from(1u32 << bit))),
+            )
+            .collect();
+        let and_count = |a: &[u64], b: &[u64]| -> f64 {
+            f64::from(
+                a.iter()
+                    .zip(b)
+                    .map(|(x, y)| (x & y).count_ones())
+                    .sum::<u32>(),
+            )
+        };
+        let (mut value_sum, mut square_sum) = (0.0f64, 0.0f64);
+        for (a, weight_a) in &weighted {
+            value_sum += weight_a * and_count(a, a);
+            for (b, weight_b) in &weighted {
+                square_sum += weight_a * weight_b * and_count(a, b);
             }
-            #[allow(clippy::cast_precision_loss)]
-            let value = value as f32;
-            value_sum += value;
-            sq_sum += (value - half) * (value - half);
         }
+        let half = f64::from(center_of(extra_bits));
+        #[allow(clippy::cast_precision_loss)]
+        let padded = self.padded as f64;
+        // Σ(u − c)² = Σu² − 2c·Σu + P·c²
+        #[allow(clippy::cast_possible_truncation)]
+        let sq_sum = (square_sum - 2.0 * half * value_sum + padded * half * half).max(0.0) as f32;
+        #[allow(clippy::cast_possible_truncation)]
+        let value_sum = value_sum as f32;
         let fit = fit.max(f32::EPSILON);
         #[allow(clippy::cast_precision_loss)]
         let sqrt_padded_less_one = ((self.padded - 1) as f32).sqrt();

@@ -155,6 +155,8 @@ impl DiskIndex {
         out: &mut dyn Write,
     ) -> Result<(DiskIndex, Vec<u32>)> {
         check_range("dim", dim, 1, MAX_DIMENSION)?;
+        let extra_bits = params.extra_bits as usize;
+        check_range("extra_bits", extra_bits, 0, MAX_EXTRA_BITS as usize)?;
         if metric == Metric::Cosine {
             return Err(IndexError::UnknownMetric {
                 name: "cosine (store unit vectors and use dot)".to_string(),
@@ -173,12 +175,6 @@ impl DiskIndex {
         let sizes: Vec<usize> = members.iter().map(Vec::len).collect();
         let layout = RecordLayout::new(dim);
         let (starts, first_pages) = partition_tables(layout, &sizes);
-        check_range(
-            "extra_bits",
-            params.extra_bits as usize,
-            0,
-            MAX_EXTRA_BITS as usize,
-        )?;
         let encoded = encode_all(&quantizer, vectors, &centroids, &members, params)?;
         let sq_norms = order
             .iter()

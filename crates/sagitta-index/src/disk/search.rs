@@ -56,10 +56,11 @@ impl DiskIndex {
         }
         let chosen = self.nearest_partitions(query, probes);
         stats.partitions += chosen.len();
-        let mut candidates = self.scan(query, k, &chosen, accept, stats);
+        let rotated = self.quantizer.rotate(query);
+        let mut candidates = self.scan(query, &rotated, k, &chosen, accept, stats);
         if self.extra_bits > 0 {
             stats.refined += candidates.len();
-            self.refine(query, k, &mut candidates);
+            self.refine(query, &rotated, k, &mut candidates);
         }
         stats.candidates += candidates.len();
         candidates.sort_unstable_by(|a, b| {
@@ -97,11 +98,12 @@ impl DiskIndex {
         ranked.into_iter().map(|(_, p)| p).collect()
     }
 
-    /// Estimates every accepted vector of `partitions`; keeps those whose lower bound can
-    /// beat the `k`-th smallest upper bound seen.
+    /// Estimates every accepted vector of `partitions` (`rotated` is `R·query`); keeps those
+    /// whose lower bound can beat the `k`-th smallest upper bound seen.
     fn scan(
         &self,
         query: &[f32],
+        rotated: &[f32],
         k: usize,
         partitions: &[usize],
         accept: &dyn Fn(u32) -> bool,
@@ -110,13 +112,12 @@ impl DiskIndex {
         let query_sq: f32 = query.iter().map(|v| v * v).sum();
         let mut uppers = TopK::new(k);
         let mut kept = Vec::new();
-        let rotated = self.quantizer.rotate(query);
         let words = self.quantizer.code_words();
         let (mut weighted, mut estimates) = (Vec::new(), Vec::new());
         for partition in partitions {
             let prepared = self
                 .quantizer
-                .query_rotated(&rotated, self.rotated_centroid(*partition));
+                .query_rotated(rotated, self.rotated_centroid(*partition));
             let (start, end) = (
                 self.starts[*partition] as usize,
                 self.starts[*partition + 1] as usize,
@@ -174,9 +175,8 @@ impl DiskIndex {
     /// against `1 + extra_bits` bits a coordinate), then drops those whose refined lower
     /// bound cannot beat the `k`-th smallest refined upper bound. `candidates` come from
     /// [`DiskIndex::scan`], grouped by partition.
-    fn refine(&self, query: &[f32], k: usize, candidates: &mut Vec<Candidate>) {
+    fn refine(&self, query: &[f32], rotated: &[f32], k: usize, candidates: &mut Vec<Candidate>) {
         let query_sq: f32 = query.iter().map(|v| v * v).sum();
-        let rotated = self.quantizer.rotate(query);
         let mut uppers = TopK::new(k);
         let mut current: Option<(usize, crate::rabitq::RabitqQuery)> = None;
         for candidate in candidates.iter_mut() {
@@ -193,7 +193,7 @@ impl DiskIndex {
             if current.as_ref().map(|(p, _)| *p) != Some(partition) {
                 let fine = self
                     .quantizer
-                    .query_rotated_fine(&rotated, self.rotated_centroid(partition));
+                    .query_rotated_fine(rotated, self.rotated_centroid(partition));
                 current = Some((partition, fine));
             }
             let (_, fine) = current.as_ref().expect("set above");
