@@ -376,6 +376,7 @@ class QdrantEdgeSearcher(Searcher):
         *({"ef": ef, "oversampling": 1.0} for ef in (16, 32, 64, 128, 256)),
         *({"ef": 256, "oversampling": o} for o in (2.0, 4.0, 8.0)),
         *({"ef": 512, "oversampling": o} for o in (4.0, 8.0, 16.0)),
+        *({"ef": ef, "oversampling": 4.0} for ef in (1024, 2048)),
     )
 
     def __init__(self, directory: Path, threads: int) -> None:
