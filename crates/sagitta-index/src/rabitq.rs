@@ -195,7 +195,7 @@ impl Rabitq {
     pub fn query(&self, query: &[f32], centroid: &[f32]) -> RabitqQuery {
         let mut rotated = vec![0.0f32; self.padded];
         self.rotate_residual(query, centroid, &mut rotated);
-        RabitqQuery::from_residual(&rotated)
+        RabitqQuery::from_residual(&rotated, QUERY_BITS)
     }
 
     /// `R·vector`, [`Rabitq::padded_dim`] entries. The rotation is linear, so a query
@@ -217,7 +217,7 @@ impl Rabitq {
             self.padded,
             "rotated centroid length"
         );
-        RabitqQuery::from_residual(&residual_of(rotated_query, rotated_centroid))
+        RabitqQuery::from_residual(&residual_of(rotated_query, rotated_centroid), QUERY_BITS)
     }
 
     /// [`Rabitq::query_rotated`] quantized to 8 bits a coordinate: the query
@@ -228,10 +228,10 @@ impl Rabitq {
         rotated_query: &[f32],
         rotated_centroid: &[f32],
     ) -> RabitqQuery {
-        let residual = residual_of(rotated_query, rotated_centroid);
-        let distance = residual.iter().map(|v| v * v).sum::<f32>().sqrt();
-        let scale = if distance > 0.0 { 1.0 / distance } else { 0.0 };
-        RabitqQuery::quantize(&residual, scale, distance, FINE_QUERY_BITS)
+        RabitqQuery::from_residual(
+            &residual_of(rotated_query, rotated_centroid),
+            FINE_QUERY_BITS,
+        )
     }
 
     /// u64 words of an extended code of `extra_bits` planes.
@@ -334,14 +334,11 @@ impl Rabitq {
         #[allow(clippy::cast_possible_truncation)]
         let value_sum = value_sum as f32;
         let fit = fit.max(f32::EPSILON);
-        #[allow(clippy::cast_precision_loss)]
-        let sqrt_padded_less_one = ((self.padded - 1) as f32).sqrt();
         ExtraTerms {
             value_sum,
             scale: 1.0 / (sq_sum.sqrt().max(f32::EPSILON) * fit),
             inverse_fit: 1.0 / fit,
-            spread: EXTRA_EPSILON * ((1.0 - fit * fit).max(0.0) / (fit * fit)).sqrt()
-                / sqrt_padded_less_one,
+            spread: self.spread(EXTRA_EPSILON, fit),
         }
     }
 }
@@ -422,14 +419,19 @@ impl Rabitq {
         let fit = factors.fit.max(f32::EPSILON);
         #[allow(clippy::cast_precision_loss)]
         let set = code.iter().map(|word| word.count_ones()).sum::<u32>() as f32;
-        #[allow(clippy::cast_precision_loss)]
-        let sqrt_padded_less_one = ((self.padded - 1) as f32).sqrt();
         ScanTerms {
             set,
             inverse_fit: 1.0 / fit,
-            spread: EPSILON0 * ((1.0 - fit * fit).max(0.0) / (fit * fit)).sqrt()
-                / sqrt_padded_less_one,
+            spread: self.spread(EPSILON0, fit),
         }
+    }
+
+    /// A code's share of its bound, `epsilon · √((1 − fit²) / fit²) / √(P − 1)`: the
+    /// estimate's error in units of `⟨o, q'⟩` at that confidence (`fit` > 0).
+    fn spread(&self, epsilon: f32, fit: f32) -> f32 {
+        #[allow(clippy::cast_precision_loss)]
+        let sqrt_padded_less_one = ((self.padded - 1) as f32).sqrt();
+        epsilon * ((1.0 - fit * fit).max(0.0) / (fit * fit)).sqrt() / sqrt_padded_less_one
     }
 }
 
@@ -458,11 +460,11 @@ pub struct RabitqQuery {
 }
 
 impl RabitqQuery {
-    /// From `R·(q − c)`: normalized, then quantized.
-    fn from_residual(rotated: &[f32]) -> RabitqQuery {
+    /// From `R·(q − c)`: normalized, then quantized to `bits` bits a coordinate.
+    fn from_residual(rotated: &[f32], bits: u32) -> RabitqQuery {
         let distance = rotated.iter().map(|v| v * v).sum::<f32>().sqrt();
         let scale = if distance > 0.0 { 1.0 / distance } else { 0.0 };
-        RabitqQuery::quantize(rotated, scale, distance, QUERY_BITS)
+        RabitqQuery::quantize(rotated, scale, distance, bits)
     }
 
     /// Quantizes `residual · scale` (the unit vector `q'`) to `bits` bits a coordinate,
@@ -529,10 +531,24 @@ impl RabitqQuery {
     /// The estimate and bound from a code's `weighted` sum (see [`RabitqQuery::inner_product`]).
     #[inline]
     fn estimate_from(&self, weighted: u32, norm: f32, terms: ScanTerms) -> (f32, f32) {
-        let (r, t) = (norm, self.distance);
         let inner = self.inner_product(weighted, terms.set) * terms.inverse_fit;
+        self.distance_and_bound(norm, inner, terms.spread, terms.inverse_fit)
+    }
+
+    /// `‖x − q‖² = r² + t² − 2·r·t·⟨o, q'⟩` from the estimated `inner` = `⟨o, q'⟩`, and its
+    /// bound: the code's `spread` plus the query quantization's share, scaled to the
+    /// distance (`r` the residual's `norm`, `t` the query's distance to the centroid).
+    #[inline]
+    fn distance_and_bound(
+        &self,
+        norm: f32,
+        inner: f32,
+        spread: f32,
+        inverse_fit: f32,
+    ) -> (f32, f32) {
+        let (r, t) = (norm, self.distance);
         let estimate = r * r + t * t - 2.0 * r * t * inner;
-        let error = terms.spread + self.quantization * terms.inverse_fit;
+        let error = spread + self.quantization * inverse_fit;
         (estimate, 2.0 * r * t * error)
     }
 
@@ -569,11 +585,7 @@ impl RabitqQuery {
         #[allow(clippy::cast_precision_loss)]
         let inner_y = self.low * terms.value_sum + self.step * weighted as f32
             - center_of(extra_bits) * self.all_sum;
-        let inner = inner_y * terms.scale;
-        let (r, t) = (norm, self.distance);
-        let estimate = r * r + t * t - 2.0 * r * t * inner;
-        let error = terms.spread + self.quantization * terms.inverse_fit;
-        (estimate, 2.0 * r * t * error)
+        self.distance_and_bound(norm, inner_y * terms.scale, terms.spread, terms.inverse_fit)
     }
 
     /// [`RabitqQuery::estimate`] of back-to-back `codes` (one [`Rabitq::code_words`] slice

@@ -17,6 +17,8 @@ struct Candidate {
     estimate: f32,
     lower: f32,
     position: u32,
+    /// The partition holding `position` (the one its code was estimated against).
+    partition: u32,
 }
 
 impl DiskIndex {
@@ -151,6 +153,7 @@ impl DiskIndex {
                     estimate,
                     lower,
                     position,
+                    partition: u32::try_from(*partition).expect("partition count fits u32"),
                 });
             }
         }
@@ -178,25 +181,18 @@ impl DiskIndex {
     fn refine(&self, query: &[f32], rotated: &[f32], k: usize, candidates: &mut Vec<Candidate>) {
         let query_sq: f32 = query.iter().map(|v| v * v).sum();
         let mut uppers = TopK::new(k);
-        let mut current: Option<(usize, crate::rabitq::RabitqQuery)> = None;
+        // candidates come grouped by partition: one fine query a partition
+        let mut current: Option<(u32, crate::rabitq::RabitqQuery)> = None;
         for candidate in candidates.iter_mut() {
             let position = candidate.position as usize;
-            let partition = match &current {
-                Some((partition, _))
-                    if self.starts[*partition] as usize <= position
-                        && position < self.starts[*partition + 1] as usize =>
-                {
-                    *partition
+            let fine = match current {
+                Some((partition, ref fine)) if partition == candidate.partition => fine,
+                _ => {
+                    let centroid = self.rotated_centroid(candidate.partition as usize);
+                    let fine = self.quantizer.query_rotated_fine(rotated, centroid);
+                    &current.insert((candidate.partition, fine)).1
                 }
-                _ => self.partition_of(candidate.position),
             };
-            if current.as_ref().map(|(p, _)| *p) != Some(partition) {
-                let fine = self
-                    .quantizer
-                    .query_rotated_fine(rotated, self.rotated_centroid(partition));
-                current = Some((partition, fine));
-            }
-            let (_, fine) = current.as_ref().expect("set above");
             let (l2, bound) = fine.refine(
                 self.code(position),
                 self.extra_code(position),
