@@ -296,10 +296,16 @@ def _synthetic_rows(
 
 
 def _generate(
-    model: dict, rows: int, difficulty: float, seed: int, stream: int
+    model: dict,
+    rows: int,
+    difficulty: float,
+    seed: int,
+    stream: int,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     dim = model["mapping"].shape[1]
-    out = np.empty((rows, dim), dtype=np.float32)
+    if out is None:
+        out = np.empty((rows, dim), dtype=np.float32)
     for chunk_index, start in enumerate(range(0, rows, _CHUNK_ROWS)):
         stop = min(rows, start + _CHUNK_ROWS)
         rng = np.random.Generator(
@@ -352,6 +358,66 @@ def synthetic(
 
 # ---------------------------------------------------------------------------------------------
 # File formats
+
+
+def synthetic_to_files(
+    directory: Path, n: int, nq: int, dim: int = 768
+) -> tuple[str, dict]:
+    """:func:`synthetic`'s rows written straight to ``base.npy`` and ``queries.npy`` in
+    ``directory`` (the same rows, bit for bit), chunk by chunk through a memory map: data
+    larger than RAM (10M x 768 is 30 GB) never has to fit. Returns the name and parameters.
+    """
+    model = _synthetic_model(dim, DEFAULT_INTRINSIC_DIM, DEFAULT_CLUSTERS, DEFAULT_SEED)
+    for file, rows, stream in (("base.npy", n, 1), ("queries.npy", nq, 2)):
+        out = np.lib.format.open_memmap(
+            Path(directory) / file, mode="w+", dtype=np.float32, shape=(rows, dim)
+        )
+        _generate(model, rows, DEFAULT_DIFFICULTY, DEFAULT_SEED, stream, out)
+        out.flush()
+        del out
+    params = {
+        "generator": "bench.datasets.synthetic",
+        "seed": DEFAULT_SEED,
+        "intrinsic_dim": DEFAULT_INTRINSIC_DIM,
+        "difficulty": DEFAULT_DIFFICULTY,
+        "clusters": DEFAULT_CLUSTERS,
+    }
+    return synthetic_name(n, dim), params
+
+
+def exact_search_streamed(
+    base: np.ndarray,
+    queries: np.ndarray,
+    k: int,
+    metric: str,
+    block_rows: int = 65536,
+) -> np.ndarray:
+    """:func:`exact_search` in one pass over ``base`` (a memory map of a file larger than
+    RAM): every block of rows is scored against every query and merged into a running
+    top-k, so the file is read once rather than once per handful of queries."""
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}")
+    n = base.shape[0]
+    k = min(k, n)
+    queries = np.ascontiguousarray(queries, dtype=np.float32)
+    best_scores = np.full((queries.shape[0], k), -np.inf, dtype=np.float32)
+    best_ids = np.zeros((queries.shape[0], k), dtype=np.int64)
+    for start in range(0, n, block_rows):
+        block = np.ascontiguousarray(base[start : start + block_rows], dtype=np.float32)
+        scores = queries @ block.T  # higher is better
+        if metric == "l2":
+            scores = 2.0 * scores - np.einsum("ij,ij->i", block, block)[None, :]
+        take = min(k, block.shape[0])
+        part = np.argpartition(-scores, take - 1, axis=1)[:, :take]
+        merged_scores = np.concatenate(
+            [best_scores, np.take_along_axis(scores, part, axis=1)], axis=1
+        )
+        merged_ids = np.concatenate([best_ids, part + start], axis=1)
+        keep = np.argpartition(-merged_scores, k - 1, axis=1)[:, :k]
+        best_scores = np.take_along_axis(merged_scores, keep, axis=1)
+        best_ids = np.take_along_axis(merged_ids, keep, axis=1)
+    order = np.argsort(-best_scores, axis=1, kind="stable")
+    return np.take_along_axis(best_ids, order, axis=1)
 
 
 def read_vecs(path: str | Path) -> np.ndarray:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import shlex
@@ -168,23 +169,30 @@ class SagittaSearcher(Searcher):
         return {key: status[key] for key in keys if key in status}
 
 
-def build_sagitta(base: np.ndarray, directory: Path, threads: int) -> dict:
+def build_sagitta(
+    base: np.ndarray, directory: Path, threads: int, datatype: str = "float32"
+) -> dict:
     import sagittadb
 
     database = sagittadb.open(directory, background_optimizer=False)
+    # The rows are unit vectors, so Dot ranks as Cosine does; a Dot disk collection
+    # builds from the memory-mapped file in place (Cosine would copy it to normalize).
     database.import_collection(
         "bench",
         np.arange(base.shape[0], dtype=np.uint64),
         base,
-        distance="Cosine",
+        distance="Dot",
         segment_kind="disk",
         page_cache_mb=CACHE_MB,
         progress=False,
+        datatype=datatype,
     )
     return {
+        "distance": "Dot (unit vectors)",
+        "datatype": datatype,
         "segment_kind": "disk",
         "partition_size": 1000,
-        "codes": "1-bit RaBitQ, 4-bit query",
+        "codes": "1-bit RaBitQ + 2 extended bits, 4-bit and 8-bit query",
         "page_cache_mb": CACHE_MB,
         "search_knob": "hnsw_ef (probes = ceil(ef / 4))",
     }
@@ -484,7 +492,10 @@ def worker_build(spec: dict) -> dict:
     directory = Path(spec["directory"])
     base = np.load(data / "base.npy", mmap_mode="r")
     started, cpu = time.perf_counter(), process_cpu_seconds()
-    params = BUILDERS[spec["engine"]](base, directory, spec["threads"])
+    builder = BUILDERS[spec["engine"]]
+    if spec["engine"] == "sagitta-ivf-disk":
+        builder = functools.partial(builder, datatype=spec.get("datatype", "float32"))
+    params = builder(base, directory, spec["threads"])
     return {
         "build_seconds": round(time.perf_counter() - started, 3),
         # CPU time of the build (its threads and any processes it waited for): unlike the
@@ -652,6 +663,9 @@ def engine_python(engine: str, arguments) -> str:
 
 
 def prepare_data(arguments, data: Path) -> dict:
+    """The synthetic data set in ``data``: written chunk by chunk and its ground truth
+    taken in one pass over the file, so 10M x 768 (30 GB, more than this machine's RAM)
+    is prepared like 1M."""
     from bench import datasets
 
     data.mkdir(parents=True, exist_ok=True)
@@ -659,21 +673,18 @@ def prepare_data(arguments, data: Path) -> dict:
     wanted = {"n": arguments.n, "dim": arguments.dim, "queries": arguments.queries}
     if marker.exists() and json.loads(marker.read_text()).get("shape") == wanted:
         return json.loads(marker.read_text())
-    dataset = datasets.synthetic(
-        arguments.n, nq=arguments.queries + WARMUP_QUERIES, dim=arguments.dim
+    name, params = datasets.synthetic_to_files(
+        data, arguments.n, arguments.queries + WARMUP_QUERIES, arguments.dim
     )
-    queries = dataset.queries[: arguments.queries]
-    np.save(data / "base.npy", dataset.base)
-    np.save(data / "queries.npy", queries)
-    np.save(data / "warmup.npy", dataset.queries[arguments.queries :])
-    truth = datasets.exact_search(dataset.base, queries, arguments.k, dataset.metric)
+    drawn = np.load(data / "queries.npy")
+    np.save(data / "queries.npy", drawn[: arguments.queries])
+    np.save(data / "warmup.npy", drawn[arguments.queries :])
+    base = np.load(data / "base.npy", mmap_mode="r")
+    truth = datasets.exact_search_streamed(
+        base, drawn[: arguments.queries], arguments.k, "cosine"
+    )
     np.save(data / "gt.npy", truth)
-    info = {
-        "shape": wanted,
-        "name": dataset.name,
-        "metric": dataset.metric,
-        "params": dataset.extra,
-    }
+    info = {"shape": wanted, "name": name, "metric": "cosine", "params": params}
     marker.write_text(json.dumps(info))
     return info
 
@@ -699,6 +710,7 @@ def run_engine(arguments, engine: str, data: Path, limit: MemoryLimit) -> dict:
         "k": arguments.k,
         "latency_queries": arguments.latency_queries,
         "stop_recall": arguments.stop_recall,
+        "datatype": arguments.datatype,
         "device": list(device_of(Path(arguments.workdir))),
     }
     python = engine_python(engine, arguments)
@@ -828,6 +840,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--memory-limit-mb", type=int, default=1024)
+    parser.add_argument(
+        "--datatype",
+        choices=("float32", "float16"),
+        default="float32",
+        help="SagittaDB's vectors.datatype: float16 halves its records file",
+    )
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--workdir", required=True)
     parser.add_argument("--latency-queries", type=int, default=200)

@@ -178,3 +178,16 @@ def test_dataset_validation():
         Dataset("x", np.zeros((3, 4)), np.zeros((2, 5)), "cosine")
     with pytest.raises(ValueError):
         Dataset("x", np.zeros((3, 4)), np.zeros((2, 4)), "hamming")
+
+
+@pytest.mark.parametrize("metric", ["cosine", "l2"])
+def test_streamed_ground_truth_equals_the_blocked_one(tmp_path, metric):
+    name, _ = datasets.synthetic_to_files(tmp_path, 3000, 20, dim=32)
+    reference = datasets.synthetic(3000, nq=20, dim=32)
+    base = np.load(tmp_path / "base.npy", mmap_mode="r")
+    assert name == reference.name
+    np.testing.assert_array_equal(base, reference.base)
+    np.testing.assert_array_equal(np.load(tmp_path / "queries.npy"), reference.queries)
+    streamed = datasets.exact_search_streamed(base, reference.queries, 10, metric, 700)
+    blocked = datasets.exact_search(reference.base, reference.queries, 10, metric)
+    np.testing.assert_array_equal(streamed, blocked)

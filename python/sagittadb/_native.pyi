@@ -101,6 +101,7 @@ class Database:
         shard_number: int = 1,
         segment_kind: str = "hnsw",
         page_cache_mb: int = 64,
+        datatype: str = "float32",
     ) -> Collection: ...
     def import_collection(
         self,
@@ -113,6 +114,7 @@ class Database:
         progress: bool | Callable[[int, int], None] | None = None,
         segment_kind: str = "hnsw",
         page_cache_mb: int = 64,
+        datatype: str = "float32",
     ) -> Collection: ...
     def collection(self, name: str) -> Collection: ...
     def list_collections(self) -> list[str]: ...

@@ -181,17 +181,22 @@ class RemoteDatabase:
         shard_number: int = 1,
         segment_kind: str = "hnsw",
         page_cache_mb: int = 64,
+        datatype: str = "float32",
     ) -> RemoteCollection:
         """Creates an empty collection; ``CollectionExistsError`` if the name is taken.
         ``segment_kind`` and ``page_cache_mb`` travel as SagittaDB's ``sagitta`` extension
-        of the collection config."""
+        of the collection config, ``datatype`` as Qdrant's ``vectors.datatype``."""
         distance = _distance_name(distance)
         if segment_kind not in ("hnsw", "disk"):
             raise InvalidParameterError(
                 f'`segment_kind` = "{segment_kind}": expected "hnsw" or "disk"'
             )
+        if datatype not in ("float32", "float16"):
+            raise InvalidParameterError(
+                f'`datatype` = "{datatype}": expected "float32" or "float16"'
+            )
         body = {
-            "vectors": {"size": dim, "distance": distance},
+            "vectors": {"size": dim, "distance": distance, "datatype": datatype},
             "shard_number": shard_number,
             "sagitta": {"segment_kind": segment_kind, "page_cache_mb": page_cache_mb},
         }
@@ -209,6 +214,7 @@ class RemoteDatabase:
         progress: Progress = None,
         segment_kind: str = "hnsw",
         page_cache_mb: int = 64,
+        datatype: str = "float32",
     ) -> RemoteCollection:
         """Creates ``name`` and uploads every point (in batches, ``wait=True``, followed by
         ``progress``); on any error the collection is dropped again and the error raised."""
@@ -216,7 +222,13 @@ class RemoteDatabase:
         if array.ndim != 2:
             raise DimensionError("`vectors` must be a 2-D array (n × dim)")
         collection = self.create_collection(
-            name, array.shape[1], distance, shard_number, segment_kind, page_cache_mb
+            name,
+            array.shape[1],
+            distance,
+            shard_number,
+            segment_kind,
+            page_cache_mb,
+            datatype,
         )
         try:
             collection.upsert(list(ids), array, payloads, wait=True, progress=progress)

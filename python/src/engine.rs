@@ -12,9 +12,9 @@ use pyo3::types::{PyDict, PyList};
 use sagitta_engine::database::DatabaseOptions;
 use sagitta_engine::point::parse_uuid;
 use sagitta_engine::{
-    Collection as CoreCollection, CollectionConfig, Database as CoreDatabase, Distance,
-    EngineError, FieldType, Filter, Health, ImportProgress, Point, PointId, ScoredPoint,
-    SearchRequest, SegmentKindName, StorageConfig, Strategy,
+    Collection as CoreCollection, CollectionConfig, Database as CoreDatabase, Datatype, Distance,
+    EngineError, FieldType, Filter, Health, ImportProgress, ImportSource, Point, PointId,
+    ScoredPoint, SearchRequest, SegmentKindName, StorageConfig, Strategy,
 };
 use sagitta_storage::fs::{FileSystem, OsFileSystem};
 
@@ -44,7 +44,9 @@ create_exception!(
 fn to_python_error(error: EngineError) -> PyErr {
     let message = error.to_string();
     match error {
-        EngineError::WrongVectorDimension { .. } => DimensionError::new_err(message),
+        EngineError::WrongVectorDimension { .. } | EngineError::RowsMismatch { .. } => {
+            DimensionError::new_err(message)
+        }
         EngineError::NonFiniteValue { .. }
         | EngineError::VectorNormTooLarge { .. }
         | EngineError::PayloadTooLarge { .. }
@@ -68,15 +70,25 @@ fn parse_distance(name: &str) -> PyResult<Distance> {
 }
 
 /// The storage settings of a new collection (range checks are the engine's).
-fn parse_storage(segment_kind: &str, page_cache_mb: usize) -> PyResult<StorageConfig> {
+fn parse_storage(
+    segment_kind: &str,
+    page_cache_mb: usize,
+    datatype: &str,
+) -> PyResult<StorageConfig> {
     let segment_kind = SegmentKindName::parse(segment_kind).ok_or_else(|| {
         InvalidParameterError::new_err(format!(
             "`segment_kind` = {segment_kind:?}: expected \"hnsw\" or \"disk\""
         ))
     })?;
+    let datatype = Datatype::parse(datatype).ok_or_else(|| {
+        InvalidParameterError::new_err(format!(
+            "`datatype` = {datatype:?}: expected \"float32\" or \"float16\""
+        ))
+    })?;
     Ok(StorageConfig {
         segment_kind,
         page_cache_mb,
+        datatype,
     })
 }
 
@@ -150,17 +162,16 @@ fn point_dict<'py>(
     Ok(dict)
 }
 
-/// Points from Python: `ids` (ints or UUIDs), `vectors` (anything numpy shapes as
-/// n × `dim` float32) and optional `payloads` (dicts or None), all of one length.
-fn points_from_python(
-    py: Python<'_>,
-    ids: &Bound<'_, PyAny>,
-    vectors: &Bound<'_, PyAny>,
-    payloads: Option<&Bound<'_, PyAny>>,
+/// Ids and vectors from Python: the vectors as one C-contiguous float32 array of rows
+/// (a float32 array, memory-mapped or not, is borrowed as it is, not copied).
+fn rows_from_python<'py>(
+    py: Python<'py>,
+    ids: &Bound<'py, PyAny>,
+    vectors: &Bound<'py, PyAny>,
     dim: usize,
-) -> PyResult<Vec<Point>> {
+) -> PyResult<(Vec<PointId>, PyReadonlyArrayDyn<'py, f32>)> {
     let numpy = py.import("numpy")?;
-    let array: PyReadonlyArrayDyn<'_, f32> = numpy
+    let array: PyReadonlyArrayDyn<'py, f32> = numpy
         .call_method1("ascontiguousarray", (vectors, "float32"))?
         .call_method1("reshape", (-1_i64, dim as i64))
         .map_err(|_| {
@@ -171,7 +182,6 @@ fn points_from_python(
         })?
         .extract()?;
     let rows = array.shape()[0];
-    let values = array.as_slice()?;
     let ids: Vec<PointId> = ids
         .try_iter()?
         .map(|id| point_id(&id?))
@@ -182,6 +192,20 @@ fn points_from_python(
             ids.len()
         )));
     }
+    Ok((ids, array))
+}
+
+/// Points from Python ids, vectors and optional payloads (JSON objects).
+fn points_from_python(
+    py: Python<'_>,
+    ids: &Bound<'_, PyAny>,
+    vectors: &Bound<'_, PyAny>,
+    payloads: Option<&Bound<'_, PyAny>>,
+    dim: usize,
+) -> PyResult<Vec<Point>> {
+    let (ids, array) = rows_from_python(py, ids, vectors, dim)?;
+    let values = array.as_slice()?;
+    let rows = ids.len();
     let json = py.import("json")?;
     let payloads: Vec<Option<String>> = match payloads {
         None => vec![None; rows],
@@ -229,8 +253,10 @@ pub struct Database {
 impl Database {
     /// Creates a collection. `distance`: "Cosine", "Dot" or "Euclid". `segment_kind`:
     /// "hnsw" (graph and vectors in RAM) or "disk" (codes in RAM, vectors read from disk);
-    /// `page_cache_mb`: RAM for hot pages of disk segments.
-    #[pyo3(signature = (name, dim, distance = "Cosine", shard_number = 1, segment_kind = "hnsw", page_cache_mb = 64))]
+    /// `page_cache_mb`: RAM for hot pages of disk segments. `datatype`: "float32", or
+    /// "float16" (Qdrant's: every vector kept rounded to half precision; disk segments
+    /// then read half the bytes).
+    #[pyo3(signature = (name, dim, distance = "Cosine", shard_number = 1, segment_kind = "hnsw", page_cache_mb = 64, datatype = "float32"))]
     #[allow(clippy::too_many_arguments)]
     fn create_collection(
         &self,
@@ -241,12 +267,13 @@ impl Database {
         shard_number: usize,
         segment_kind: &str,
         page_cache_mb: usize,
+        datatype: &str,
     ) -> PyResult<Collection> {
         let config = CollectionConfig {
             dim,
             distance: parse_distance(distance)?,
             shard_count: shard_number,
-            storage: parse_storage(segment_kind, page_cache_mb)?,
+            storage: parse_storage(segment_kind, page_cache_mb, datatype)?,
         };
         let inner = py
             .allow_threads(|| self.inner.create_collection(name, config))
@@ -271,8 +298,10 @@ impl Database {
     /// the import (within a few rows) and is raised once it has stopped: no collection
     /// is left (one that finished meanwhile, or whose last report raised, is dropped).
     ///
-    /// `segment_kind` and `page_cache_mb` as for `create_collection`.
-    #[pyo3(signature = (name, ids, vectors, payloads = None, distance = "Cosine", shard_number = 1, progress = None, segment_kind = "hnsw", page_cache_mb = 64))]
+    /// `segment_kind`, `page_cache_mb` and `datatype` as for `create_collection`. A disk
+    /// collection of one shard, Dot or Euclid, imported without payloads builds from
+    /// `vectors` where they lie: a float32 `numpy.memmap` larger than RAM is not copied.
+    #[pyo3(signature = (name, ids, vectors, payloads = None, distance = "Cosine", shard_number = 1, progress = None, segment_kind = "hnsw", page_cache_mb = 64, datatype = "float32"))]
     #[allow(clippy::too_many_arguments)]
     fn import_collection(
         &self,
@@ -286,6 +315,7 @@ impl Database {
         progress: Option<PyObject>,
         segment_kind: &str,
         page_cache_mb: usize,
+        datatype: &str,
     ) -> PyResult<Collection> {
         let reporting = py.import("sagittadb.progress")?;
         let callback =
@@ -302,10 +332,23 @@ impl Database {
                 dim,
                 distance: parse_distance(distance)?,
                 shard_count: shard_number,
-                storage: parse_storage(segment_kind, page_cache_mb)?,
+                storage: parse_storage(segment_kind, page_cache_mb, datatype)?,
             };
-            let points = points_from_python(py, ids, vectors, payloads, dim)?;
-            self.import_reporting(name, config, points, Reporter::new(callback.clone()))
+            if payloads.is_some() {
+                let points = points_from_python(py, ids, vectors, payloads, dim)?;
+                return self.import_reporting(
+                    name,
+                    config,
+                    points.into(),
+                    Reporter::new(callback.clone()),
+                );
+            }
+            let (ids, array) = rows_from_python(py, ids, vectors, dim)?;
+            let source = ImportSource::Rows {
+                ids,
+                vectors: array.as_slice()?,
+            };
+            self.import_reporting(name, config, source, Reporter::new(callback.clone()))
         })();
         reporting.call_method1("finish", (callback,))?;
         Ok(Collection {
@@ -343,13 +386,13 @@ impl Database {
         &self,
         name: &str,
         config: CollectionConfig,
-        points: Vec<Point>,
+        source: ImportSource<'_>,
         mut reporter: Reporter<'_>,
     ) -> PyResult<Arc<CoreCollection>> {
         let progress = ImportProgress::new();
         let database = &self.inner;
         let (imported, failure) = reporter.run(
-            || database.import_collection_with_progress(name, config, points, &progress),
+            || database.import_collection_with_progress(name, config, source, &progress),
             || {
                 // `total` only once the collection exists: the files are still to write.
                 let (linked, total) = progress.get();

@@ -356,3 +356,35 @@ def test_disk_segments_search_like_exact_and_reopen(tmp_path):
         sagittadb.open(tmp_path / "other").create_collection(
             "x", dim=4, segment_kind="lsm"
         )
+
+
+def test_a_memory_mapped_file_imports_in_place_at_half_precision(tmp_path):
+    """A float32 memmap imported into a Dot disk collection without payloads is built
+    where it lies; datatype="float16" keeps every value rounded to half precision."""
+    data = vectors(3000, dim=24, seed=21)
+    path = tmp_path / "rows.npy"
+    np.save(path, data)
+    mapped = np.load(path, mmap_mode="r")
+    db = sagittadb.open(tmp_path / "db", background_optimizer=False)
+    col = db.import_collection(
+        "m",
+        np.arange(3000, dtype=np.uint64),
+        mapped,
+        distance="Dot",
+        segment_kind="disk",
+        page_cache_mb=1,
+        datatype="float16",
+        progress=False,
+    )
+    assert col.point_counts() == {"indexed": 3000, "buffered": 0}
+    half = data.astype(np.float16).astype(np.float32)
+    assert not np.array_equal(half, data)
+    for point in col.get([0, 1234, 2999]):
+        np.testing.assert_array_equal(
+            np.array(point["vector"], dtype=np.float32), half[point["id"]]
+        )
+    query = vectors(1, dim=24, seed=22)[0]
+    exact = [hit["id"] for hit in col.search(query, limit=10, exact=True)]
+    assert exact == list(np.argsort(-(half @ query), kind="stable")[:10])
+    with pytest.raises(sagittadb.InvalidParameterError, match="datatype"):
+        db.create_collection("x", dim=4, datatype="uint8")

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use sagitta_cli::readers::{read_points, Format, ImportError, ReadOptions, ReadPoints};
 use sagitta_engine::collection::{
-    CollectionConfig, SegmentKindName, StorageConfig, MAX_PAGE_CACHE_MB, MAX_SHARDS,
+    CollectionConfig, Datatype, SegmentKindName, StorageConfig, MAX_PAGE_CACHE_MB, MAX_SHARDS,
 };
 use sagitta_engine::database::{check_collection_name, Database};
 use sagitta_engine::point::Distance;
@@ -57,6 +57,10 @@ struct ImportArgs {
     /// MiB of RAM for hot pages of disk segments.
     #[arg(long, value_name = "MIB", default_value_t = 64)]
     page_cache_mb: usize,
+    /// Precision the vectors are kept at (Qdrant's datatype): float16 rounds every value
+    /// to half precision and halves a disk segment's records.
+    #[arg(long, value_enum, default_value = "float32")]
+    datatype: DatatypeArg,
     /// Source format; by default taken from the extension (.npy, .fvecs, .bvecs, .parquet).
     #[arg(long, value_enum)]
     format: Option<FormatArg>,
@@ -171,6 +175,21 @@ impl From<SegmentKindArg> for SegmentKindName {
         match kind {
             SegmentKindArg::Hnsw => SegmentKindName::Hnsw,
             SegmentKindArg::Disk => SegmentKindName::Disk,
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DatatypeArg {
+    Float32,
+    Float16,
+}
+
+impl From<DatatypeArg> for Datatype {
+    fn from(datatype: DatatypeArg) -> Datatype {
+        match datatype {
+            DatatypeArg::Float32 => Datatype::Float32,
+            DatatypeArg::Float16 => Datatype::Float16,
         }
     }
 }
@@ -387,6 +406,7 @@ fn import_points(args: &ImportArgs, read: ReadPoints) -> Result<String, Failure>
         storage: StorageConfig {
             segment_kind: args.segment_kind.into(),
             page_cache_mb: args.page_cache_mb,
+            datatype: args.datatype.into(),
         },
     };
     let data_failure = |error: sagitta_engine::EngineError| Failure {

@@ -10,7 +10,7 @@ use parking_lot::{Mutex, RwLock};
 use sagitta_storage::fs::{FileSystem, LockGuard};
 use sagitta_storage::manifest;
 
-use crate::collection::{Collection, CollectionConfig, ImportProgress, ImportReport};
+use crate::collection::{Collection, CollectionConfig, ImportProgress, ImportReport, ImportSource};
 use crate::error::{EngineError, Result};
 use crate::optimizer::{Optimizer, OptimizerPolicy};
 use crate::point::Point;
@@ -190,11 +190,11 @@ impl Database {
     /// the distinct points, summed over shards) and stopped by [`ImportProgress::cancel`]:
     /// a cancel seen before the database manifest lists the collection fails the
     /// import with [`EngineError::Cancelled`]; a later one changes nothing.
-    pub fn import_collection_with_progress(
+    pub fn import_collection_with_progress<'a>(
         &self,
         name: &str,
         config: CollectionConfig,
-        points: Vec<Point>,
+        source: impl Into<ImportSource<'a>>,
         progress: &ImportProgress,
     ) -> Result<(Arc<Collection>, ImportReport)> {
         check_collection_name(name)?;
@@ -206,7 +206,7 @@ impl Database {
                 });
             }
         }
-        let result = self.import_reserved(name, config, points, progress);
+        let result = self.import_reserved(name, config, source.into(), progress);
         self.importing.lock().remove(name);
         result
     }
@@ -215,7 +215,7 @@ impl Database {
         &self,
         name: &str,
         config: CollectionConfig,
-        points: Vec<Point>,
+        source: ImportSource<'_>,
         progress: &ImportProgress,
     ) -> Result<(Arc<Collection>, ImportReport)> {
         let directory = Self::directory(&self.root, name);
@@ -224,7 +224,7 @@ impl Database {
             self.fs.as_ref(),
             &directory,
             config,
-            points,
+            source,
             progress,
         )
         .and_then(|imported| progress.check().map(|()| imported));

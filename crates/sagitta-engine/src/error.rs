@@ -10,6 +10,12 @@ pub enum EngineError {
         expected: usize,
         received: usize,
     },
+    #[error("vector dimension error: `vectors` holds {values} values, not {dim} for each of the {ids} ids")]
+    RowsMismatch {
+        ids: usize,
+        values: usize,
+        dim: usize,
+    },
     #[error("point {point}: `vector` has a non-finite value (NaN or Inf) at position {position}")]
     NonFiniteValue { point: String, position: usize },
     #[error(

@@ -32,8 +32,8 @@ mod shard_manifest;
 mod shard_state;
 
 pub use collection::{
-    Collection, CollectionConfig, CollectionStatus, Health, ImportProgress, ImportReport,
-    SegmentKindName, StorageConfig,
+    Collection, CollectionConfig, CollectionStatus, Datatype, Health, ImportProgress, ImportReport,
+    ImportSource, SegmentKindName, StorageConfig,
 };
 pub use database::Database;
 pub use error::EngineError;

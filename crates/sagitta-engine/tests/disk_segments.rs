@@ -9,7 +9,7 @@ use std::sync::Arc;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sagitta_engine::{
-    Collection, CollectionConfig, Distance, EngineError, OptimizerPolicy, Point, PointId,
+    Collection, CollectionConfig, Datatype, Distance, EngineError, OptimizerPolicy, Point, PointId,
     SearchRequest, SegmentKindName, StorageConfig, Strategy,
 };
 use sagitta_storage::error::Result as StorageResult;
@@ -66,6 +66,7 @@ fn disk_config(distance: Distance) -> CollectionConfig {
         storage: StorageConfig {
             segment_kind: SegmentKindName::Disk,
             page_cache_mb: 1,
+            datatype: Datatype::Float32,
         },
     }
 }

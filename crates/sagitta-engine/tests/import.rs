@@ -10,8 +10,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sagitta_engine::database::DatabaseOptions;
 use sagitta_engine::{
-    CollectionConfig, Database, Distance, EngineError, Health, ImportProgress, Point, PointId,
-    SearchRequest, Strategy,
+    CollectionConfig, Database, Datatype, Distance, EngineError, Health, ImportProgress,
+    ImportSource, Point, PointId, SearchRequest, SegmentKindName, StorageConfig, Strategy,
 };
 use sagitta_storage::fs::FileSystem;
 use sagitta_storage::sim::SimFileSystem;
@@ -343,4 +343,155 @@ fn a_crash_during_an_import_leaves_nothing_or_everything() {
         }
     }
     assert!(saw_absent && saw_complete);
+}
+
+fn half_disk_config() -> CollectionConfig {
+    CollectionConfig {
+        dim: DIM,
+        distance: Distance::Dot,
+        shard_count: 1,
+        storage: StorageConfig {
+            segment_kind: SegmentKindName::Disk,
+            page_cache_mb: 1,
+            datatype: Datatype::Float16,
+        },
+    }
+}
+
+fn rounded(vector: &[f32]) -> Vec<f32> {
+    vector
+        .iter()
+        .map(|value| half::f16::from_f32(*value).to_f32())
+        .collect()
+}
+
+/// Rows lent in place (in practice a memory-mapped file larger than RAM) build a disk
+/// collection without a point being made of them. With float16 every stored vector is its
+/// row rounded to half precision — what an upsert into the same collection stores — and
+/// the exact search ranks those stored vectors.
+#[test]
+fn rows_lent_in_place_build_a_disk_collection_with_half_precision_records() {
+    let fs: Arc<dyn FileSystem> = Arc::new(SimFileSystem::new());
+    let database = Database::open_with(Arc::clone(&fs), Path::new("/db"), quiet()).unwrap();
+    let rows: Vec<f32> = random_points(3_000, 7)
+        .into_iter()
+        .flat_map(|point| point.vector)
+        .collect();
+    let ids: Vec<PointId> = (0..3_000).map(PointId::Number).collect();
+    let source = ImportSource::Rows {
+        ids: ids.clone(),
+        vectors: &rows,
+    };
+    let (collection, report) = database
+        .import_collection_with_progress("rows", half_disk_config(), source, &ImportProgress::new())
+        .unwrap();
+    assert_eq!((report.points, report.segments), (3_000, 1));
+    for (id, row) in ids.iter().zip(rows.chunks_exact(DIM)) {
+        let point = collection.get(id).unwrap().expect("imported");
+        assert_eq!(point.vector, rounded(row), "point {id}");
+        assert_ne!(point.vector, row, "point {id} is rounded");
+        assert_eq!(point.payload, None);
+    }
+    let query = &rows[DIM..2 * DIM];
+    let mut truth: Vec<(f32, PointId)> = ids
+        .iter()
+        .zip(rows.chunks_exact(DIM))
+        .map(|(id, row)| {
+            let dot: f32 = rounded(row).iter().zip(query).map(|(a, b)| a * b).sum();
+            (-dot, *id)
+        })
+        .collect();
+    truth.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let exact = collection
+        .query(&SearchRequest {
+            strategy: Strategy::Exact,
+            ..SearchRequest::new(query, 10)
+        })
+        .unwrap();
+    let found: Vec<PointId> = exact.iter().map(|hit| hit.id).collect();
+    let expected: Vec<PointId> = truth[..10].iter().map(|(_, id)| *id).collect();
+    assert_eq!(found, expected);
+    // an upsert stores the same rounding, and both survive a reopen
+    let upserted = Point {
+        id: PointId::Number(5_000),
+        vector: rows[..DIM].to_vec(),
+        payload: None,
+    };
+    collection.upsert(vec![upserted], true).unwrap();
+    drop(collection);
+    drop(database);
+    let database = Database::open_with(fs, Path::new("/db"), quiet()).unwrap();
+    let reopened = database.collection("rows").unwrap();
+    let stored = reopened.get(&PointId::Number(5_000)).unwrap().unwrap();
+    assert_eq!(stored.vector, rounded(&rows[..DIM]));
+    assert_eq!(
+        reopened
+            .get(&PointId::Number(2_999))
+            .unwrap()
+            .unwrap()
+            .vector,
+        rounded(&rows[2_999 * DIM..])
+    );
+    assert_eq!(reopened.count(None), 3_001);
+}
+
+/// Lent rows are checked like points: a short slice, a non-finite value and repeated ids
+/// (the last wins, as for points) — nothing is published by a refused import.
+#[test]
+fn lent_rows_are_checked_and_repeated_ids_keep_the_last() {
+    let fs: Arc<dyn FileSystem> = Arc::new(SimFileSystem::new());
+    let database = Database::open_with(Arc::clone(&fs), Path::new("/db"), quiet()).unwrap();
+    let mut rows: Vec<f32> = random_points(400, 8)
+        .into_iter()
+        .flat_map(|point| point.vector)
+        .collect();
+    let ids: Vec<PointId> = (0..400).map(PointId::Number).collect();
+    let import = |name: &str, ids: Vec<PointId>, vectors: &[f32]| {
+        database.import_collection_with_progress(
+            name,
+            half_disk_config(),
+            ImportSource::Rows { ids, vectors },
+            &ImportProgress::new(),
+        )
+    };
+    let Err(error) = import("short", ids.clone(), &rows[..rows.len() - 1]) else {
+        panic!("a short slice was imported");
+    };
+    assert_eq!(
+        error,
+        EngineError::RowsMismatch {
+            ids: 400,
+            values: 400 * DIM - 1,
+            dim: DIM
+        }
+    );
+    rows[37 * DIM + 2] = f32::INFINITY;
+    let Err(error) = import("infinite", ids.clone(), &rows) else {
+        panic!("an infinite value was imported");
+    };
+    assert_eq!(
+        error,
+        EngineError::NonFiniteValue {
+            point: "37".to_string(),
+            position: 2
+        }
+    );
+    assert!(database.list().is_empty());
+    rows[37 * DIM + 2] = 0.25;
+    let mut repeated = ids;
+    repeated[399] = PointId::Number(5);
+    let (collection, report) = import("repeated", repeated, &rows).unwrap();
+    assert_eq!(report.points, 399);
+    assert_eq!(
+        collection.get(&PointId::Number(5)).unwrap().unwrap().vector,
+        rounded(&rows[399 * DIM..])
+    );
+    assert_eq!(
+        collection
+            .get(&PointId::Number(37))
+            .unwrap()
+            .unwrap()
+            .vector,
+        rounded(&rows[37 * DIM..38 * DIM])
+    );
 }

@@ -9,15 +9,19 @@
 //! away are the ones that lose least; a row whose candidates are all full takes the nearest
 //! centroid with room. Centroids end as their members' means.
 //!
-//! Cost: rows × partitions distances for the candidates (1M × 1,000 × 768-d is ~0.8 T
-//! flops: minutes on two cores). Segments up to a few hundred thousand rows are fine; a
-//! million-row build needs a two-level version (coarse k-means, then this inside each
-//! coarse cluster), which is the next step. Deterministic for a given seed.
+//! Two levels (above [`ONE_LEVEL_MAX`] partitions): the rows are first grouped by ~√P coarse
+//! k-means centroids, then each group is split as above into its own balanced partitions
+//! (a group still too large is split in two levels again). One level costs rows × P
+//! distances (1M × 1,000 × 768-d is ~0.8 T flops); two levels cost rows × (√P + P/√P),
+//! so 10M rows into 10,000 partitions take ~1.5 T flops rather than ~77 T. A row then sits
+//! in its group's nearest partition, which may not be the globally nearest near a group's
+//! edge; the search probes partitions by centroid distance over all groups, so such a row
+//! is found when its partition is probed. Deterministic for a given seed.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::error::{IndexError, Result};
-use crate::hnsw::{draw_sample, seed_centroids, train_centroids, Space, SplitMix64};
+use crate::hnsw::{assign, draw_sample, seed_centroids, train_centroids, Space, SplitMix64};
 use crate::limits::{check_range, MAX_DIMENSION, MAX_POINTS};
 use crate::threads::{effective_threads, for_each_chunk};
 
@@ -26,6 +30,8 @@ pub const CANDIDATES: usize = 8;
 /// Rows sampled per partition to train the centroids, and at most in all.
 const SAMPLE_ROWS_PER_PARTITION: usize = 32;
 const SAMPLE_ROWS_MAX: usize = 65_536;
+/// Most partitions one level of k-means makes; more are made in two levels.
+pub const ONE_LEVEL_MAX: usize = 256;
 
 /// Partitions of a set of rows: centroids (row-major) and each partition's rows.
 #[derive(Clone, Debug, PartialEq)]
@@ -79,26 +85,8 @@ pub fn balanced(
     let rows = vectors.len() / dim;
     check_range("rows", rows, 1, MAX_POINTS)?;
     let space = Space::new(dim);
-    let partitions = rows.div_ceil(target);
     let all: Vec<u32> = (0..u32::try_from(rows).expect("checked")).collect();
-    let centroids = if partitions == 1 {
-        Vec::new()
-    } else {
-        let mut random = SplitMix64(seed);
-        let sample_size = rows
-            .min(partitions * SAMPLE_ROWS_PER_PARTITION)
-            .min(SAMPLE_ROWS_MAX);
-        let sample = draw_sample(space, vectors, &all, sample_size, &mut random);
-        let mut centroids = seed_centroids(space, &sample, partitions, &mut random);
-        train_centroids(space, &sample, &mut centroids);
-        centroids
-    };
-    let members = if centroids.len() / dim <= 1 {
-        vec![all]
-    } else {
-        let candidates = nearest_centroids(space, vectors, &centroids, threads);
-        assign_balanced(&candidates, &centroids, space, vectors, rows)
-    };
+    let members = split(space, vectors, &all, target, seed, threads);
     let centroids = means(space, vectors, &members);
     Ok(Partitions {
         dim,
@@ -107,28 +95,101 @@ pub fn balanced(
     })
 }
 
+/// The balanced partitions of the rows `rows` of `vectors` (ascending), each partition's
+/// rows ascending: one level of k-means up to [`ONE_LEVEL_MAX`] partitions, two above.
+fn split(
+    space: Space,
+    vectors: &[f32],
+    rows: &[u32],
+    target: usize,
+    seed: u64,
+    threads: usize,
+) -> Vec<Vec<u32>> {
+    let partitions = rows.len().div_ceil(target);
+    if partitions <= ONE_LEVEL_MAX {
+        return one_level(space, vectors, rows, target, seed, threads);
+    }
+    let coarse = partitions.isqrt().max(2);
+    let centroids = train(space, vectors, rows, coarse, seed);
+    let groups = assign(
+        space,
+        vectors,
+        rows,
+        &centroids,
+        effective_threads(threads, rows.len()),
+    );
+    if groups.len() <= 1 {
+        // The coarse k-means found one group (identical rows): one level it is.
+        return one_level(space, vectors, rows, target, seed, threads);
+    }
+    // One group after another, each on every thread: a large group (uneven data) would
+    // otherwise leave the other threads idle while it is split.
+    let mut members = Vec::with_capacity(partitions + groups.len());
+    for (number, group) in groups.iter().enumerate() {
+        let seed = seed ^ (number as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        members.extend(split(space, vectors, group, target, seed, threads));
+    }
+    members
+}
+
+/// One level: k-means centroids on a sample of `rows`, then the balanced assignment.
+fn one_level(
+    space: Space,
+    vectors: &[f32],
+    rows: &[u32],
+    target: usize,
+    seed: u64,
+    threads: usize,
+) -> Vec<Vec<u32>> {
+    let partitions = rows.len().div_ceil(target);
+    if partitions <= 1 {
+        return vec![rows.to_vec()];
+    }
+    let centroids = train(space, vectors, rows, partitions, seed);
+    if centroids.len() / space.dim <= 1 {
+        return vec![rows.to_vec()];
+    }
+    let candidates = nearest_centroids(space, vectors, rows, &centroids, threads);
+    assign_balanced(&candidates, &centroids, space, vectors, rows)
+}
+
+/// `clusters` k-means centroids (row-major; fewer when fewer rows) trained on a sample of
+/// `rows`, drawn from `seed`.
+fn train(space: Space, vectors: &[f32], rows: &[u32], clusters: usize, seed: u64) -> Vec<f32> {
+    let mut random = SplitMix64(seed);
+    let sample_size = rows
+        .len()
+        .min(clusters * SAMPLE_ROWS_PER_PARTITION)
+        .min(SAMPLE_ROWS_MAX);
+    let sample = draw_sample(space, vectors, rows, sample_size, &mut random);
+    let mut centroids = seed_centroids(space, &sample, clusters, &mut random);
+    train_centroids(space, &sample, &mut centroids);
+    centroids
+}
+
 /// Most rows each of `partitions` partitions of `rows` rows may hold: 1.25 × the average.
 fn capacity_of(rows: usize, partitions: usize) -> usize {
     (rows.div_ceil(partitions) * 5).div_ceil(4)
 }
 
-/// Each row's [`CANDIDATES`] nearest centroids, nearest first: `(distance, centroid)`.
+/// Each of `rows`' [`CANDIDATES`] nearest centroids, nearest first: `(distance, centroid)`.
 fn nearest_centroids(
     space: Space,
     vectors: &[f32],
+    rows: &[u32],
     centroids: &[f32],
     threads: usize,
 ) -> Vec<[(f32, u32); CANDIDATES]> {
-    let rows = vectors.len() / space.dim;
-    let found: Vec<[(AtomicU32, AtomicU32); CANDIDATES]> = (0..rows)
+    let found: Vec<[(AtomicU32, AtomicU32); CANDIDATES]> = rows
+        .iter()
         .map(|_| std::array::from_fn(|_| (AtomicU32::new(0), AtomicU32::new(u32::MAX))))
         .collect();
-    let threads = effective_threads(threads, rows);
-    for_each_chunk(rows, 256, threads, |start, end| {
+    let threads = effective_threads(threads, rows.len());
+    for_each_chunk(rows.len(), 256, threads, |start, end| {
         let mut best: Vec<(f32, u32)> = Vec::with_capacity(centroids.len() / space.dim);
-        for (row, slots) in found.iter().enumerate().take(end).skip(start) {
+        for (slots, row) in found[start..end].iter().zip(&rows[start..end]) {
             best.clear();
-            let vector = space.row(vectors, row);
+            let vector = space.row(vectors, *row as usize);
             for (centroid, values) in centroids.chunks_exact(space.dim).enumerate() {
                 let centroid = u32::try_from(centroid).expect("partitions < 2^32");
                 best.push((space.distance(vector, values), centroid));
@@ -156,17 +217,18 @@ fn nearest_centroids(
         .collect()
 }
 
-/// The greedy balanced assignment (see the module docs): rows by descending regret, each to
-/// its nearest candidate with room, else to the nearest centroid with room.
+/// The greedy balanced assignment of `rows` (see the module docs): by descending regret,
+/// each to its nearest candidate with room, else to the nearest centroid with room.
+/// `candidates[i]` are `rows[i]`'s.
 fn assign_balanced(
     candidates: &[[(f32, u32); CANDIDATES]],
     centroids: &[f32],
     space: Space,
     vectors: &[f32],
-    rows: usize,
+    rows: &[u32],
 ) -> Vec<Vec<u32>> {
     let partitions = centroids.len() / space.dim;
-    let capacity = capacity_of(rows, partitions);
+    let capacity = capacity_of(rows.len(), partitions);
     let regret = |row: &[(f32, u32); CANDIDATES]| {
         if row[1].1 == u32::MAX {
             f32::INFINITY // one centroid only: nothing to lose
@@ -174,22 +236,23 @@ fn assign_balanced(
             row[1].0 - row[0].0
         }
     };
-    let mut order: Vec<u32> = (0..u32::try_from(rows).expect("checked")).collect();
+    let mut order: Vec<usize> = (0..rows.len()).collect();
     order.sort_by(|a, b| {
-        let (a_regret, b_regret) = (
-            regret(&candidates[*a as usize]),
-            regret(&candidates[*b as usize]),
-        );
+        let (a_regret, b_regret) = (regret(&candidates[*a]), regret(&candidates[*b]));
         b_regret.total_cmp(&a_regret).then(a.cmp(b))
     });
     let mut members: Vec<Vec<u32>> = vec![Vec::new(); partitions];
-    for row in order {
-        let chosen = candidates[row as usize]
+    for index in order {
+        let row = rows[index];
+        let chosen = candidates[index]
             .iter()
             .map(|(_, centroid)| *centroid)
             .find(|centroid| *centroid != u32::MAX && members[*centroid as usize].len() < capacity)
             .map_or_else(
-                || nearest_with_room(space, vectors, centroids, &members, capacity, row),
+                || {
+                    let vector = space.row(vectors, row as usize);
+                    nearest_with_room(space, vector, centroids, &members, capacity)
+                },
                 |centroid| centroid as usize,
             );
         members[chosen].push(row);
@@ -199,17 +262,15 @@ fn assign_balanced(
     members
 }
 
-/// The nearest centroid to `row` whose partition holds fewer than `capacity` rows (one
+/// The nearest centroid to `vector` whose partition holds fewer than `capacity` rows (one
 /// always has room: capacity × partitions ≥ rows).
 fn nearest_with_room(
     space: Space,
-    vectors: &[f32],
+    vector: &[f32],
     centroids: &[f32],
     members: &[Vec<u32>],
     capacity: usize,
-    row: u32,
 ) -> usize {
-    let vector = space.row(vectors, row as usize);
     centroids
         .chunks_exact(space.dim)
         .enumerate()
@@ -304,6 +365,48 @@ mod tests {
             "{home} of 4,000 with their nearest centroid"
         );
         assert_eq!(partitions, balanced(&vectors, 8, 200, 3, 1).unwrap());
+    }
+
+    #[test]
+    fn many_partitions_are_made_in_two_levels_and_stay_balanced_and_near() {
+        // 800 partitions: more than one level makes, so rows are grouped first.
+        let (rows, target) = (40_000, 50);
+        assert!(rows / target > ONE_LEVEL_MAX);
+        let vectors = clustered(rows, 4);
+        let partitions = balanced(&vectors, 8, target, 5, 2).unwrap();
+        let mut seen = vec![0u32; rows];
+        for partition in 0..partitions.len() {
+            let members = partitions.members(partition);
+            assert!(!members.is_empty() && members.len() <= (target * 5).div_ceil(4));
+            assert!(members.windows(2).all(|pair| pair[0] < pair[1]));
+            members.iter().for_each(|row| seen[*row as usize] += 1);
+        }
+        assert!(seen.iter().all(|count| *count == 1));
+        assert!(
+            (800..=1_000).contains(&partitions.len()),
+            "{}",
+            partitions.len()
+        );
+        // As tight as one level of k-means would make them: the rows' summed distance to
+        // their own centroid is no larger.
+        let space = Space::new(8);
+        let spread = |members: &[Vec<u32>]| -> f64 {
+            let centroids = means(space, &vectors, members);
+            let mut total = 0.0f64;
+            for (partition, rows) in members.iter().enumerate() {
+                let centroid = space.row(&centroids, partition);
+                for row in rows {
+                    let vector = space.row(&vectors, *row as usize);
+                    total += f64::from(space.distance(vector, centroid));
+                }
+            }
+            total
+        };
+        let all: Vec<u32> = (0..40_000).collect();
+        let two = spread(&partitions.members);
+        let one = spread(&one_level(space, &vectors, &all, target, 5, 2));
+        assert!(two <= one, "two levels {two}, one level {one}");
+        assert_eq!(partitions, balanced(&vectors, 8, target, 5, 1).unwrap());
     }
 
     #[test]

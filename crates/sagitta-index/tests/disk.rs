@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use common::{brute_force, clustered, recall};
 use sagitta_index::disk::{
-    check_page, DiskIndex, DiskParams, PageReader, RecordLayout, RecordsHeader, SearchStats,
-    PAGE_PAYLOAD,
+    check_page, DiskIndex, DiskParams, Element, PageReader, RecordLayout, RecordsHeader,
+    SearchStats, PAGE_PAYLOAD,
 };
 use sagitta_index::{IndexError, Metric};
 use sagitta_storage::codec::Writer;
@@ -52,6 +52,7 @@ fn params(partition_size: usize, extra_bits: u32) -> DiskParams {
         seed: 7,
         threads: 2,
         extra_bits,
+        element: Element::F32,
     }
 }
 
@@ -256,11 +257,20 @@ fn exact_scan_equals_brute_force_and_accept_excludes() {
 #[test]
 fn records_larger_than_a_page_span_pages_and_read_back_whole() {
     let dim = 1_100; // 4,400 bytes: two pages a record
-    let layout = RecordLayout::new(dim);
+    let layout = RecordLayout::new(dim, Element::F32);
     assert_eq!((layout.per_page, layout.pages_per_record), (1, 2));
-    assert_eq!(RecordLayout::new(768).per_page, 1);
-    assert_eq!(RecordLayout::new(384).per_page, 2);
-    assert_eq!(RecordLayout::new(PAGE_PAYLOAD / 4).per_page, 1);
+    assert_eq!(RecordLayout::new(768, Element::F32).per_page, 1);
+    assert_eq!(RecordLayout::new(384, Element::F32).per_page, 2);
+    assert_eq!(
+        RecordLayout::new(PAGE_PAYLOAD / 4, Element::F32).per_page,
+        1
+    );
+    assert_eq!(RecordLayout::new(768, Element::F16).per_page, 2);
+    assert_eq!(
+        RecordLayout::new(2_100, Element::F16).pages_per_record,
+        2,
+        "4,200 bytes of f16"
+    );
     let base = clustered(300, dim, 5);
     let (index, order, reader) = build(&base, dim, Metric::Dot, 64);
     let positions: Vec<u32> = (0..300).collect();
@@ -361,7 +371,7 @@ fn round_trip(extra_bits: u32) {
         "cut short"
     );
     let mut table = bytes.clone();
-    table[35] ^= 0xff; // partition 0's start
+    table[36] ^= 0xff; // partition 0's start
     assert!(
         DiskIndex::decode(&table).is_err(),
         "an inconsistent partition table"
@@ -370,10 +380,66 @@ fn round_trip(extra_bits: u32) {
     too_many[14] = 4; // extra bits
     let error = DiskIndex::decode(&too_many).unwrap_err().to_string();
     assert!(error.contains("extra bits"), "{error}");
-    let mut old = bytes.clone();
-    old[0] = 1;
-    let error = DiskIndex::decode(&old).unwrap_err().to_string();
-    assert!(error.contains("version 1"), "{error}");
+    let mut element = bytes.clone();
+    element[15] = 2; // neither f32 nor f16
+    let error = DiskIndex::decode(&element).unwrap_err().to_string();
+    assert!(error.contains("element type 2"), "{error}");
+    for version in [1, 2] {
+        let mut old = bytes.clone();
+        old[0] = version;
+        let error = DiskIndex::decode(&old).unwrap_err().to_string();
+        assert!(error.contains(&format!("version {version}")), "{error}");
+    }
+}
+
+/// Half-precision records: twice the records a page, so about half the file, and every
+/// vector read back is the row rounded to f16. Codes and norms describe the rounded
+/// vectors, so the search ranks them as exactly as it ranks f32 records.
+#[test]
+fn half_precision_records_halve_the_file_and_rank_the_stored_vectors() {
+    let dim = 768;
+    let base = clustered(2_000, dim, 12);
+    let queries = clustered(30, dim, 13);
+    let rounded: Vec<f32> = base
+        .iter()
+        .map(|value| half::f16::from_f32(*value).to_f32())
+        .collect();
+    assert_ne!(rounded, base, "the data is not already half precision");
+    let build = |element| {
+        let mut file = Vec::new();
+        let params = DiskParams {
+            element,
+            ..params(200, 2)
+        };
+        let (index, order) = DiskIndex::build(&base, dim, Metric::L2, params, &mut file).unwrap();
+        (index, order, MemoryReader::new(file))
+    };
+    let (full, _, full_reader) = build(Element::F32);
+    let (half, order, reader) = build(Element::F16);
+    assert_eq!(half.layout().element, Element::F16);
+    assert!(
+        half.record_pages() * 100 <= full.record_pages() * 55,
+        "{} pages of f16 records, {} of f32",
+        half.record_pages(),
+        full.record_pages()
+    );
+    let header = RecordsHeader::decode(&reader.read(&[0]).unwrap()[0]).unwrap();
+    half.check_records_header(&header).unwrap();
+    let full_header = RecordsHeader::decode(&full_reader.read(&[0]).unwrap()[0]).unwrap();
+    assert!(
+        half.check_records_header(&full_header).is_err(),
+        "an f32 records file does not pass for the f16 index"
+    );
+    // `measure` checks each hit's vector against the stored (rounded) row and the recall
+    // against brute force over the stored rows.
+    let (every, _) = measure(&half, &order, &reader, &rounded, &queries, dim, 10);
+    assert!(every >= 0.99, "recall {every} with every partition");
+    let mut out = Writer::new();
+    half.encode(&mut out);
+    let loaded = DiskIndex::decode(out.as_bytes()).unwrap();
+    assert_eq!(loaded.layout(), half.layout());
+    let (again, _) = measure(&loaded, &order, &reader, &rounded, &queries, dim, 10);
+    assert!((again - every).abs() < f64::EPSILON);
 }
 
 #[test]

@@ -247,13 +247,7 @@ fn collection_info(collection: &Collection, echoed: &crate::EchoedSettings) -> V
         "indexed_vectors_count": status.indexed,
         "segments_count": status.segments,
         "config": {
-            "params": {
-                "vectors": {"size": config.dim, "distance": config.distance.name()},
-                "shard_number": config.shard_count,
-                "replication_factor": 1,
-                "write_consistency_factor": 1,
-                "on_disk_payload": false,
-            },
+            "params": params_info(config),
             "hnsw_config": {
                 "m": 16,
                 "ef_construct": 100,
@@ -280,6 +274,21 @@ fn collection_info(collection: &Collection, echoed: &crate::EchoedSettings) -> V
         },
         "payload_schema": payload_schema,
         "sagitta": storage_report(&status),
+    })
+}
+
+/// `config.params` of collection info: the vector, shards and replication.
+fn params_info(config: &CollectionConfig) -> Value {
+    json!({
+        "vectors": {
+            "size": config.dim,
+            "distance": config.distance.name(),
+            "datatype": config.storage.datatype.name(),
+        },
+        "shard_number": config.shard_count,
+        "replication_factor": 1,
+        "write_consistency_factor": 1,
+        "on_disk_payload": false,
     })
 }
 

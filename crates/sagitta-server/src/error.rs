@@ -58,6 +58,7 @@ impl ApiError {
             EngineError::WrongVectorDimension { .. }
             | EngineError::NonFiniteValue { .. }
             | EngineError::VectorNormTooLarge { .. }
+            | EngineError::RowsMismatch { .. }
             | EngineError::PayloadTooLarge { .. }
             | EngineError::InvalidPayload { .. }
             | EngineError::InvalidFilter { .. }

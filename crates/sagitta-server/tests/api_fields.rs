@@ -70,6 +70,14 @@ async fn errors_are_enveloped_and_name_the_field() {
             &["sagitta.segment_kind", "lsm"],
         ),
         (
+            json!({"vectors": {"size": 4, "distance": "Dot", "datatype": "uint8"}}),
+            &["vectors.datatype", "uint8"],
+        ),
+        (
+            json!({"vectors": {"size": 4, "distance": "Dot", "datatype": "float64"}}),
+            &["vectors.datatype", "float64"],
+        ),
+        (
             json!({"vectors": {"size": 4, "distance": "Dot"},
                    "sagitta": {"page_cache_mb": 9_999_999_999u64}}),
             &["sagitta.page_cache_mb"],
@@ -742,4 +750,49 @@ async fn the_storage_extension_is_kept_and_reported() {
         json!({"segment_kind": "hnsw", "page_cache_mb": 64}),
         "the default"
     );
+    assert_eq!(info["config"]["params"]["vectors"]["datatype"], "float32");
+}
+
+/// Qdrant's `vectors.datatype: float16`: every stored value is rounded to half precision,
+/// in RAM segments and disk segments alike, and collection info says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn float16_collections_keep_half_precision_values() {
+    let server = server();
+    for (name, kind) in [("half_ram", "hnsw"), ("half_disk", "disk")] {
+        server
+            .ok(
+                "PUT",
+                &format!("/collections/{name}"),
+                json!({"vectors": {"size": 3, "distance": "Euclid", "datatype": "float16"},
+                       "sagitta": {"segment_kind": kind}}),
+            )
+            .await;
+        let info = server
+            .ok("GET", &format!("/collections/{name}"), json!({}))
+            .await;
+        assert_eq!(info["config"]["params"]["vectors"]["datatype"], "float16");
+        server
+            .ok(
+                "PUT",
+                &format!("/collections/{name}/points?wait=true"),
+                json!({"points": [{"id": 1, "vector": [0.1, 1.0, 2.71]}]}),
+            )
+            .await;
+        let point = server
+            .ok("GET", &format!("/collections/{name}/points/1"), json!(null))
+            .await;
+        // 0.1 and 2.71 have no f16 of their own: the nearest halves are kept
+        let expected: Vec<f32> = [0.1f32, 1.0, 2.71]
+            .iter()
+            .map(|value| half::f16::from_f32(*value).to_f32())
+            .collect();
+        #[allow(clippy::cast_possible_truncation)]
+        let stored: Vec<f32> = point["vector"]
+            .as_array()
+            .expect("a dense vector")
+            .iter()
+            .map(|value| value.as_f64().expect("a number") as f32)
+            .collect();
+        assert_eq!(stored, expected, "{name}");
+    }
 }

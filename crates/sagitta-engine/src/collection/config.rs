@@ -27,7 +27,9 @@ pub const MAX_PAYLOAD_BYTES: usize = 1 << 20;
 /// Largest `limit` (k) of a search.
 pub const MAX_LIMIT: usize = 10_000;
 
-const CONFIG_VERSION: u8 = 3;
+const CONFIG_VERSION: u8 = 4;
+/// The version before the datatype was recorded (read as float32).
+const CONFIG_VERSION_FLOAT32: u8 = 3;
 /// The version before segment storage was recorded (read as HNSW segments, default cache).
 const CONFIG_VERSION_HNSW_ONLY: u8 = 2;
 
@@ -49,6 +51,8 @@ pub struct StorageConfig {
     pub segment_kind: SegmentKindName,
     /// MiB of hot records pages the collection's disk segments keep in RAM (CLOCK).
     pub page_cache_mb: usize,
+    /// The precision vectors are kept at (Qdrant's `vectors.datatype`).
+    pub datatype: Datatype,
 }
 
 impl Default for StorageConfig {
@@ -56,6 +60,59 @@ impl Default for StorageConfig {
         StorageConfig {
             segment_kind: SegmentKindName::Hnsw,
             page_cache_mb: 64,
+            datatype: Datatype::Float32,
+        }
+    }
+}
+
+/// The precision a collection keeps its vectors at (Qdrant's `vectors.datatype`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Datatype {
+    #[default]
+    Float32,
+    /// Every stored value is rounded to the nearest IEEE half (as Qdrant's `float16`
+    /// does), in every segment kind alike; disk segments keep 2-byte records, so their
+    /// records file and the bytes a query reads are halved.
+    Float16,
+}
+
+impl Datatype {
+    pub fn name(self) -> &'static str {
+        match self {
+            Datatype::Float32 => "float32",
+            Datatype::Float16 => "float16",
+        }
+    }
+
+    /// `None` for names this build does not keep (Qdrant's `uint8` among them).
+    pub fn parse(name: &str) -> Option<Datatype> {
+        match name {
+            "float32" => Some(Datatype::Float32),
+            "float16" => Some(Datatype::Float16),
+            _ => None,
+        }
+    }
+
+    fn code(self) -> u8 {
+        match self {
+            Datatype::Float32 => 0,
+            Datatype::Float16 => 1,
+        }
+    }
+
+    fn from_code(code: u8) -> Option<Datatype> {
+        match code {
+            0 => Some(Datatype::Float32),
+            1 => Some(Datatype::Float16),
+            _ => None,
+        }
+    }
+
+    /// The element type of a disk segment's records.
+    pub(crate) fn element(self) -> sagitta_index::disk::Element {
+        match self {
+            Datatype::Float32 => sagitta_index::disk::Element::F32,
+            Datatype::Float16 => sagitta_index::disk::Element::F16,
         }
     }
 }
@@ -113,6 +170,11 @@ impl CollectionConfig {
         if self.distance == Distance::Cosine {
             normalize(&mut point.vector);
         }
+        if self.storage.datatype == Datatype::Float16 {
+            for value in &mut point.vector {
+                *value = half::f16::from_f32(*value).to_f32();
+            }
+        }
         Ok(point)
     }
 
@@ -125,6 +187,7 @@ impl CollectionConfig {
             .len_u32(self.shard_count, "validated shard count")
             .u8(self.storage.segment_kind.code())
             .len_u32(self.storage.page_cache_mb, "validated page cache")
+            .u8(self.storage.datatype.code())
             .len_u32(schema.len(), "bounded field count");
         for (field, kind) in schema {
             out.u8(kind.code()).str_u16(field, "bounded field name");
@@ -141,15 +204,24 @@ impl CollectionConfig {
         let version = reader.version_u8_of(
             "config_version",
             "collection config",
-            &[CONFIG_VERSION_HNSW_ONLY, CONFIG_VERSION],
+            &[
+                CONFIG_VERSION_HNSW_ONLY,
+                CONFIG_VERSION_FLOAT32,
+                CONFIG_VERSION,
+            ],
         )?;
         let distance = reader.code("distance", Distance::from_code)?;
         let dim = reader.u32("dim")? as usize;
         let shard_count = reader.u32("shard_count")? as usize;
-        let storage = if version == CONFIG_VERSION {
+        let storage = if version >= CONFIG_VERSION_FLOAT32 {
             StorageConfig {
                 segment_kind: reader.code("segment_kind", SegmentKindName::from_code)?,
                 page_cache_mb: reader.u32("page_cache_mb")? as usize,
+                datatype: if version == CONFIG_VERSION {
+                    reader.code("datatype", Datatype::from_code)?
+                } else {
+                    Datatype::Float32
+                },
             }
         } else {
             StorageConfig::default()
@@ -259,17 +331,33 @@ mod tests {
             storage: StorageConfig {
                 segment_kind: SegmentKindName::Disk,
                 page_cache_mb: 128,
+                datatype: Datatype::Float16,
             },
         };
         let schema = PayloadSchema::from([("a.b".to_string(), FieldType::Integer)]);
         let bytes = config.encode(&schema);
         let mut expected = vec![CONFIG_VERSION, 1, 3, 0, 0, 0, 2, 0, 0, 0];
-        expected.extend_from_slice(&[1, 128, 0, 0, 0]);
+        expected.extend_from_slice(&[1, 128, 0, 0, 0, 1]);
         expected.extend_from_slice(&[1, 0, 0, 0, 1, 3, 0, b'a', b'.', b'b']);
         assert_eq!(bytes, expected);
         assert_eq!(
             CollectionConfig::try_decode(&bytes).ok(),
             Some((config, schema.clone()))
+        );
+        // a version 3 manifest (before the datatype was recorded): float32
+        let mut three = expected.clone();
+        three[0] = CONFIG_VERSION_FLOAT32;
+        three.remove(15);
+        let float32 = CollectionConfig {
+            storage: StorageConfig {
+                datatype: Datatype::Float32,
+                ..config.storage
+            },
+            ..config
+        };
+        assert_eq!(
+            CollectionConfig::try_decode(&three).ok(),
+            Some((float32, schema.clone()))
         );
         // a version 2 manifest (before storage was recorded): HNSW segments, default cache
         let mut old = vec![CONFIG_VERSION_HNSW_ONLY, 1, 3, 0, 0, 0, 2, 0, 0, 0];
@@ -297,7 +385,7 @@ mod tests {
         let message = |bytes: &[u8]| CollectionConfig::try_decode(bytes).unwrap_err().to_string();
         assert_eq!(
             message(&bytes[..bytes.len() - 1]),
-            "at byte 22: field name: truncated (needs 4 bytes, 3 remain)"
+            "at byte 23: field name: truncated (needs 4 bytes, 3 remain)"
         );
         let mut no_dim = bytes.clone();
         no_dim[2] = 0;
@@ -312,18 +400,24 @@ mod tests {
         let mut huge_cache = bytes.clone();
         huge_cache[11..15].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(message(&huge_cache).contains("parameter `sagitta.page_cache_mb`"));
+        let mut bad_datatype = bytes.clone();
+        bad_datatype[15] = 2;
+        assert_eq!(
+            message(&bad_datatype),
+            "at byte 15: datatype: unknown code 2"
+        );
         let mut bad_kind = bytes.clone();
-        bad_kind[19] = 9;
-        assert_eq!(message(&bad_kind), "at byte 19: field type: unknown code 9");
+        bad_kind[20] = 9;
+        assert_eq!(message(&bad_kind), "at byte 20: field type: unknown code 9");
         let mut empty_part = bytes;
-        empty_part[22] = b'.';
-        assert!(message(&empty_part).starts_with("at byte 20: field name:"));
+        empty_part[23] = b'.';
+        assert!(message(&empty_part).starts_with("at byte 21: field name:"));
         assert!(CollectionConfig::try_decode(&[CONFIG_VERSION]).is_err());
         assert_eq!(
             message(&[9]),
             format!(
                 "at byte 0: config_version: collection config version 9; this build reads \
-                 {CONFIG_VERSION_HNSW_ONLY} and {CONFIG_VERSION}"
+                 {CONFIG_VERSION_HNSW_ONLY} and {CONFIG_VERSION_FLOAT32} and {CONFIG_VERSION}"
             )
         );
     }
@@ -347,16 +441,16 @@ mod tests {
             full
         );
         let mut over = config.encode(&full);
-        over[15..19].copy_from_slice(&(MAX_INDEXED_FIELDS as u32 + 1).to_le_bytes());
+        over[16..20].copy_from_slice(&(MAX_INDEXED_FIELDS as u32 + 1).to_le_bytes());
         over.extend_from_slice(&[1, 1, 0, b'z']);
         assert_eq!(
             message(&over),
-            "at byte 15: field_count: 65 indexed fields, more than 64"
+            "at byte 16: field_count: 65 indexed fields, more than 64"
         );
         let one = PayloadSchema::from([("kind".to_string(), FieldType::Keyword)]);
         let mut twice = config.encode(&one);
-        twice[15..19].copy_from_slice(&2u32.to_le_bytes());
+        twice[16..20].copy_from_slice(&2u32.to_le_bytes());
         twice.extend_from_slice(&[1, 4, 0, b'k', b'i', b'n', b'd']);
-        assert_eq!(message(&twice), "at byte 27: field name: \"kind\" twice");
+        assert_eq!(message(&twice), "at byte 28: field name: \"kind\" twice");
     }
 }

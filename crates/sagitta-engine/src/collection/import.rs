@@ -1,6 +1,6 @@
 //! Bulk import: a new collection built straight into one segment per shard (no log).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -11,11 +11,64 @@ use sagitta_storage::manifest;
 
 use crate::error::{EngineError, Result};
 use crate::payload_index::PayloadSchema;
-use crate::point::{Point, PointId};
+use crate::point::{Distance, Point, PointId};
 use crate::shard::Shard;
 
-use super::config::CollectionConfig;
+use super::config::{CollectionConfig, SegmentKindName};
 use super::{shard_index, shard_path, Collection};
+
+/// What a bulk import reads: whole points, or ids whose vectors lie row-major in a slice
+/// the caller lends (no payloads). A disk collection of one shard and no Cosine
+/// normalization builds its records straight from that slice, so a memory-mapped file
+/// larger than RAM imports without being copied; every other import makes points of it.
+#[derive(Debug)]
+pub enum ImportSource<'a> {
+    Points(Vec<Point>),
+    Rows {
+        ids: Vec<PointId>,
+        /// `ids.len() × dim` values.
+        vectors: &'a [f32],
+    },
+}
+
+impl From<Vec<Point>> for ImportSource<'_> {
+    fn from(points: Vec<Point>) -> Self {
+        ImportSource::Points(points)
+    }
+}
+
+impl ImportSource<'_> {
+    /// The rows as points (their vectors copied).
+    fn into_points(self, dim: usize) -> Result<Vec<Point>> {
+        match self {
+            ImportSource::Points(points) => Ok(points),
+            ImportSource::Rows { ids, vectors } => {
+                check_rows(&ids, vectors, dim)?;
+                Ok(ids
+                    .into_iter()
+                    .zip(vectors.chunks_exact(dim))
+                    .map(|(id, vector)| Point {
+                        id,
+                        vector: vector.to_vec(),
+                        payload: None,
+                    })
+                    .collect())
+            }
+        }
+    }
+}
+
+/// `vectors` must hold `dim` values for each id.
+fn check_rows(ids: &[PointId], vectors: &[f32], dim: usize) -> Result<()> {
+    if vectors.len() != ids.len() * dim {
+        return Err(EngineError::RowsMismatch {
+            ids: ids.len(),
+            values: vectors.len(),
+            dim,
+        });
+    }
+    Ok(())
+}
 
 /// What a bulk import wrote.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,6 +128,14 @@ impl ImportProgress {
     }
 }
 
+/// Whether rows can be built from where they lie: a disk collection of one shard whose
+/// vectors need no normalization (f16 rounding is the records' own).
+fn imports_in_place(config: &CollectionConfig) -> bool {
+    config.storage.segment_kind == SegmentKindName::Disk
+        && config.shard_count == 1
+        && config.distance != Distance::Cosine
+}
+
 /// A cancelled segment build is a cancelled import, not an index failure.
 pub(super) fn import_error(error: EngineError) -> EngineError {
     match error {
@@ -104,11 +165,11 @@ impl Collection {
     /// import returns [`EngineError::Cancelled`] before the collection manifest is
     /// published, so there is no collection; files it wrote stay until removed
     /// ([`Collection::remove_files`]).
-    pub fn import_with_progress(
+    pub fn import_with_progress<'a>(
         fs: &dyn FileSystem,
         directory: &Path,
         config: CollectionConfig,
-        points: Vec<Point>,
+        source: impl Into<ImportSource<'a>>,
         progress: &ImportProgress,
     ) -> Result<(Collection, ImportReport)> {
         config.validate()?;
@@ -117,6 +178,24 @@ impl Collection {
                 path: directory.display().to_string(),
             });
         }
+        match source.into() {
+            ImportSource::Rows { ids, vectors } if imports_in_place(&config) => {
+                Collection::import_in_place(fs, directory, config, ids, vectors, progress)
+            }
+            source => {
+                let points = source.into_points(config.dim)?;
+                Collection::import_points(fs, directory, config, points, progress)
+            }
+        }
+    }
+
+    fn import_points(
+        fs: &dyn FileSystem,
+        directory: &Path,
+        config: CollectionConfig,
+        points: Vec<Point>,
+        progress: &ImportProgress,
+    ) -> Result<(Collection, ImportReport)> {
         let mut last_of: HashMap<PointId, usize> = HashMap::with_capacity(points.len());
         for (position, point) in points.iter().enumerate() {
             last_of.insert(point.id, position);
@@ -153,6 +232,71 @@ impl Collection {
             shards.push(shard);
             report.bytes_written += written;
         }
+        Collection::publish_import(fs, directory, config, shards, report, progress)
+    }
+
+    /// The import of rows a disk collection builds from where they lie (see
+    /// [`ImportSource`]): each row validated, no copy made. Repeated ids (the last must
+    /// win) go the way of points.
+    fn import_in_place(
+        fs: &dyn FileSystem,
+        directory: &Path,
+        config: CollectionConfig,
+        ids: Vec<PointId>,
+        vectors: &[f32],
+        progress: &ImportProgress,
+    ) -> Result<(Collection, ImportReport)> {
+        check_rows(&ids, vectors, config.dim)?;
+        let mut seen = HashSet::with_capacity(ids.len());
+        if !ids.iter().all(|id| seen.insert(*id)) {
+            let points = ImportSource::Rows { ids, vectors }.into_points(config.dim)?;
+            return Collection::import_points(fs, directory, config, points, progress);
+        }
+        drop(seen);
+        for (id, vector) in ids.iter().zip(vectors.chunks_exact(config.dim)) {
+            config.check_vector(vector, || EngineError::point(id))?;
+        }
+        progress.total.store(ids.len(), Ordering::Relaxed);
+        let points: Vec<Point> = ids
+            .into_iter()
+            .map(|id| Point {
+                id,
+                vector: Vec::new(),
+                payload: None,
+            })
+            .collect();
+        fs.create_dir_all(directory)?;
+        let mut report = ImportReport {
+            points: points.len(),
+            segments: usize::from(!points.is_empty()),
+            bytes_written: 0,
+        };
+        progress.check()?;
+        let (shard, written) = Shard::write_imported_rows(
+            fs,
+            &shard_path(directory, 0),
+            points,
+            vectors,
+            config.dim,
+            config.distance,
+            &super::shard_storage(&config),
+            &progress.rows,
+        )
+        .map_err(import_error)?;
+        report.bytes_written += written;
+        Collection::publish_import(fs, directory, config, vec![shard], report, progress)
+    }
+
+    /// The last step of every import: the collection manifest, published once every
+    /// shard is written.
+    fn publish_import(
+        fs: &dyn FileSystem,
+        directory: &Path,
+        config: CollectionConfig,
+        shards: Vec<Shard>,
+        mut report: ImportReport,
+        progress: &ImportProgress,
+    ) -> Result<(Collection, ImportReport)> {
         fs.sync_dir(directory)?;
         let schema = PayloadSchema::new();
         let encoded = config.encode(&schema);

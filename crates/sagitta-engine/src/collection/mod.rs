@@ -25,10 +25,10 @@ use crate::shard::{Shard, ShardStorage};
 
 use config::check_payload;
 pub use config::{
-    CollectionConfig, SegmentKindName, StorageConfig, MAX_DIMENSION, MAX_LIMIT, MAX_PAGE_CACHE_MB,
-    MAX_PAYLOAD_BYTES, MAX_SHARDS, MAX_VECTOR_NORM,
+    CollectionConfig, Datatype, SegmentKindName, StorageConfig, MAX_DIMENSION, MAX_LIMIT,
+    MAX_PAGE_CACHE_MB, MAX_PAYLOAD_BYTES, MAX_SHARDS, MAX_VECTOR_NORM,
 };
-pub use import::{ImportProgress, ImportReport};
+pub use import::{ImportProgress, ImportReport, ImportSource};
 
 /// The shard a point belongs to.
 pub(super) fn shard_index(id: &PointId, shard_count: usize) -> usize {
@@ -125,6 +125,7 @@ pub(super) fn open_shards(
 pub(super) fn shard_storage(config: &CollectionConfig) -> ShardStorage {
     ShardStorage {
         kind: config.storage.segment_kind,
+        element: config.storage.datatype.element(),
         page_cache: Arc::new(PageCache::new(config.storage.page_cache_mb << 20)),
     }
 }

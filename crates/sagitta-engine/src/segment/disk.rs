@@ -182,34 +182,29 @@ impl DiskSegment {
         }
     }
 
-    /// Results as the shard takes them: distance and point, the vector read by the search.
-    fn points(&self, hits: Vec<DiskHit>) -> Vec<(f32, Point)> {
-        hits.into_iter()
-            .map(|hit| (hit.distance, self.listing.point(hit.position, hit.vector)))
-            .collect()
-    }
-}
-
-impl SegmentKind for DiskSegment {
-    fn build(
+    /// [`SegmentKind::build`] from `points` without their vectors (moved out, or never
+    /// there: a bulk import's) and the vectors row-major in `vectors`, borrowed — a
+    /// memory-mapped file larger than RAM builds without a copy.
+    pub(crate) fn build_rows(
         fs: &dyn FileSystem,
         directory: &Path,
         id: u64,
-        mut points: Vec<Point>,
+        points: Vec<Point>,
+        vectors: &[f32],
         shape: &SegmentShape<'_>,
         progress: Option<&AddProgress>,
     ) -> Result<DiskSegment> {
+        debug_assert_eq!(vectors.len(), points.len() * shape.dim);
         if progress.is_some_and(AddProgress::is_cancelled) {
             return Err(IndexError::Cancelled.into());
         }
-        let mut vectors = Vec::with_capacity(points.len() * shape.dim);
-        for point in &mut points {
-            vectors.extend_from_slice(&std::mem::take(&mut point.vector));
-        }
-        let params = DiskParams::default();
+        let params = DiskParams {
+            element: shape.element,
+            ..DiskParams::default()
+        };
         let mut file = StreamedFile::create(fs, &records_path(directory, id))?;
         let built = DiskIndex::build(
-            &vectors,
+            vectors,
             shape.dim,
             metric(shape.distance),
             params,
@@ -219,7 +214,6 @@ impl SegmentKind for DiskSegment {
             return Err(failure.into());
         }
         let (index, order) = built?;
-        drop(vectors);
         let records_bytes = file.finish()?;
         let mut encoded = Writer::new();
         index.encode(&mut encoded);
@@ -239,6 +233,30 @@ impl SegmentKind for DiskSegment {
         Ok(DiskSegment::assemble(
             id, index, records, listing, shape, file_bytes,
         ))
+    }
+
+    /// Results as the shard takes them: distance and point, the vector read by the search.
+    fn points(&self, hits: Vec<DiskHit>) -> Vec<(f32, Point)> {
+        hits.into_iter()
+            .map(|hit| (hit.distance, self.listing.point(hit.position, hit.vector)))
+            .collect()
+    }
+}
+
+impl SegmentKind for DiskSegment {
+    fn build(
+        fs: &dyn FileSystem,
+        directory: &Path,
+        id: u64,
+        mut points: Vec<Point>,
+        shape: &SegmentShape<'_>,
+        progress: Option<&AddProgress>,
+    ) -> Result<DiskSegment> {
+        let mut vectors = Vec::with_capacity(points.len() * shape.dim);
+        for point in &mut points {
+            vectors.extend_from_slice(&std::mem::take(&mut point.vector));
+        }
+        DiskSegment::build_rows(fs, directory, id, points, &vectors, shape, progress)
     }
 
     fn load(

@@ -40,6 +40,7 @@ mod listing;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use sagitta_index::disk::Element;
 use sagitta_index::hnsw::{AddProgress, HnswIndex};
 use sagitta_storage::fs::FileSystem;
 use sagitta_storage::pageio::PageCache;
@@ -103,6 +104,9 @@ pub(crate) struct SegmentShape<'a> {
     pub dim: usize,
     pub distance: Distance,
     pub schema: &'a PayloadSchema,
+    /// The value type of disk segments' records (HNSW segments keep f32 rows of values
+    /// the collection has already rounded).
+    pub element: Element,
     pub page_cache: &'a Arc<PageCache>,
 }
 

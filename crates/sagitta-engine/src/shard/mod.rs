@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::{Mutex, RwLock};
+use sagitta_index::disk::Element;
 use sagitta_storage::fs::{remove_if_exists, FileSystem};
 use sagitta_storage::manifest;
 use sagitta_storage::pageio::PageCache;
@@ -111,6 +112,8 @@ pub(super) fn host_among(segments: &[SharedSegment], graph: &BufferGraph) -> Opt
 pub(crate) struct ShardStorage {
     /// The kind of every segment a seal, merge or import builds.
     pub kind: SegmentKindName,
+    /// The value type of disk segments' records (the collection's datatype).
+    pub element: Element,
     /// The collection's page cache (disk segments' records).
     pub page_cache: Arc<PageCache>,
 }
@@ -161,6 +164,7 @@ impl Shard {
             dim,
             distance,
             schema,
+            element: storage.element,
             page_cache: &storage.page_cache,
         };
         let segments = manifest
@@ -280,11 +284,71 @@ impl Shard {
         storage: &ShardStorage,
         progress: &sagitta_index::hnsw::AddProgress,
     ) -> Result<(Shard, u64)> {
+        let build = |shape: &SegmentShape<'_>| {
+            if points.is_empty() {
+                return Ok(None);
+            }
+            segment::build(
+                storage.kind,
+                fs,
+                directory,
+                0,
+                points,
+                shape,
+                Some(progress),
+            )
+            .map(Some)
+        };
+        Shard::write_imported_with(fs, directory, dim, distance, storage, build)
+    }
+
+    /// [`Shard::write_imported`] of a disk shard from ids (`points`, no vectors) and their
+    /// vectors row-major, borrowed: the records are written from `vectors` in place.
+    #[allow(clippy::too_many_arguments)]
+    pub fn write_imported_rows(
+        fs: &dyn FileSystem,
+        directory: &Path,
+        points: Vec<Point>,
+        vectors: &[f32],
+        dim: usize,
+        distance: Distance,
+        storage: &ShardStorage,
+        progress: &sagitta_index::hnsw::AddProgress,
+    ) -> Result<(Shard, u64)> {
+        debug_assert_eq!(storage.kind, SegmentKindName::Disk);
+        let build = |shape: &SegmentShape<'_>| {
+            if points.is_empty() {
+                return Ok(None);
+            }
+            let built = segment::DiskSegment::build_rows(
+                fs,
+                directory,
+                0,
+                points,
+                vectors,
+                shape,
+                Some(progress),
+            )?;
+            Ok(Some(Arc::new(built) as SharedSegment))
+        };
+        Shard::write_imported_with(fs, directory, dim, distance, storage, build)
+    }
+
+    /// The shard directory around segment 0 as `build` makes it (`None`: no points).
+    fn write_imported_with(
+        fs: &dyn FileSystem,
+        directory: &Path,
+        dim: usize,
+        distance: Distance,
+        storage: &ShardStorage,
+        build: impl FnOnce(&SegmentShape<'_>) -> Result<Option<SharedSegment>>,
+    ) -> Result<(Shard, u64)> {
         let schema = PayloadSchema::new();
         let shape = SegmentShape {
             dim,
             distance,
             schema: &schema,
+            element: storage.element,
             page_cache: &storage.page_cache,
         };
         fs.create_dir_all(directory)?;
@@ -294,16 +358,7 @@ impl Shard {
         };
         let mut written = 0;
         let mut segments: Vec<SharedSegment> = Vec::new();
-        if !points.is_empty() {
-            let segment = segment::build(
-                storage.kind,
-                fs,
-                directory,
-                0,
-                points,
-                &shape,
-                Some(progress),
-            )?;
+        if let Some(segment) = build(&shape)? {
             written += segment.file_bytes();
             manifest.segments.push(ListedSegment {
                 id: 0,
@@ -444,6 +499,7 @@ impl Shard {
             dim: self.dim,
             distance: self.distance,
             schema,
+            element: self.storage.element,
             page_cache: &self.storage.page_cache,
         }
     }

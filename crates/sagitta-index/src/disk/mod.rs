@@ -1,6 +1,8 @@
 //! A storage-resident index (issue 15 §1): balanced partitions of about a thousand vectors,
 //! 1-bit RaBitQ codes with their error bounds in RAM, and every vector at full precision
-//! on SSD ([`records`]) in partition order.
+//! (f32, or f16 by choice: [`DiskParams::element`]) on SSD ([`records`]) in partition
+//! order. With f16 records the codes and squared norms are taken of the rounded vectors,
+//! so estimates, bounds and reranking all describe the vectors as stored.
 //!
 //! Positions: the index numbers its vectors `0..len` in partition order (partition 0's
 //! members first); [`DiskIndex::build`] returns the input row of each position, so callers
@@ -47,11 +49,12 @@ use crate::rabitq::{CodeFactors, ExtraTerms, Rabitq, ScanTerms, MAX_EXTRA_BITS};
 use crate::threads::{effective_threads, for_each_chunk};
 use crate::Metric;
 
-pub use records::{check_page, RecordLayout, RecordsHeader, PAGE_PAYLOAD};
+pub use records::{check_page, Element, RecordLayout, RecordsHeader, PAGE_PAYLOAD};
 
-/// Version 2 adds the extended codes and pads codes to a multiple of 64 bits (the blocked
-/// rotation). Version 1 (a day of development builds, never released) is not read.
-const INDEX_VERSION: u8 = 2;
+/// Version 3 records the element type of the records (f32 or f16). Version 2 added the
+/// extended codes and padded codes to a multiple of 64 bits (the blocked rotation).
+/// Versions 1 and 2 (development builds, never released) are not read.
+const INDEX_VERSION: u8 = 3;
 
 /// How a disk index is built.
 #[derive(Clone, Copy, Debug)]
@@ -65,6 +68,8 @@ pub struct DiskParams {
     /// Bits of extended code a coordinate beyond the sign bit (0 ..= 3; 0 = none), kept in
     /// RAM to refine the 1-bit estimates before any record is read.
     pub extra_bits: u32,
+    /// The records' value type: f16 halves the records file and the bytes read a query.
+    pub element: Element,
 }
 
 impl Default for DiskParams {
@@ -74,6 +79,7 @@ impl Default for DiskParams {
             seed: 0x5A61_7461,
             threads: 0,
             extra_bits: 2,
+            element: Element::F32,
         }
     }
 }
@@ -173,17 +179,19 @@ impl DiskIndex {
         let (centroids, members) = partition_rows(vectors, dim, rows, params)?;
         let order: Vec<u32> = members.iter().flatten().copied().collect();
         let sizes: Vec<usize> = members.iter().map(Vec::len).collect();
-        let layout = RecordLayout::new(dim);
+        let layout = RecordLayout::new(dim, params.element);
         let (starts, first_pages) = partition_tables(layout, &sizes);
         let encoded = encode_all(&quantizer, vectors, &centroids, &members, params)?;
+        let mut scratch = Vec::with_capacity(dim);
         let sq_norms = order
             .iter()
             .map(|row| {
                 let vector = &vectors[*row as usize * dim..(*row as usize + 1) * dim];
-                vector.iter().map(|v| v * v).sum()
+                let stored = params.element.stored(vector, &mut scratch);
+                stored.iter().map(|v| v * v).sum()
             })
             .collect();
-        let mut writer = records::RecordWriter::new(out, dim, &sizes)?;
+        let mut writer = records::RecordWriter::new(out, layout, &sizes)?;
         for rows in &members {
             writer.next_partition()?;
             for row in rows {
@@ -194,6 +202,7 @@ impl DiskIndex {
         let index = DiskIndex::assemble(
             metric,
             quantizer,
+            params.element,
             Tables {
                 centroids,
                 starts,
@@ -211,6 +220,7 @@ impl DiskIndex {
     fn assemble(
         metric: Metric,
         quantizer: Rabitq,
+        element: Element,
         tables: Tables,
         encoded: Encoded,
         sq_norms: Vec<f32>,
@@ -237,7 +247,7 @@ impl DiskIndex {
             terms: scan_terms(&quantizer, &encoded.codes, &encoded.factors),
             extra_terms,
             quantizer,
-            layout: RecordLayout::new(dim),
+            layout: RecordLayout::new(dim, element),
             centroids: tables.centroids,
             starts: tables.starts,
             first_pages: tables.first_pages,
@@ -381,6 +391,7 @@ impl DiskIndex {
             .u32(dim)
             .u64(self.quantizer.seed())
             .u8(u8::try_from(self.extra_bits).expect("extra bits checked"))
+            .u8(self.layout.element.code())
             .u64(self.len() as u64)
             .u64(self.record_pages)
             .len_u32(self.partitions(), "partitions");
@@ -425,6 +436,12 @@ impl DiskIndex {
             MAX_EXTRA_BITS as usize,
         )
         .map_err(|error| IndexError::format(format!("disk index: {error}")))?;
+        let code = reader.u8("element").map_err(bad_index)?;
+        let element = Element::from_code(code).ok_or_else(|| {
+            IndexError::format(format!(
+                "disk index: element type {code} is not 0 (f32) or 1 (f16)"
+            ))
+        })?;
         let count = reader.u64("vector count").map_err(bad_index)?;
         let record_pages = reader.u64("record pages").map_err(bad_index)?;
         let tables = decode_tables(&mut reader, dim, record_pages)?;
@@ -434,7 +451,7 @@ impl DiskIndex {
             .map_err(bad_index)?;
         reader.expect_end("end of disk index").map_err(bad_index)?;
         let (encoded, sq_norms) = decode_vectors(body, layout);
-        let index = DiskIndex::assemble(metric, quantizer, tables, encoded, sq_norms);
+        let index = DiskIndex::assemble(metric, quantizer, element, tables, encoded, sq_norms);
         index.check_tables()?;
         Ok(index)
     }
@@ -675,11 +692,13 @@ fn encode_all(
     let threads = effective_threads(params.threads, members.len());
     for_each_chunk(members.len(), 1, threads, |start, end| {
         let mut scratch = vec![0.0f32; quantizer.padded_dim()];
+        let mut stored = Vec::with_capacity(dim);
         for partition in start..end {
             let centroid = &centroids[partition * dim..(partition + 1) * dim];
             let mut slot = slots[partition].lock();
             for (index, row) in members[partition].iter().enumerate() {
                 let vector = &vectors[*row as usize * dim..(*row as usize + 1) * dim];
+                let vector = params.element.stored(vector, &mut stored);
                 let code = &mut slot.codes[index * words..(index + 1) * words];
                 slot.factors[index] = quantizer.encode(vector, centroid, &mut scratch, code);
                 if params.extra_bits > 0 {

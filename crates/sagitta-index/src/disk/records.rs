@@ -6,12 +6,14 @@
 //! `4088..4092` the page number (low 32 bits, little-endian), `4092..4096` the CRC-32C of
 //! bytes `0..4092`. Page 0 is the header; each partition starts on a fresh page.
 //!
-//! A record is `dim` little-endian f32s. Records of up to 4,088 bytes never straddle a page
+//! A record is `dim` little-endian f32s, or f16s when the index keeps half precision
+//! ([`Element::F16`]: half the bytes, so twice the records a page). Records of up to 4,088 bytes never straddle a page
 //! (`per_page` of them a page, the rest of the page zero); a larger record takes
 //! `pages_per_record` whole pages, its bytes split over their payloads in order.
 
 use std::io::Write;
 
+use half::f16;
 use sagitta_storage::codec::{f32s, Reader, Writer};
 use sagitta_storage::pageio::{Page, PAGE_BYTES};
 
@@ -21,13 +23,84 @@ use crate::error::{IndexError, Result};
 pub const PAGE_PAYLOAD: usize = PAGE_BYTES - 8;
 const RECORDS_MAGIC: &[u8; 8] = b"SAGREC01";
 const RECORDS_VERSION: u32 = 1;
-/// Element type of a record: little-endian f32.
-const ELEMENT_F32: u8 = 0;
+/// The type of a record's values on the page.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Element {
+    /// Little-endian f32: the vectors exactly as given.
+    #[default]
+    F32,
+    /// Little-endian IEEE half precision: each value rounded to the nearest f16 (about
+    /// three significant digits; unit-vector coordinates keep ~5e-4 relative error).
+    F16,
+}
 
-/// Where records sit on pages: fixed by the dimension.
+impl Element {
+    pub fn bytes(self) -> usize {
+        match self {
+            Element::F32 => 4,
+            Element::F16 => 2,
+        }
+    }
+
+    /// The code stored in the records header and the disk index.
+    pub fn code(self) -> u8 {
+        match self {
+            Element::F32 => 0,
+            Element::F16 => 1,
+        }
+    }
+
+    pub fn from_code(code: u8) -> Option<Element> {
+        match code {
+            0 => Some(Element::F32),
+            1 => Some(Element::F16),
+            _ => None,
+        }
+    }
+
+    /// `vector` as a record of this type stores it: itself for f32, each value rounded
+    /// through f16 into `scratch` for f16.
+    pub fn stored<'a>(self, vector: &'a [f32], scratch: &'a mut Vec<f32>) -> &'a [f32] {
+        match self {
+            Element::F32 => vector,
+            Element::F16 => {
+                scratch.clear();
+                scratch.extend(vector.iter().map(|value| f16::from_f32(*value).to_f32()));
+                scratch
+            }
+        }
+    }
+
+    /// Appends `vector`'s record bytes to `out`.
+    fn encode(self, vector: &[f32], out: &mut Vec<u8>) {
+        match self {
+            Element::F32 => out.extend(vector.iter().flat_map(|value| value.to_le_bytes())),
+            Element::F16 => out.extend(
+                vector
+                    .iter()
+                    .flat_map(|value| f16::from_f32(*value).to_le_bytes()),
+            ),
+        }
+    }
+
+    /// Appends the values of the record bytes `bytes` to `out`.
+    fn decode(self, bytes: &[u8], out: &mut Vec<f32>) {
+        match self {
+            Element::F32 => out.extend(f32s(bytes)),
+            Element::F16 => out.extend(
+                bytes
+                    .chunks_exact(2)
+                    .map(|pair| f16::from_le_bytes([pair[0], pair[1]]).to_f32()),
+            ),
+        }
+    }
+}
+
+/// Where records sit on pages: fixed by the dimension and the element type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RecordLayout {
     pub dim: usize,
+    pub element: Element,
     /// Bytes of one record.
     pub record_bytes: usize,
     /// Records per page (1 when a record takes several pages).
@@ -37,11 +110,12 @@ pub struct RecordLayout {
 }
 
 impl RecordLayout {
-    pub fn new(dim: usize) -> RecordLayout {
-        let record_bytes = dim * 4;
+    pub fn new(dim: usize, element: Element) -> RecordLayout {
+        let record_bytes = dim * element.bytes();
         if record_bytes <= PAGE_PAYLOAD {
             RecordLayout {
                 dim,
+                element,
                 record_bytes,
                 per_page: PAGE_PAYLOAD / record_bytes,
                 pages_per_record: 1,
@@ -49,6 +123,7 @@ impl RecordLayout {
         } else {
             RecordLayout {
                 dim,
+                element,
                 record_bytes,
                 per_page: 1,
                 pages_per_record: record_bytes.div_ceil(PAGE_PAYLOAD),
@@ -75,13 +150,14 @@ impl RecordLayout {
         out.clear();
         if self.pages_per_record == 1 {
             let bytes = &pages[0].0[offset..offset + self.record_bytes];
-            out.extend(f32s(bytes));
+            self.element.decode(bytes, out);
             return;
         }
         let mut left = self.record_bytes;
         for page in pages {
+            // Whole values a page: PAGE_PAYLOAD is a multiple of 4 and so of 2.
             let take = left.min(PAGE_PAYLOAD);
-            out.extend(f32s(&page.0[..take]));
+            self.element.decode(&page.0[..take], out);
             left -= take;
         }
     }
@@ -132,7 +208,7 @@ impl RecordsHeader {
         let mut out = Writer::new();
         out.bytes(RECORDS_MAGIC)
             .u32(RECORDS_VERSION)
-            .u8(ELEMENT_F32)
+            .u8(self.layout.element.code())
             .zeros::<3>()
             .u32(u32::try_from(self.layout.dim).expect("dimension checked"))
             .u32(u32::try_from(self.layout.record_bytes).expect("dimension checked"))
@@ -162,18 +238,22 @@ impl RecordsHeader {
                 "records header: version {version}, this build reads {RECORDS_VERSION}"
             )));
         }
-        if reader.u8("element").map_err(bad)? != ELEMENT_F32 {
-            return Err(IndexError::format("records header: unknown element type"));
-        }
+        let code = reader.u8("element").map_err(bad)?;
+        let element = Element::from_code(code).ok_or_else(|| {
+            IndexError::format(format!(
+                "records header: element type {code} is not 0 (f32) or 1 (f16)"
+            ))
+        })?;
         reader.zeros::<3>("reserved").map_err(bad)?;
         let dim = reader.u32("dim").map_err(bad)? as usize;
         let layout = RecordLayout {
             dim,
+            element,
             record_bytes: reader.u32("record_bytes").map_err(bad)? as usize,
             per_page: reader.u32("per_page").map_err(bad)? as usize,
             pages_per_record: reader.u32("pages_per_record").map_err(bad)? as usize,
         };
-        if dim == 0 || layout != RecordLayout::new(dim) {
+        if dim == 0 || layout != RecordLayout::new(dim, element) {
             return Err(IndexError::format(
                 "records header: layout does not follow from its dimension",
             ));
@@ -194,6 +274,8 @@ pub struct RecordWriter<'w> {
     out: &'w mut dyn Write,
     header: RecordsHeader,
     page: Page,
+    /// The record being written, encoded.
+    bytes: Vec<u8>,
     /// Number of the page being filled.
     number: u64,
     /// Records of the current partition so far.
@@ -203,8 +285,11 @@ pub struct RecordWriter<'w> {
 
 impl<'w> RecordWriter<'w> {
     /// Starts a records file for partitions of these sizes and writes its header page.
-    pub fn new(out: &'w mut dyn Write, dim: usize, partition_sizes: &[usize]) -> Result<Self> {
-        let layout = RecordLayout::new(dim);
+    pub fn new(
+        out: &'w mut dyn Write,
+        layout: RecordLayout,
+        partition_sizes: &[usize],
+    ) -> Result<Self> {
         let pages = 1 + partition_sizes
             .iter()
             .map(|size| layout.partition_pages(*size))
@@ -221,6 +306,7 @@ impl<'w> RecordWriter<'w> {
             out,
             header,
             page: Page::zeroed(),
+            bytes: Vec::with_capacity(layout.record_bytes),
             number: 1,
             in_partition: 0,
             written: 0,
@@ -253,31 +339,24 @@ impl<'w> RecordWriter<'w> {
     pub fn push(&mut self, vector: &[f32]) -> Result<()> {
         let layout = self.header.layout;
         debug_assert_eq!(vector.len(), layout.dim);
-        let mut bytes = vector.iter().flat_map(|value| value.to_le_bytes());
+        let mut bytes = std::mem::take(&mut self.bytes);
+        bytes.clear();
+        layout.element.encode(vector, &mut bytes);
         if layout.pages_per_record == 1 {
             let offset = self.in_partition % layout.per_page * layout.record_bytes;
-            for (slot, byte) in self.page.0[offset..offset + layout.record_bytes]
-                .iter_mut()
-                .zip(bytes)
-            {
-                *slot = byte;
-            }
+            self.page.0[offset..offset + layout.record_bytes].copy_from_slice(&bytes);
             self.in_partition += 1;
             if self.in_partition.is_multiple_of(layout.per_page) {
                 self.flush_page()?;
             }
         } else {
-            let mut left = layout.record_bytes;
-            while left > 0 {
-                let take = left.min(PAGE_PAYLOAD);
-                for (slot, byte) in self.page.0[..take].iter_mut().zip(bytes.by_ref()) {
-                    *slot = byte;
-                }
-                left -= take;
+            for chunk in bytes.chunks(PAGE_PAYLOAD) {
+                self.page.0[..chunk.len()].copy_from_slice(chunk);
                 self.flush_page()?;
             }
             self.in_partition += 1;
         }
+        self.bytes = bytes;
         self.written += 1;
         Ok(())
     }

@@ -276,7 +276,7 @@ pub(crate) fn train_centroids(space: Space, sample: &[f32], centroids: &mut [f32
 /// `members` (row indices into `vectors`) grouped by their closest row of the row-major
 /// `centroids`, computed on `threads` threads: one group per centroid, each in input
 /// order, empty groups dropped.
-fn assign(
+pub(crate) fn assign(
     space: Space,
     vectors: &[f32],
     members: &[u32],

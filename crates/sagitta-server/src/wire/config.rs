@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use sagitta_engine::collection::MAX_PAGE_CACHE_MB;
-use sagitta_engine::{Distance, SegmentKindName, StorageConfig};
+use sagitta_engine::{Datatype, Distance, SegmentKindName, StorageConfig};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -45,12 +45,14 @@ pub enum VectorsConfigInput {
 pub struct VectorParamsInput {
     pub size: usize,
     pub distance: Distance,
+    pub datatype: Datatype,
 }
 
 #[derive(Default)]
 struct ParamsBuilder {
     size: Option<usize>,
     distance: Option<Distance>,
+    datatype: Option<Datatype>,
 }
 
 impl ParamsBuilder {
@@ -69,7 +71,9 @@ impl ParamsBuilder {
                 map.next_value::<Option<bool>>()?;
             }
             "datatype" => {
-                map.next_value::<Option<Float32Only>>()?;
+                self.datatype = map
+                    .next_value::<Option<DatatypeInput>>()?
+                    .map(|kept| kept.0);
             }
             "multivector_config" => {
                 map.next_value::<Option<NullOnly<NoMultivectors>>>()?;
@@ -83,6 +87,7 @@ impl ParamsBuilder {
         Ok(VectorParamsInput {
             size: self.size.ok_or_else(|| E::missing_field("size"))?,
             distance: self.distance.ok_or_else(|| E::missing_field("distance"))?,
+            datatype: self.datatype.unwrap_or_default(),
         })
     }
 }
@@ -160,17 +165,20 @@ impl<'de> Deserialize<'de> for DistanceInput {
     }
 }
 
-/// `datatype`: vectors are stored as float32 (with an SQ8 copy for the graph).
-struct Float32Only;
+/// `datatype`: "float32", or "float16" (every stored value rounded to half precision, as
+/// Qdrant does; disk segments keep 2-byte records). "uint8" is refused.
+struct DatatypeInput(Datatype);
 
-impl<'de> Deserialize<'de> for Float32Only {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Float32Only, D::Error> {
+impl<'de> Deserialize<'de> for DatatypeInput {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<DatatypeInput, D::Error> {
         let name = String::deserialize(deserializer)?;
+        if let Some(datatype) = Datatype::parse(&name) {
+            return Ok(DatatypeInput(datatype));
+        }
         match name.as_str() {
-            "float32" => Ok(Float32Only),
-            "float16" | "uint8" => Err(de::Error::custom(format!(
-                "datatype {name:?} is not supported; vectors are stored as float32"
-            ))),
+            "uint8" => Err(de::Error::custom(
+                "datatype \"uint8\" is not supported; vectors are stored as float32 or float16",
+            )),
             other => Err(de::Error::custom(format!(
                 "unknown variant `{other}`, expected one of `float32`, `float16`, `uint8`"
             ))),
@@ -453,10 +461,11 @@ impl CreateCollectionRequest {
                 "Wrong input: `shard_number` = {shard_count}: must be 1..={max_shards}"
             )));
         }
-        let storage = match self.sagitta {
+        let mut storage = match self.sagitta {
             Some(input) => input.checked()?,
             None => StorageConfig::default(),
         };
+        storage.datatype = vectors.datatype;
         Ok(CreateCollectionConfig {
             dim: vectors.size,
             distance: vectors.distance,
