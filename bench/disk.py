@@ -38,6 +38,7 @@ import argparse
 import contextlib
 import functools
 import json
+import mmap
 import os
 import shlex
 import shutil
@@ -174,6 +175,9 @@ def build_sagitta(
 ) -> dict:
     import sagittadb
 
+    if isinstance(base, np.memmap) and hasattr(mmap, "MADV_SEQUENTIAL"):
+        # The build reads the file front to back, a batch of rows at a time
+        base._mmap.madvise(mmap.MADV_SEQUENTIAL)  # type: ignore[attr-defined]
     database = sagittadb.open(directory, background_optimizer=False)
     # The rows are unit vectors, so Dot ranks as Cosine does; a Dot disk collection
     # builds from the memory-mapped file in place (Cosine would copy it to normalize).

@@ -66,7 +66,8 @@ impl Partitions {
 }
 
 /// Splits the row-major `vectors` (`dim` values a row) into balanced partitions of about
-/// `target` rows, on `threads` threads (0: all cores), the k-means draws from `seed`.
+/// `target` rows, on `threads` threads (0: all cores), the k-means draws from `seed`:
+/// [`groups`], then [`split_group`] of each.
 pub fn balanced(
     vectors: &[f32],
     dim: usize,
@@ -74,6 +75,31 @@ pub fn balanced(
     seed: u64,
     threads: usize,
 ) -> Result<Partitions> {
+    let groups = groups(vectors, dim, target, seed, threads)?;
+    let mut members = Vec::new();
+    for (number, group) in groups.iter().enumerate() {
+        let seed = group_seed(seed, number, groups.len());
+        members.extend(split_group(vectors, dim, group, target, seed, threads));
+    }
+    let centroids = means(Space::new(dim), vectors, &members);
+    Ok(Partitions {
+        dim,
+        centroids,
+        members,
+    })
+}
+
+/// The first level: above [`ONE_LEVEL_MAX`] partitions, the rows grouped by their nearest
+/// of ~√P coarse k-means centroids; else one group of every row. Each group ascending.
+/// One pass over the rows in order (and a sample), so a memory-mapped input larger than
+/// RAM is read sequentially; [`split_group`] then needs only one group's rows at a time.
+pub fn groups(
+    vectors: &[f32],
+    dim: usize,
+    target: usize,
+    seed: u64,
+    threads: usize,
+) -> Result<Vec<Vec<u32>>> {
     check_range("dim", dim, 1, MAX_DIMENSION)?;
     check_range("target", target, 1, MAX_POINTS)?;
     if !vectors.len().is_multiple_of(dim) {
@@ -84,19 +110,75 @@ pub fn balanced(
     }
     let rows = vectors.len() / dim;
     check_range("rows", rows, 1, MAX_POINTS)?;
-    let space = Space::new(dim);
     let all: Vec<u32> = (0..u32::try_from(rows).expect("checked")).collect();
-    let members = split(space, vectors, &all, target, seed, threads);
-    let centroids = means(space, vectors, &members);
-    Ok(Partitions {
-        dim,
-        centroids,
-        members,
-    })
+    Ok(coarse_groups(
+        Space::new(dim),
+        vectors,
+        all,
+        target,
+        seed,
+        threads,
+    ))
 }
 
-/// The balanced partitions of the rows `rows` of `vectors` (ascending), each partition's
-/// rows ascending: one level of k-means up to [`ONE_LEVEL_MAX`] partitions, two above.
+/// The seed group `number` of `groups` is split with (the build's own seed when there is
+/// one group).
+pub fn group_seed(seed: u64, number: usize, groups: usize) -> u64 {
+    if groups <= 1 {
+        seed
+    } else {
+        seed ^ (number as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+}
+
+/// The balanced partitions of the rows `rows` of `vectors` (ascending; a group of
+/// [`groups`]), each partition's rows ascending: one level of k-means up to
+/// [`ONE_LEVEL_MAX`] partitions, two levels again above.
+pub fn split_group(
+    vectors: &[f32],
+    dim: usize,
+    rows: &[u32],
+    target: usize,
+    seed: u64,
+    threads: usize,
+) -> Vec<Vec<u32>> {
+    split(Space::new(dim), vectors, rows, target, seed, threads)
+}
+
+/// Each partition's mean row (row-major), `members` indexing the rows of `vectors`.
+pub fn partition_means(vectors: &[f32], dim: usize, members: &[Vec<u32>]) -> Vec<f32> {
+    means(Space::new(dim), vectors, members)
+}
+
+/// Groups of `rows` by ~√P coarse centroids, or `[rows]` when one level suffices (or the
+/// coarse k-means finds a single group: identical rows).
+fn coarse_groups(
+    space: Space,
+    vectors: &[f32],
+    rows: Vec<u32>,
+    target: usize,
+    seed: u64,
+    threads: usize,
+) -> Vec<Vec<u32>> {
+    let partitions = rows.len().div_ceil(target);
+    if partitions <= ONE_LEVEL_MAX {
+        return vec![rows];
+    }
+    let coarse = partitions.isqrt().max(2);
+    let centroids = train(space, vectors, &rows, coarse, seed);
+    let groups = assign(
+        space,
+        vectors,
+        &rows,
+        &centroids,
+        effective_threads(threads, rows.len()),
+    );
+    if groups.len() <= 1 {
+        return vec![rows];
+    }
+    groups
+}
+
 fn split(
     space: Space,
     vectors: &[f32],
@@ -105,28 +187,18 @@ fn split(
     seed: u64,
     threads: usize,
 ) -> Vec<Vec<u32>> {
-    let partitions = rows.len().div_ceil(target);
-    if partitions <= ONE_LEVEL_MAX {
+    if rows.len().div_ceil(target) <= ONE_LEVEL_MAX {
         return one_level(space, vectors, rows, target, seed, threads);
     }
-    let coarse = partitions.isqrt().max(2);
-    let centroids = train(space, vectors, rows, coarse, seed);
-    let groups = assign(
-        space,
-        vectors,
-        rows,
-        &centroids,
-        effective_threads(threads, rows.len()),
-    );
+    let groups = coarse_groups(space, vectors, rows.to_vec(), target, seed, threads);
     if groups.len() <= 1 {
-        // The coarse k-means found one group (identical rows): one level it is.
         return one_level(space, vectors, rows, target, seed, threads);
     }
     // One group after another, each on every thread: a large group (uneven data) would
     // otherwise leave the other threads idle while it is split.
-    let mut members = Vec::with_capacity(partitions + groups.len());
+    let mut members = Vec::new();
     for (number, group) in groups.iter().enumerate() {
-        let seed = seed ^ (number as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let seed = group_seed(seed, number, groups.len());
         members.extend(split(space, vectors, group, target, seed, threads));
     }
     members

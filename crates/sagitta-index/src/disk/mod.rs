@@ -34,6 +34,7 @@
 //! The RAM part is written and read by [`DiskIndex::encode`] / [`DiskIndex::decode`]
 //! (docs/format.md, "Disk segment index").
 
+mod build;
 pub mod records;
 
 use std::io::Write;
@@ -44,7 +45,6 @@ use sagitta_storage::pageio::Page;
 
 use crate::error::{IndexError, Result};
 use crate::limits::{check_range, MAX_DIMENSION};
-use crate::partition;
 use crate::rabitq::{CodeFactors, ExtraTerms, Rabitq, ScanTerms, MAX_EXTRA_BITS};
 use crate::threads::{effective_threads, for_each_chunk};
 use crate::Metric;
@@ -70,6 +70,10 @@ pub struct DiskParams {
     pub extra_bits: u32,
     /// The records' value type: f16 halves the records file and the bytes read a query.
     pub element: Element,
+    /// Most bytes of input rows the build copies into RAM at once when the input is
+    /// larger (a memory-mapped file): see the `build` module. The index is the same
+    /// whatever the budget.
+    pub batch_bytes: usize,
 }
 
 impl Default for DiskParams {
@@ -80,6 +84,7 @@ impl Default for DiskParams {
             threads: 0,
             extra_bits: 2,
             element: Element::F32,
+            batch_bytes: build::BATCH_BYTES,
         }
     }
 }
@@ -176,26 +181,35 @@ impl DiskIndex {
         }
         let rows = vectors.len() / dim;
         let quantizer = Rabitq::new(dim, params.seed)?;
-        let (centroids, members) = partition_rows(vectors, dim, rows, params)?;
+        let (centroids, members) = build::partition_rows(vectors, dim, rows, params)?;
+        // Encoded and written a batch of partitions at a time, within the budget too.
+        let runs = build::batches(&members, dim, params.batch_bytes);
         let order: Vec<u32> = members.iter().flatten().copied().collect();
         let sizes: Vec<usize> = members.iter().map(Vec::len).collect();
         let layout = RecordLayout::new(dim, params.element);
         let (starts, first_pages) = partition_tables(layout, &sizes);
-        let encoded = encode_all(&quantizer, vectors, &centroids, &members, params)?;
-        let mut scratch = Vec::with_capacity(dim);
-        let sq_norms = order
-            .iter()
-            .map(|row| {
-                let vector = &vectors[*row as usize * dim..(*row as usize + 1) * dim];
-                let stored = params.element.stored(vector, &mut scratch);
-                stored.iter().map(|v| v * v).sum()
-            })
-            .collect();
         let mut writer = records::RecordWriter::new(out, layout, &sizes)?;
-        for rows in &members {
-            writer.next_partition()?;
-            for row in rows {
-                writer.push(&vectors[*row as usize * dim..(*row as usize + 1) * dim])?;
+        let mut encoded = Encoded::empty(params.extra_bits);
+        let mut sq_norms = Vec::with_capacity(rows);
+        let whole = runs.len() <= 1;
+        for run in runs {
+            let batch = build::Gathered::new(vectors, dim, &members[run.clone()], whole);
+            let local: Vec<Vec<u32>> = members[run.clone()]
+                .iter()
+                .map(|rows| batch.local(rows))
+                .collect();
+            let run_centroids = &centroids[run.start * dim..run.end * dim];
+            let part = encode_all(&quantizer, batch.data(), run_centroids, &local, params)?;
+            encoded.append(part);
+            let mut scratch = Vec::with_capacity(dim);
+            for rows in &local {
+                writer.next_partition()?;
+                for row in rows {
+                    let vector = &batch.data()[*row as usize * dim..(*row as usize + 1) * dim];
+                    writer.push(vector)?;
+                    let stored = params.element.stored(vector, &mut scratch);
+                    sq_norms.push(stored.iter().map(|v| v * v).sum());
+                }
             }
         }
         let header = writer.finish()?;
@@ -485,32 +499,6 @@ impl DiskIndex {
     }
 }
 
-/// Centroids (row-major) and members of the balanced partitions of `rows` rows.
-fn partition_rows(
-    vectors: &[f32],
-    dim: usize,
-    rows: usize,
-    params: DiskParams,
-) -> Result<(Vec<f32>, Vec<Vec<u32>>)> {
-    if rows == 0 {
-        return Ok((Vec::new(), Vec::new()));
-    }
-    let partitions = partition::balanced(
-        vectors,
-        dim,
-        params.partition_size,
-        params.seed,
-        params.threads,
-    )?;
-    let centroids = (0..partitions.len())
-        .flat_map(|p| partitions.centroid(p).to_vec())
-        .collect();
-    let members = (0..partitions.len())
-        .map(|p| partitions.members(p).to_vec())
-        .collect();
-    Ok((centroids, members))
-}
-
 /// Each partition's first position (plus the end) and first records page, for partitions
 /// of `sizes` records laid out one after another from page 1.
 fn partition_tables(layout: RecordLayout, sizes: &[usize]) -> (Vec<u32>, Vec<u64>) {
@@ -655,6 +643,26 @@ struct Encoded {
     extra_bits: u32,
     extra_codes: Vec<u64>,
     extra_fits: Vec<f32>,
+}
+
+impl Encoded {
+    fn empty(extra_bits: u32) -> Encoded {
+        Encoded {
+            codes: Vec::new(),
+            factors: Vec::new(),
+            extra_bits,
+            extra_codes: Vec::new(),
+            extra_fits: Vec::new(),
+        }
+    }
+
+    /// `more` after these (positions that follow).
+    fn append(&mut self, more: Encoded) {
+        self.codes.extend(more.codes);
+        self.factors.extend(more.factors);
+        self.extra_codes.extend(more.extra_codes);
+        self.extra_fits.extend(more.extra_fits);
+    }
 }
 
 /// One partition's share of [`Encoded`]'s vectors, filled by whichever thread takes it.
