@@ -346,3 +346,22 @@ def test_both_backends_refuse_the_same_distance_names(database, distance):
     "l2" and any case, the server refused them)."""
     with pytest.raises(sagittadb.InvalidParameterError, match="distance"):
         database.create_collection(fresh_name(), dim=DIM, distance=distance)
+
+
+@pytest.mark.parametrize("segment_kind", ["hnsw", "disk"])
+def test_both_backends_keep_float16_collections_at_half_precision(
+    database, segment_kind
+):
+    """``datatype="float16"`` (Qdrant's ``vectors.datatype``) rounds every stored value to
+    half precision, in both backends and both segment kinds; others are refused alike."""
+    name = fresh_name()
+    docs = database.create_collection(
+        name, dim=3, distance="Euclid", segment_kind=segment_kind, datatype="float16"
+    )
+    vector = np.array([0.1, 1.0, 2.71], dtype=np.float32)
+    docs.upsert(ids=[1], vectors=[vector])
+    stored = np.array(docs.get([1])[0]["vector"], dtype=np.float32)
+    np.testing.assert_array_equal(stored, vector.astype(np.float16).astype(np.float32))
+    assert not np.array_equal(stored, vector)
+    with pytest.raises(sagittadb.InvalidParameterError, match="datatype"):
+        database.create_collection(fresh_name(), dim=3, datatype="uint8")
