@@ -6,7 +6,7 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 
 use sagitta_engine::database::Database;
-use sagitta_engine::{Health, PointId, SegmentKindName};
+use sagitta_engine::{Datatype, Health, PointId, SegmentKindName};
 use sagitta_storage::fs::OsFileSystem;
 
 fn sagitta(arguments: &[&str]) -> Output {
@@ -75,16 +75,17 @@ fn import_builds_disk_segments_when_asked() {
     let data = dir.join("db");
     let mut arguments = import_arguments(data.to_str().unwrap(), path.to_str().unwrap());
     arguments.extend(["--segment-kind", "disk", "--page-cache-mb", "8"]);
+    arguments.extend(["--datatype", "float16"]);
     let output = sagitta(&arguments);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let database = Database::open(Arc::new(OsFileSystem), &data).unwrap();
     let docs = database.collection("docs").unwrap();
     let storage = docs.config().storage;
     assert_eq!(
-        (storage.segment_kind, storage.page_cache_mb),
-        (SegmentKindName::Disk, 8)
+        (storage.segment_kind, storage.page_cache_mb, storage.datatype),
+        (SegmentKindName::Disk, 8, Datatype::Float16)
     );
-    // the vectors come back from the records file
+    // the vectors come back from the records file (small integers: exact in f16)
     let row = |id| docs.get(&PointId::Number(id)).unwrap().unwrap().vector;
     assert_eq!((row(0), row(1)), (vec![1.0, 2.0], vec![3.0, 4.0]));
     assert!(data
@@ -129,6 +130,8 @@ fn usage_errors_exit_two() {
     bad_kind.extend(["--segment-kind", "lsm"]);
     let mut huge_cache = import_arguments(data, path);
     huge_cache.extend(["--page-cache-mb", "99999999"]);
+    let mut bad_datatype = import_arguments(data, path);
+    bad_datatype.extend(["--datatype", "uint8"]);
     let missing_source = vec!["import", "--data", data, "--collection", "docs"];
     for arguments in [
         bad_name,
@@ -137,6 +140,7 @@ fn usage_errors_exit_two() {
         bad_shards,
         bad_kind,
         huge_cache,
+        bad_datatype,
         missing_source,
     ] {
         let output = sagitta(&arguments);
