@@ -140,7 +140,7 @@ def _ef_settings(values: list[int]) -> Sweep:
 
 class SagittaSearcher(Searcher):
     sweep: ClassVar[Sweep] = _ef_settings(
-        [8, 16, 32, 64, 96, 128, 192, 256, 384, 512, 768]
+        [8, 16, 32, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536]
     )
 
     def __init__(self, directory: Path, threads: int) -> None:
