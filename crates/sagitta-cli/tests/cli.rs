@@ -82,7 +82,11 @@ fn import_builds_disk_segments_when_asked() {
     let docs = database.collection("docs").unwrap();
     let storage = docs.config().storage;
     assert_eq!(
-        (storage.segment_kind, storage.page_cache_mb, storage.datatype),
+        (
+            storage.segment_kind,
+            storage.page_cache_mb,
+            storage.datatype
+        ),
         (SegmentKindName::Disk, 8, Datatype::Float16)
     );
     // the vectors come back from the records file (small integers: exact in f16)
