@@ -3,6 +3,7 @@ queries with no inserts, on one SagittaDB collection.
 
     python -m bench.mixed --dataset debian-minilm --out bench/results/mixed-debian-minilm.json
     python -m bench.mixed --n 20000 --duration 5           # a small run
+    python -m bench.mixed --n 200000 --segment-kind disk --ef 64   # the disk index
 
 Procedure (one process; the ``sagittadb`` extension releases the GIL inside ``upsert`` and
 ``search``, so the two Python threads overlap in the engine; the achieved insert rates and
@@ -221,6 +222,8 @@ def run_mixed(
     duration: float = 10.0,
     max_rate_seconds: float = 5.0,
     max_queries: int | None = None,
+    segment_kind: str = "hnsw",
+    ef: int | None = None,
     log: Callable[[str], None] = print,
 ) -> dict:
     import sagittadb
@@ -244,6 +247,8 @@ def run_mixed(
             vectors=base[:preload],
             distance="Cosine",
             shard_number=shards,
+            segment_kind=segment_kind,
+            progress=False,
         )
         build = time.perf_counter() - start
         preloads.append({"import_seconds": build})
@@ -299,7 +304,7 @@ def run_mixed(
             collection = fresh_collection(tag)
 
             def search(query):
-                hits = collection.search(query, limit=K, with_payload=False)
+                hits = collection.search(query, limit=K, with_payload=False, hnsw_ef=ef)
                 return [hit["id"] for hit in hits]
 
             for query in queries[:10]:  # warm-up
@@ -398,6 +403,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-queries", type=int, help="stop a run after this many queries"
     )
+    parser.add_argument(
+        "--segment-kind",
+        choices=("hnsw", "disk"),
+        default="hnsw",
+        help="the collection's sealed segments (disk: codes in RAM, records on disk)",
+    )
+    parser.add_argument("--ef", type=int, help="hnsw_ef of the queries (disk: probes)")
     parser.add_argument("--workdir", default=".", help="where the database is written")
     parser.add_argument("--out", help="result JSON")
     return parser
@@ -423,6 +435,8 @@ def main(argv: list[str] | None = None) -> int:
         duration=args.duration,
         max_rate_seconds=args.max_rate_seconds,
         max_queries=args.max_queries,
+        segment_kind=args.segment_kind,
+        ef=args.ef,
     )
     document = report.build_document(
         suite="mixed-read-write",

@@ -300,7 +300,8 @@ impl Database {
     ///
     /// `segment_kind`, `page_cache_mb` and `datatype` as for `create_collection`. A disk
     /// collection of one shard, Dot or Euclid, imported without payloads builds from
-    /// `vectors` where they lie: a float32 `numpy.memmap` larger than RAM is not copied.
+    /// `vectors` where they lie: a float32 `numpy.memmap` larger than RAM is not copied
+    /// (so the array must not be written to, e.g. from `progress`, while the import runs).
     #[pyo3(signature = (name, ids, vectors, payloads = None, distance = "Cosine", shard_number = 1, progress = None, segment_kind = "hnsw", page_cache_mb = 64, datatype = "float32"))]
     #[allow(clippy::too_many_arguments)]
     fn import_collection(

@@ -10,7 +10,7 @@ use axum::http::request::Parts;
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use sagitta_engine::collection::MAX_SHARDS;
-use sagitta_engine::{Collection, CollectionConfig, FieldType};
+use sagitta_engine::{Collection, CollectionConfig, Datatype, FieldType};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
@@ -277,14 +277,15 @@ fn collection_info(collection: &Collection, echoed: &crate::EchoedSettings) -> V
     })
 }
 
-/// `config.params` of collection info: the vector, shards and replication.
+/// `config.params` of collection info: the vector, shards and replication. `datatype`
+/// appears only when set to other than float32, as Qdrant leaves it out when unset.
 fn params_info(config: &CollectionConfig) -> Value {
+    let mut vectors = json!({"size": config.dim, "distance": config.distance.name()});
+    if config.storage.datatype != Datatype::Float32 {
+        vectors["datatype"] = json!(config.storage.datatype.name());
+    }
     json!({
-        "vectors": {
-            "size": config.dim,
-            "distance": config.distance.name(),
-            "datatype": config.storage.datatype.name(),
-        },
+        "vectors": vectors,
         "shard_number": config.shard_count,
         "replication_factor": 1,
         "write_consistency_factor": 1,
