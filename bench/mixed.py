@@ -357,7 +357,11 @@ def run_mixed(
         "engine_version": sagittadb.__version__,
         "index_params": {
             "shards": shards,
-            "segments": "hnsw m=16 ef_construct=100 sq8 (fixed in the engine)",
+            "segments": (
+                "hnsw m=16 ef_construct=100 sq8 (fixed in the engine)"
+                if segment_kind == "hnsw"
+                else f"disk (RaBitQ codes in RAM, records on disk), hnsw_ef {ef}"
+            ),
             "preload_rows": preload,
             "held_out_rows": n - preload,
             "insert_batch": insert_batch,
