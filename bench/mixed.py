@@ -444,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     document = report.build_document(
         suite="mixed-read-write",
-        command="python -m bench.mixed " + shlex.join(argv),
+        command=report.repo_relative_text("python -m bench.mixed " + shlex.join(argv)),
         started_at=started_at,
         dataset=dataset_entry(dataset),
         results=[result],
