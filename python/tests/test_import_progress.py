@@ -157,6 +157,16 @@ def test_a_callback_raising_mid_import_cancels_it_on_the_calling_thread(tmp_path
 def test_ctrl_c_during_an_import_raises_keyboard_interrupt_and_leaves_nothing(tmp_path):
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("signals reach only the main thread")
+    # Python leaves SIGINT ignored when it started ignored (a shell's background job):
+    # the test then sent a Ctrl-C nobody saw. It installs Python's own handler meanwhile.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        interrupt_an_import(tmp_path)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def interrupt_an_import(tmp_path):
     db = sagittadb.open(tmp_path / "db", background_optimizer=False)
     data = vectors(LARGE, LARGE_DIM)
     calls = []
