@@ -21,7 +21,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::error::{IndexError, Result};
-use crate::hnsw::{assign, draw_sample, seed_centroids, train_centroids, Space, SplitMix64};
+use crate::hnsw::{assign, sample_centroids, Space, SplitMix64};
 use crate::limits::{check_range, MAX_DIMENSION, MAX_POINTS};
 use crate::threads::{effective_threads, for_each_chunk};
 
@@ -228,15 +228,18 @@ fn one_level(
 /// `clusters` k-means centroids (row-major; fewer when fewer rows) trained on a sample of
 /// `rows`, drawn from `seed`.
 fn train(space: Space, vectors: &[f32], rows: &[u32], clusters: usize, seed: u64) -> Vec<f32> {
-    let mut random = SplitMix64(seed);
     let sample_size = rows
         .len()
         .min(clusters * SAMPLE_ROWS_PER_PARTITION)
         .min(SAMPLE_ROWS_MAX);
-    let sample = draw_sample(space, vectors, rows, sample_size, &mut random);
-    let mut centroids = seed_centroids(space, &sample, clusters, &mut random);
-    train_centroids(space, &sample, &mut centroids);
-    centroids
+    sample_centroids(
+        space,
+        vectors,
+        rows,
+        clusters,
+        sample_size,
+        &mut SplitMix64(seed),
+    )
 }
 
 /// Most rows each of `partitions` partitions of `rows` rows may hold: 1.25 × the average.

@@ -10,7 +10,7 @@ pub use builder::{AddProgress, LinkOrder, SQ8_TRAINING_ROWS_MIN};
 mod format;
 pub use format::Codes;
 mod order;
-pub(crate) use order::{assign, draw_sample, seed_centroids, train_centroids, Space, SplitMix64};
+pub(crate) use order::{assign, sample_centroids, Space, SplitMix64};
 pub use order::{locality_order, permute_rows, ORDERED_BATCH_MIN_ROWS};
 mod search;
 mod storage;

@@ -132,10 +132,26 @@ fn group(
         .len()
         .min(clusters * SAMPLE_ROWS_PER_CLUSTER)
         .min(SAMPLE_ROWS_MAX);
-    let sample = draw_sample(space, vectors, members, sample_size, &mut random);
-    let mut centroids = seed_centroids(space, &sample, clusters, &mut random);
-    train_centroids(space, &sample, &mut centroids);
+    let centroids = sample_centroids(space, vectors, members, clusters, sample_size, &mut random);
     assign(space, vectors, members, &centroids, threads)
+}
+
+/// `clusters` k-means centroids (row-major; fewer when the sample has fewer rows):
+/// k-means++ seeding and [`ITERATIONS`] Lloyd iterations on `sample_size` rows of
+/// `members` drawn from `random` (the locality order's groups and the disk index's
+/// partitions both train this way).
+pub(crate) fn sample_centroids(
+    space: Space,
+    vectors: &[f32],
+    members: &[u32],
+    clusters: usize,
+    sample_size: usize,
+    random: &mut SplitMix64,
+) -> Vec<f32> {
+    let sample = draw_sample(space, vectors, members, sample_size, random);
+    let mut centroids = seed_centroids(space, &sample, clusters, random);
+    train_centroids(space, &sample, &mut centroids);
+    centroids
 }
 
 /// Rows of `dim` values, compared by squared Euclidean distance with this CPU's kernel.
@@ -180,7 +196,7 @@ impl Space {
 
 /// `sample_size` rows of `members` to train centroids on, copied out of `vectors`
 /// row-major, drawn (with repeats) from `random`.
-pub(crate) fn draw_sample(
+fn draw_sample(
     space: Space,
     vectors: &[f32],
     members: &[u32],
@@ -203,7 +219,7 @@ pub(crate) fn draw_sample(
 /// sample has fewer rows), row-major, the first the sample's first row and each next one
 /// drawn from `random` with probability ∝ squared distance to the closest one so far, so
 /// well-separated groups each get one.
-pub(crate) fn seed_centroids(
+fn seed_centroids(
     space: Space,
     sample: &[f32],
     clusters: usize,
@@ -242,7 +258,7 @@ pub(crate) fn seed_centroids(
 /// [`ITERATIONS`] Lloyd iterations of the row-major `centroids` on the row-major `sample`:
 /// each centroid moved to the mean of the sample rows closest to it (an empty cluster's
 /// centroid stays where it is).
-pub(crate) fn train_centroids(space: Space, sample: &[f32], centroids: &mut [f32]) {
+fn train_centroids(space: Space, sample: &[f32], centroids: &mut [f32]) {
     let dim = space.dim;
     let clusters = centroids.len() / dim;
     for _ in 0..ITERATIONS {
