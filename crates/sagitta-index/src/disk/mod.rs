@@ -199,16 +199,14 @@ impl DiskIndex {
                 .map(|rows| batch.local(rows))
                 .collect();
             let run_centroids = &centroids[run.start * dim..run.end * dim];
-            let part = encode_all(&quantizer, batch.data(), run_centroids, &local, params)?;
+            let (part, norms) =
+                encode_all(&quantizer, batch.data(), run_centroids, &local, params)?;
             encoded.append(part);
-            let mut scratch = Vec::with_capacity(dim);
+            sq_norms.extend(norms);
             for rows in &local {
                 writer.next_partition()?;
                 for row in rows {
-                    let vector = &batch.data()[*row as usize * dim..(*row as usize + 1) * dim];
-                    writer.push(vector)?;
-                    let stored = params.element.stored(vector, &mut scratch);
-                    sq_norms.push(stored.iter().map(|v| v * v).sum());
+                    writer.push(&batch.data()[*row as usize * dim..(*row as usize + 1) * dim])?;
                 }
             }
         }
@@ -671,16 +669,18 @@ struct EncodeSlot<'a> {
     factors: &'a mut [CodeFactors],
     extra_codes: &'a mut [u64],
     extra_fits: &'a mut [f32],
+    sq_norms: &'a mut [f32],
 }
 
-/// Codes of every position, partition by partition, on `params.threads` threads.
+/// Codes and squared norms of every position (of the vectors as the records store them),
+/// partition by partition, on `params.threads` threads.
 fn encode_all(
     quantizer: &Rabitq,
     vectors: &[f32],
     centroids: &[f32],
     members: &[Vec<u32>],
     params: DiskParams,
-) -> Result<Encoded> {
+) -> Result<(Encoded, Vec<f32>)> {
     let (dim, words) = (quantizer.dim(), quantizer.code_words());
     let extra_words = quantizer.extra_words(params.extra_bits);
     let total: usize = members.iter().map(Vec::len).sum();
@@ -696,7 +696,8 @@ fn encode_all(
         extra_codes: vec![0u64; total * extra_words],
         extra_fits: vec![1.0; extra_total],
     };
-    let slots = encode_slots(&mut encoded, members, words, extra_words);
+    let mut sq_norms = vec![0.0f32; total];
+    let slots = encode_slots(&mut encoded, &mut sq_norms, members, words, extra_words);
     let threads = effective_threads(params.threads, members.len());
     for_each_chunk(members.len(), 1, threads, |start, end| {
         let mut scratch = vec![0.0f32; quantizer.padded_dim()];
@@ -707,6 +708,7 @@ fn encode_all(
             for (index, row) in members[partition].iter().enumerate() {
                 let vector = &vectors[*row as usize * dim..(*row as usize + 1) * dim];
                 let vector = params.element.stored(vector, &mut stored);
+                slot.sq_norms[index] = vector.iter().map(|v| v * v).sum();
                 let code = &mut slot.codes[index * words..(index + 1) * words];
                 slot.factors[index] = quantizer.encode(vector, centroid, &mut scratch, code);
                 if params.extra_bits > 0 {
@@ -719,12 +721,13 @@ fn encode_all(
         Ok::<(), IndexError>(())
     })?;
     drop(slots);
-    Ok(encoded)
+    Ok((encoded, sq_norms))
 }
 
 /// [`Encoded`]'s vectors split into one slot a partition.
 fn encode_slots<'a>(
     encoded: &'a mut Encoded,
+    sq_norms: &'a mut [f32],
     members: &[Vec<u32>],
     words: usize,
     extra_words: usize,
@@ -735,19 +738,23 @@ fn encode_slots<'a>(
     let mut factors = encoded.factors.as_mut_slice();
     let mut extra_codes = encoded.extra_codes.as_mut_slice();
     let mut extra_fits = encoded.extra_fits.as_mut_slice();
+    let mut norms = sq_norms;
     for rows in members {
         let count = rows.len();
         let (code_part, code_rest) = codes.split_at_mut(count * words);
         let (factor_part, factor_rest) = factors.split_at_mut(count);
         let (extra_part, extra_rest) = extra_codes.split_at_mut(count * extra_words);
         let (fit_part, fit_rest) = extra_fits.split_at_mut(count * extra);
+        let (norm_part, norm_rest) = norms.split_at_mut(count);
         slots.push(parking_lot::Mutex::new(EncodeSlot {
             codes: code_part,
             factors: factor_part,
             extra_codes: extra_part,
             extra_fits: fit_part,
+            sq_norms: norm_part,
         }));
         (codes, factors, extra_codes, extra_fits) = (code_rest, factor_rest, extra_rest, fit_rest);
+        norms = norm_rest;
     }
     slots
 }
