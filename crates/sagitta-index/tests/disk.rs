@@ -297,7 +297,7 @@ fn a_damaged_or_misplaced_page_is_an_error_never_a_vector() {
     let base = clustered(800, dim, 6);
     let (index, _, reader) = build(&base, dim, Metric::L2, 100);
     let header = RecordsHeader::decode(&reader.read(&[0]).unwrap()[0]).unwrap();
-    index.check_records_header(&header).unwrap();
+    index.check_records_header(0, &header).unwrap();
     let all: Vec<u32> = (0..800).collect();
     let clean = reader.bytes.clone();
     let pages = clean.len() / PAGE_BYTES;
@@ -372,7 +372,7 @@ fn round_trip(extra_bits: u32) {
         "cut short"
     );
     let mut table = bytes.clone();
-    table[36] ^= 0xff; // partition 0's start
+    table[28] ^= 0xff; // partition 0's start
     assert!(
         DiskIndex::decode(&table).is_err(),
         "an inconsistent partition table"
@@ -385,7 +385,7 @@ fn round_trip(extra_bits: u32) {
     element[15] = 2; // neither f32 nor f16
     let error = DiskIndex::decode(&element).unwrap_err().to_string();
     assert!(error.contains("element type 2"), "{error}");
-    for version in [1, 2] {
+    for version in [1, 2, 3] {
         let mut old = bytes.clone();
         old[0] = version;
         let error = DiskIndex::decode(&old).unwrap_err().to_string();
@@ -425,10 +425,10 @@ fn half_precision_records_halve_the_file_and_rank_the_stored_vectors() {
         full.record_pages()
     );
     let header = RecordsHeader::decode(&reader.read(&[0]).unwrap()[0]).unwrap();
-    half.check_records_header(&header).unwrap();
+    half.check_records_header(0, &header).unwrap();
     let full_header = RecordsHeader::decode(&full_reader.read(&[0]).unwrap()[0]).unwrap();
     assert!(
-        half.check_records_header(&full_header).is_err(),
+        half.check_records_header(0, &full_header).is_err(),
         "an f32 records file does not pass for the f16 index"
     );
     // `measure` checks each hit's vector against the stored (rounded) row and the recall

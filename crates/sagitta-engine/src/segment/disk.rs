@@ -156,7 +156,7 @@ impl DiskSegment {
         }
         let header = records.read_each(&[0])?;
         RecordsHeader::decode(&header[0])
-            .and_then(|header| index.check_records_header(&header))
+            .and_then(|header| index.check_records_header(0, &header))
             .map_err(|error| corrupt(&path, &error.to_string()))?;
         Ok(records)
     }

@@ -34,7 +34,9 @@
 //! The RAM part is written and read by [`DiskIndex::encode`] / [`DiskIndex::decode`]
 //! (docs/format.md, "Disk segment index").
 
+mod append;
 mod build;
+pub mod extents;
 pub mod records;
 
 use std::io::Write;
@@ -49,12 +51,17 @@ use crate::rabitq::{CodeFactors, ExtraTerms, Rabitq, ScanTerms, MAX_EXTRA_BITS};
 use crate::threads::{effective_threads, for_each_chunk};
 use crate::Metric;
 
+pub use append::{AppendStats, Source};
+pub use extents::{page_id, split_page_id, Extent};
 pub use records::{check_page, Element, RecordLayout, RecordsHeader, PAGE_PAYLOAD};
 
-/// Version 3 records the element type of the records (f32 or f16). Version 2 added the
-/// extended codes and padded codes to a multiple of 64 bits (the blocked rotation).
-/// Versions 1 and 2 (development builds, never released) are not read.
-const INDEX_VERSION: u8 = 3;
+use extents::Address;
+
+/// Version 4 lets the records span several files (extents) and stores each position's
+/// record address; version 3 recorded the element type of the records (f32 or f16);
+/// version 2 added the extended codes and padded codes to a multiple of 64 bits. Versions
+/// 1 to 3 (development builds, never released) are not read.
+const INDEX_VERSION: u8 = 4;
 
 /// How a disk index is built.
 #[derive(Clone, Copy, Debug)]
@@ -134,8 +141,10 @@ pub struct DiskIndex {
     rotated_centroids: Vec<f32>,
     /// Partition `p` holds positions `starts[p]..starts[p + 1]`.
     starts: Vec<u32>,
-    /// The records page partition `p` starts on.
-    first_pages: Vec<u64>,
+    /// The records files, in the order addresses number them.
+    extents: Vec<Extent>,
+    /// Where each position's record lies.
+    addresses: Vec<Address>,
     /// `len × code_words`.
     codes: Vec<u64>,
     factors: Vec<CodeFactors>,
@@ -151,8 +160,6 @@ pub struct DiskIndex {
     extra_fits: Vec<f32>,
     /// Each extended code's query-independent terms (derived, like `terms`).
     extra_terms: Vec<ExtraTerms>,
-    /// Pages of the records file, the header included.
-    record_pages: u64,
 }
 
 impl DiskIndex {
@@ -187,7 +194,7 @@ impl DiskIndex {
         let order: Vec<u32> = members.iter().flatten().copied().collect();
         let sizes: Vec<usize> = members.iter().map(Vec::len).collect();
         let layout = RecordLayout::new(dim, params.element);
-        let (starts, first_pages) = partition_tables(layout, &sizes);
+        let starts = partition_starts(&sizes);
         let mut writer = records::RecordWriter::new(out, layout, &sizes)?;
         let mut encoded = Encoded::empty(params.extra_bits);
         let mut sq_norms = Vec::with_capacity(rows);
@@ -218,8 +225,11 @@ impl DiskIndex {
             Tables {
                 centroids,
                 starts,
-                first_pages,
-                record_pages: header.pages,
+                extents: vec![Extent {
+                    records: header.records,
+                    pages: header.pages,
+                }],
+                addresses: extents::laid_out(layout, &sizes, 0),
             },
             encoded,
             sq_norms,
@@ -262,14 +272,14 @@ impl DiskIndex {
             layout: RecordLayout::new(dim, element),
             centroids: tables.centroids,
             starts: tables.starts,
-            first_pages: tables.first_pages,
+            extents: tables.extents,
+            addresses: tables.addresses,
             codes: encoded.codes,
             factors: encoded.factors,
             sq_norms,
             extra_bits: encoded.extra_bits,
             extra_codes: encoded.extra_codes,
             extra_fits: encoded.extra_fits,
-            record_pages: tables.record_pages,
         }
     }
 
@@ -290,16 +300,39 @@ impl DiskIndex {
     }
 
     pub fn partitions(&self) -> usize {
-        self.first_pages.len()
+        self.starts.len() - 1
+    }
+
+    /// The vectors of each partition.
+    pub fn partition_sizes(&self) -> Vec<usize> {
+        self.starts
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as usize)
+            .collect()
     }
 
     pub fn layout(&self) -> RecordLayout {
         self.layout
     }
 
-    /// Pages of the records file, the header included.
+    /// Pages of the records files, their headers included.
     pub fn record_pages(&self) -> u64 {
-        self.record_pages
+        self.extents.iter().map(|extent| extent.pages).sum()
+    }
+
+    /// The records files, in the order page ids number them ([`page_id`]).
+    pub fn extents(&self) -> &[Extent] {
+        &self.extents
+    }
+
+    /// Records of the extents no position holds any more (deleted or superseded before an
+    /// append): the space a rebuild would give back.
+    pub fn dead_records(&self) -> u64 {
+        self.extents
+            .iter()
+            .map(|extent| extent.records)
+            .sum::<u64>()
+            - self.len() as u64
     }
 
     /// Bits of extended code a coordinate (0: none).
@@ -320,7 +353,7 @@ impl DiskIndex {
             + self.centroids.len() * 4
             + self.rotated_centroids.len() * 4
             + self.starts.len() * 4
-            + self.first_pages.len() * 8
+            + self.addresses.len() * 8
     }
 
     fn code(&self, position: usize) -> &[u64] {
@@ -349,29 +382,38 @@ impl DiskIndex {
         self.starts.partition_point(|start| *start <= position) - 1
     }
 
-    /// The pages of the record at `position`: first page and count, and its byte offset.
+    /// The pages of the record at `position`: the first page's id ([`page_id`]), the page
+    /// count, and the record's byte offset in the first page.
     pub fn record_location(&self, position: u32) -> (u64, usize, usize) {
-        let partition = self.partition_of(position);
-        let index = (position - self.starts[partition]) as usize;
-        let (page, count, offset) = self.layout.locate(index);
-        (self.first_pages[partition] + page, count, offset)
+        let address = self.addresses[position as usize];
+        (
+            page_id(address.extent(), address.page()),
+            self.layout.pages_per_record,
+            address.slot() * self.layout.record_bytes,
+        )
     }
 
-    /// Checks `header` (page 0 of the records file) against this index.
-    pub fn check_records_header(&self, header: &RecordsHeader) -> Result<()> {
+    /// Checks `header` (page 0 of extent `extent`'s records file) against this index.
+    pub fn check_records_header(&self, extent: usize, header: &RecordsHeader) -> Result<()> {
+        let expected = self.extents.get(extent).ok_or_else(|| {
+            IndexError::format(format!(
+                "records extent {extent}: the index has {}",
+                self.extents.len()
+            ))
+        })?;
         if header.layout != self.layout
-            || header.records != self.len() as u64
-            || header.pages != self.record_pages
+            || header.records != expected.records
+            || header.pages != expected.pages
         {
             return Err(IndexError::format(format!(
-                "records header ({} records of {} dims on {} pages) differs from the index \
-                 ({} of {} on {})",
+                "records header ({} records of {} dims on {} pages) differs from the index's \
+                 extent {extent} ({} of {} on {})",
                 header.records,
                 header.layout.dim,
                 header.pages,
-                self.len(),
+                expected.records,
                 self.layout.dim,
-                self.record_pages
+                expected.pages
             )));
         }
         Ok(())
@@ -405,13 +447,18 @@ impl DiskIndex {
             .u8(u8::try_from(self.extra_bits).expect("extra bits checked"))
             .u8(self.layout.element.code())
             .u64(self.len() as u64)
-            .u64(self.record_pages)
             .len_u32(self.partitions(), "partitions");
         out.u32s(self.starts.iter().copied())
-            .u64s(self.first_pages.iter().copied())
-            .f32s(&self.centroids);
+            .f32s(&self.centroids)
+            .len_u32(self.extents.len(), "extents");
+        for extent in &self.extents {
+            out.u64(extent.records).u64(extent.pages);
+        }
         for ((factors, sq_norm), position) in self.factors.iter().zip(&self.sq_norms).zip(0..) {
-            out.f32(factors.norm).f32(factors.fit).f32(*sq_norm);
+            out.u64(self.addresses[position].0)
+                .f32(factors.norm)
+                .f32(factors.fit)
+                .f32(*sq_norm);
             if self.extra_bits > 0 {
                 out.f32(self.extra_fits[position]);
             }
@@ -455,62 +502,51 @@ impl DiskIndex {
             ))
         })?;
         let count = reader.u64("vector count").map_err(bad_index)?;
-        let record_pages = reader.u64("record pages").map_err(bad_index)?;
-        let tables = decode_tables(&mut reader, dim, record_pages)?;
+        let mut tables = decode_tables(&mut reader, dim)?;
         let layout = VectorLayout::new(&quantizer, extra_bits);
         let body = reader
             .bytes_u64_len(count.saturating_mul(layout.bytes as u64), "codes")
             .map_err(bad_index)?;
         reader.expect_end("end of disk index").map_err(bad_index)?;
-        let (encoded, sq_norms) = decode_vectors(body, layout);
+        let (encoded, sq_norms, addresses) = decode_vectors(body, layout);
+        tables.addresses = addresses;
         let index = DiskIndex::assemble(metric, quantizer, element, tables, encoded, sq_norms);
         index.check_tables()?;
         Ok(index)
     }
 
-    /// The partition tables must describe the positions and pages exactly.
+    /// The partition table must cover the positions exactly, and every record address
+    /// lie inside its extent, no two alike.
     fn check_tables(&self) -> Result<()> {
-        let mut page = 1u64;
         if self.starts.first() != Some(&0) {
             return Err(IndexError::format(
                 "disk index: partition 0 does not start at 0",
             ));
         }
-        for (partition, window) in self.starts.windows(2).enumerate() {
-            if window[1] < window[0] || self.first_pages[partition] != page {
-                return Err(IndexError::format(format!(
-                    "disk index: partition {partition}'s table entry is inconsistent"
-                )));
-            }
-            page += self
-                .layout
-                .partition_pages((window[1] - window[0]) as usize);
+        if let Some(partition) = self.starts.windows(2).position(|w| w[1] < w[0]) {
+            return Err(IndexError::format(format!(
+                "disk index: partition {partition}'s table entry is inconsistent"
+            )));
         }
-        if self.starts.last().map(|last| *last as usize) != Some(self.len())
-            || page != self.record_pages
-        {
+        if self.starts.last().map(|last| *last as usize) != Some(self.len()) {
             return Err(IndexError::format(
-                "disk index: partition table does not cover the vectors and pages",
+                "disk index: partition table does not cover the vectors",
             ));
         }
-        Ok(())
+        extents::check_addresses(&self.addresses, &self.extents, self.layout)
     }
 }
 
-/// Each partition's first position (plus the end) and first records page, for partitions
-/// of `sizes` records laid out one after another from page 1.
-fn partition_tables(layout: RecordLayout, sizes: &[usize]) -> (Vec<u32>, Vec<u64>) {
+/// Each partition's first position, plus the end, for partitions of `sizes` in order.
+fn partition_starts(sizes: &[usize]) -> Vec<u32> {
     let mut starts = Vec::with_capacity(sizes.len() + 1);
-    let mut first_pages = Vec::with_capacity(sizes.len());
-    let (mut start, mut page) = (0u32, 1u64);
+    let mut start = 0u32;
     for size in sizes {
         starts.push(start);
-        first_pages.push(page);
         start += u32::try_from(*size).expect("rows checked by the partitioning");
-        page += layout.partition_pages(*size);
     }
     starts.push(start);
-    (starts, first_pages)
+    starts
 }
 
 #[allow(clippy::needless_pass_by_value)] // the shape map_err hands over
@@ -518,32 +554,37 @@ fn bad_index(error: sagitta_storage::codec::DecodeError) -> IndexError {
     IndexError::format(format!("disk index: {error}"))
 }
 
-/// The partition table: starts, first pages and centroids.
-fn decode_tables(reader: &mut Reader, dim: usize, record_pages: u64) -> Result<Tables> {
+/// The partition table (starts and centroids) and the extents; the addresses come with
+/// the vectors.
+fn decode_tables(reader: &mut Reader, dim: usize) -> Result<Tables> {
     let partitions = reader
-        .count_u32("partition count", 4 + 8 + dim * 4)
+        .count_u32("partition count", 4 + dim * 4)
         .map_err(bad_index)?;
     let starts: Vec<u32> = (0..=partitions)
         .map(|_| reader.u32("partition start"))
         .collect::<std::result::Result<_, _>>()
         .map_err(bad_index)?;
-    let first_pages: Vec<u64> = u64s(
-        reader
-            .bytes(partitions * 8, "first pages")
-            .map_err(bad_index)?,
-    )
-    .collect();
     let centroids: Vec<f32> = f32s(
         reader
             .bytes(partitions * dim * 4, "centroids")
             .map_err(bad_index)?,
     )
     .collect();
+    let count = reader.count_u32("extent count", 16).map_err(bad_index)?;
+    let extents = (0..count)
+        .map(|_| {
+            Ok(Extent {
+                records: reader.u64("extent records")?,
+                pages: reader.u64("extent pages")?,
+            })
+        })
+        .collect::<std::result::Result<_, _>>()
+        .map_err(bad_index)?;
     Ok(Tables {
         centroids,
         starts,
-        first_pages,
-        record_pages,
+        extents,
+        addresses: Vec::new(),
     })
 }
 
@@ -568,13 +609,14 @@ impl VectorLayout {
             extra_bits,
             extra_words,
             floats,
-            bytes: floats + (words + extra_words) * 8,
+            bytes: 8 + floats + (words + extra_words) * 8,
         }
     }
 }
 
-/// The per-vector entries of the RAM part: factors, squared norms, codes and extended codes.
-fn decode_vectors(body: &[u8], layout: VectorLayout) -> (Encoded, Vec<f32>) {
+/// The per-vector entries of the RAM part: record addresses, factors, squared norms, codes
+/// and extended codes.
+fn decode_vectors(body: &[u8], layout: VectorLayout) -> (Encoded, Vec<f32>, Vec<Address>) {
     let count = body.len() / layout.bytes;
     let mut encoded = Encoded {
         codes: Vec::with_capacity(count * layout.words),
@@ -584,7 +626,10 @@ fn decode_vectors(body: &[u8], layout: VectorLayout) -> (Encoded, Vec<f32>) {
         extra_fits: Vec::with_capacity(if layout.extra_bits > 0 { count } else { 0 }),
     };
     let mut sq_norms = Vec::with_capacity(count);
+    let mut addresses = Vec::with_capacity(count);
     for entry in body.chunks_exact(layout.bytes) {
+        let (address, entry) = entry.split_at(8);
+        addresses.push(Address(u64s(address).next().expect("8 bytes")));
         let mut values = f32s(&entry[..layout.floats]);
         let mut next = || values.next().expect("the floats of an entry");
         encoded.factors.push(CodeFactors {
@@ -599,7 +644,7 @@ fn decode_vectors(body: &[u8], layout: VectorLayout) -> (Encoded, Vec<f32>) {
         encoded.codes.extend(u64s(code));
         encoded.extra_codes.extend(u64s(extra));
     }
-    (encoded, sq_norms)
+    (encoded, sq_norms, addresses)
 }
 
 /// The [`ScanTerms`] of every code.
@@ -626,12 +671,12 @@ fn metric_code(metric: Metric) -> u8 {
     }
 }
 
-/// The partition table of an index.
+/// The partition table of an index and where its records lie.
 struct Tables {
     centroids: Vec<f32>,
     starts: Vec<u32>,
-    first_pages: Vec<u64>,
-    record_pages: u64,
+    extents: Vec<Extent>,
+    addresses: Vec<Address>,
 }
 
 /// The codes of every position (stored parts only).
@@ -791,12 +836,6 @@ impl Pages {
         }
         wanted.sort_unstable();
         wanted.dedup();
-        if let Some(beyond) = wanted.iter().find(|page| **page >= index.record_pages) {
-            return Err(IndexError::format(format!(
-                "records page {beyond} is beyond the file's {} pages",
-                index.record_pages
-            )));
-        }
         if wanted.is_empty() {
             return Ok(0);
         }
@@ -804,9 +843,9 @@ impl Pages {
         if read.len() != wanted.len() {
             return Err(IndexError::format("the page reader returned too few pages"));
         }
-        for (number, page) in wanted.iter().zip(read) {
-            check_page(&page, *number)?;
-            self.pages.insert(*number, page);
+        for (id, page) in wanted.iter().zip(read) {
+            check_page(&page, split_page_id(*id).1)?;
+            self.pages.insert(*id, page);
         }
         Ok(wanted.len())
     }
