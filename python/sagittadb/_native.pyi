@@ -102,6 +102,7 @@ class Database:
         segment_kind: str = "hnsw",
         page_cache_mb: int = 64,
         datatype: str = "float32",
+        partition_size: int = 1000,
     ) -> Collection: ...
     def import_collection(
         self,
@@ -115,6 +116,7 @@ class Database:
         segment_kind: str = "hnsw",
         page_cache_mb: int = 64,
         datatype: str = "float32",
+        partition_size: int = 1000,
     ) -> Collection: ...
     def collection(self, name: str) -> Collection: ...
     def list_collections(self) -> list[str]: ...

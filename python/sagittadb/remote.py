@@ -182,10 +182,12 @@ class RemoteDatabase:
         segment_kind: str = "hnsw",
         page_cache_mb: int = 64,
         datatype: str = "float32",
+        partition_size: int = 1000,
     ) -> RemoteCollection:
         """Creates an empty collection; ``CollectionExistsError`` if the name is taken.
-        ``segment_kind`` and ``page_cache_mb`` travel as SagittaDB's ``sagitta`` extension
-        of the collection config, ``datatype`` as Qdrant's ``vectors.datatype``."""
+        ``segment_kind``, ``page_cache_mb`` and ``partition_size`` travel as SagittaDB's
+        ``sagitta`` extension of the collection config, ``datatype`` as Qdrant's
+        ``vectors.datatype``."""
         distance = _distance_name(distance)
         if segment_kind not in ("hnsw", "disk"):
             raise InvalidParameterError(
@@ -198,7 +200,11 @@ class RemoteDatabase:
         body = {
             "vectors": {"size": dim, "distance": distance, "datatype": datatype},
             "shard_number": shard_number,
-            "sagitta": {"segment_kind": segment_kind, "page_cache_mb": page_cache_mb},
+            "sagitta": {
+                "segment_kind": segment_kind,
+                "page_cache_mb": page_cache_mb,
+                "partition_size": partition_size,
+            },
         }
         self._client.call("PUT", f"/collections/{name}", body)
         return RemoteCollection(self._client, name)
@@ -215,6 +221,7 @@ class RemoteDatabase:
         segment_kind: str = "hnsw",
         page_cache_mb: int = 64,
         datatype: str = "float32",
+        partition_size: int = 1000,
     ) -> RemoteCollection:
         """Creates ``name`` and uploads every point (in batches, ``wait=True``, followed by
         ``progress``); on any error the collection is dropped again and the error raised."""
@@ -229,6 +236,7 @@ class RemoteDatabase:
             segment_kind,
             page_cache_mb,
             datatype,
+            partition_size,
         )
         try:
             collection.upsert(list(ids), array, payloads, wait=True, progress=progress)

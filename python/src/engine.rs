@@ -74,6 +74,7 @@ fn parse_storage(
     segment_kind: &str,
     page_cache_mb: usize,
     datatype: &str,
+    partition_size: usize,
 ) -> PyResult<StorageConfig> {
     let segment_kind = SegmentKindName::parse(segment_kind).ok_or_else(|| {
         InvalidParameterError::new_err(format!(
@@ -89,6 +90,7 @@ fn parse_storage(
         segment_kind,
         page_cache_mb,
         datatype,
+        partition_size,
     })
 }
 
@@ -255,8 +257,9 @@ impl Database {
     /// "hnsw" (graph and vectors in RAM) or "disk" (codes in RAM, vectors read from disk);
     /// `page_cache_mb`: RAM for hot pages of disk segments. `datatype`: "float32", or
     /// "float16" (Qdrant's: every vector kept rounded to half precision; disk segments
-    /// then read half the bytes).
-    #[pyo3(signature = (name, dim, distance = "Cosine", shard_number = 1, segment_kind = "hnsw", page_cache_mb = 64, datatype = "float32"))]
+    /// then read half the bytes). `partition_size`: vectors a disk segment's partition
+    /// aims at (8 to 100,000; appends split partitions past twice it).
+    #[pyo3(signature = (name, dim, distance = "Cosine", shard_number = 1, segment_kind = "hnsw", page_cache_mb = 64, datatype = "float32", partition_size = 1000))]
     #[allow(clippy::too_many_arguments)]
     fn create_collection(
         &self,
@@ -268,12 +271,13 @@ impl Database {
         segment_kind: &str,
         page_cache_mb: usize,
         datatype: &str,
+        partition_size: usize,
     ) -> PyResult<Collection> {
         let config = CollectionConfig {
             dim,
             distance: parse_distance(distance)?,
             shard_count: shard_number,
-            storage: parse_storage(segment_kind, page_cache_mb, datatype)?,
+            storage: parse_storage(segment_kind, page_cache_mb, datatype, partition_size)?,
         };
         let inner = py
             .allow_threads(|| self.inner.create_collection(name, config))
@@ -298,11 +302,12 @@ impl Database {
     /// the import (within a few rows) and is raised once it has stopped: no collection
     /// is left (one that finished meanwhile, or whose last report raised, is dropped).
     ///
-    /// `segment_kind`, `page_cache_mb` and `datatype` as for `create_collection`. A disk
+    /// `segment_kind`, `page_cache_mb`, `datatype` and `partition_size` as for
+    /// `create_collection`. A disk
     /// collection of one shard, Dot or Euclid, imported without payloads builds from
     /// `vectors` where they lie: a float32 `numpy.memmap` larger than RAM is not copied
     /// (so the array must not be written to, e.g. from `progress`, while the import runs).
-    #[pyo3(signature = (name, ids, vectors, payloads = None, distance = "Cosine", shard_number = 1, progress = None, segment_kind = "hnsw", page_cache_mb = 64, datatype = "float32"))]
+    #[pyo3(signature = (name, ids, vectors, payloads = None, distance = "Cosine", shard_number = 1, progress = None, segment_kind = "hnsw", page_cache_mb = 64, datatype = "float32", partition_size = 1000))]
     #[allow(clippy::too_many_arguments)]
     fn import_collection(
         &self,
@@ -317,6 +322,7 @@ impl Database {
         segment_kind: &str,
         page_cache_mb: usize,
         datatype: &str,
+        partition_size: usize,
     ) -> PyResult<Collection> {
         let reporting = py.import("sagittadb.progress")?;
         let callback =
@@ -333,7 +339,7 @@ impl Database {
                 dim,
                 distance: parse_distance(distance)?,
                 shard_count: shard_number,
-                storage: parse_storage(segment_kind, page_cache_mb, datatype)?,
+                storage: parse_storage(segment_kind, page_cache_mb, datatype, partition_size)?,
             };
             if payloads.is_some() {
                 let points = points_from_python(py, ids, vectors, payloads, dim)?;

@@ -356,6 +356,47 @@ def test_disk_segments_search_like_exact_and_reopen(tmp_path):
         sagittadb.open(tmp_path / "other").create_collection(
             "x", dim=4, segment_kind="lsm"
         )
+    with pytest.raises(sagittadb.InvalidParameterError, match="partition_size"):
+        sagittadb.open(tmp_path / "other").create_collection(
+            "x", dim=4, segment_kind="disk", partition_size=1
+        )
+
+
+def test_seals_append_to_a_disk_segment_and_split_its_partitions(tmp_path):
+    """A later seal appends the buffer to the disk segment (a new records file for the
+    new vectors only); partitions grown past twice `partition_size` split; every point
+    is still found, and the segment reopens."""
+    db = sagittadb.open(tmp_path, background_optimizer=False)
+    col = db.create_collection(
+        "a", dim=16, distance="Euclid", segment_kind="disk", partition_size=50
+    )
+    data = vectors(3000, dim=16, seed=31)
+    col.upsert(ids=range(1000), vectors=data[:1000])
+    assert col.optimize() == 1000
+    shard = tmp_path / "collections" / "a" / "shard-0"
+    first = {path.name for path in shard.glob("*.records")}
+    assert len(first) == 1
+    for start in (1000, 1500, 2000, 2500):
+        col.upsert(ids=range(start, start + 500), vectors=data[start : start + 500])
+        col.optimize()
+    records = {path.name for path in shard.glob("*.records")}
+    assert first < records and len(records) == 5, records
+    (ivf,) = shard.glob("*.ivf")
+    # the .ivf body (after its 24-byte frame) holds the partition count at byte 24
+    partitions = int.from_bytes(ivf.read_bytes()[48:52], "little")
+    assert partitions >= 3000 // (2 * 50), "partitions past 100 vectors were split"
+    assert col.point_counts() == {"indexed": 3000, "buffered": 0}
+    found = 0
+    for query in data[::100]:
+        exact = {hit["id"] for hit in col.search(query, limit=10, exact=True)}
+        found += len(exact & {hit["id"] for hit in col.search(query, limit=10)})
+    assert found / 300 >= 0.9
+    del col, db
+    col = sagittadb.open(tmp_path).collection("a")
+    for point in col.get([0, 1499, 2999]):
+        np.testing.assert_array_equal(
+            np.array(point["vector"], dtype=np.float32), data[point["id"]]
+        )
 
 
 def test_a_memory_mapped_file_imports_in_place_at_half_precision(tmp_path):

@@ -13,7 +13,8 @@ use std::sync::Arc;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use sagitta_cli::readers::{read_points, Format, ImportError, ReadOptions, ReadPoints};
 use sagitta_engine::collection::{
-    CollectionConfig, Datatype, SegmentKindName, StorageConfig, MAX_PAGE_CACHE_MB, MAX_SHARDS,
+    CollectionConfig, Datatype, SegmentKindName, StorageConfig, DEFAULT_PARTITION_SIZE,
+    MAX_PAGE_CACHE_MB, MAX_PARTITION_SIZE, MAX_SHARDS, MIN_PARTITION_SIZE,
 };
 use sagitta_engine::database::{check_collection_name, Database};
 use sagitta_engine::point::Distance;
@@ -61,6 +62,9 @@ struct ImportArgs {
     /// to half precision and halves a disk segment's records.
     #[arg(long, value_enum, default_value = "float32")]
     datatype: DatatypeArg,
+    /// Vectors a disk segment's partition aims at.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_PARTITION_SIZE)]
+    partition_size: usize,
     /// Source format; by default taken from the extension (.npy, .fvecs, .bvecs, .parquet).
     #[arg(long, value_enum)]
     format: Option<FormatArg>,
@@ -380,6 +384,12 @@ fn import(args: &ImportArgs) -> Result<String, Failure> {
             args.page_cache_mb
         )));
     }
+    if !(MIN_PARTITION_SIZE..=MAX_PARTITION_SIZE).contains(&args.partition_size) {
+        return Err(usage_failure(format!(
+            "--partition-size {} is outside {MIN_PARTITION_SIZE}..={MAX_PARTITION_SIZE}",
+            args.partition_size
+        )));
+    }
     let options = ReadOptions {
         format: args.format.map(Format::from),
         ids: args.ids.clone(),
@@ -407,6 +417,7 @@ fn import_points(args: &ImportArgs, read: ReadPoints) -> Result<String, Failure>
             segment_kind: args.segment_kind.into(),
             page_cache_mb: args.page_cache_mb,
             datatype: args.datatype.into(),
+            partition_size: args.partition_size,
         },
     };
     let data_failure = |error: sagitta_engine::EngineError| Failure {

@@ -33,7 +33,7 @@ mod shard_state;
 
 pub use collection::{
     Collection, CollectionConfig, CollectionStatus, Datatype, Health, ImportProgress, ImportReport,
-    ImportSource, SegmentKindName, StorageConfig,
+    ImportSource, SegmentKindName, StorageConfig, DEFAULT_PARTITION_SIZE,
 };
 pub use database::Database;
 pub use error::EngineError;

@@ -27,31 +27,50 @@ pub(crate) struct ShardManifest {
 }
 
 /// A segment the manifest lists.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct ListedSegment {
     pub id: u64,
     /// Epoch of its tombstone file, if it has one.
     pub tombstones: Option<u64>,
     pub kind: SegmentKindName,
+    /// A disk segment's records files (`segment-<n>.records`, by `n`), in the order its
+    /// index numbers its extents: its own build's, or those of the segments it was
+    /// appended to followed by its own. Empty for other kinds.
+    pub record_files: Vec<u64>,
 }
 
-#[cfg(test)]
 impl ListedSegment {
+    #[cfg(test)]
     pub fn hnsw(id: u64, tombstones: Option<u64>) -> ListedSegment {
         ListedSegment {
             id,
             tombstones,
             kind: SegmentKindName::Hnsw,
+            record_files: Vec::new(),
         }
+    }
+
+    /// The files of the segment (tombstones aside).
+    fn file_names(&self) -> Vec<String> {
+        let mut names = segment::file_names(self.kind, self.id);
+        names.extend(
+            self.record_files
+                .iter()
+                .map(|file| segment::records_name(*file)),
+        );
+        names
     }
 }
 
-const SHARD_MANIFEST_VERSION: u8 = 3;
+const SHARD_MANIFEST_VERSION: u8 = 4;
+/// The version before disk segments listed their records files (each had its own).
+const SHARD_MANIFEST_VERSION_ONE_RECORDS_FILE: u8 = 3;
 /// The version before segment kinds were recorded (every segment HNSW).
 const SHARD_MANIFEST_VERSION_HNSW_ONLY: u8 = 2;
 const NO_TOMBSTONES: u64 = u64::MAX;
 
-/// The fewest bytes a segment entry takes: id, tombstone epoch and (version 3) kind.
+/// The fewest bytes a segment entry takes: id, tombstone epoch, and from version 3 kind
+/// (version 4 adds the records files' count; counted as the kind is, in the entry's tail).
 const SEGMENT_BYTES: usize = 8 + 8;
 /// The bytes of a replay log entry: its generation.
 const REPLAY_LOG_BYTES: usize = 8;
@@ -67,7 +86,9 @@ impl ShardManifest {
         for segment in &self.segments {
             out.u64(segment.id)
                 .u64(segment.tombstones.unwrap_or(NO_TOMBSTONES))
-                .u8(segment.kind.code());
+                .u8(segment.kind.code())
+                .len_u32(segment.record_files.len(), "records files")
+                .u64s(segment.record_files.iter().copied());
         }
         out.len_u32(self.replay_logs.len(), "logs")
             .u64s(self.replay_logs.iter().copied());
@@ -81,7 +102,11 @@ impl ShardManifest {
         let version = reader.version_u8_of(
             "version",
             "shard manifest",
-            &[SHARD_MANIFEST_VERSION_HNSW_ONLY, SHARD_MANIFEST_VERSION],
+            &[
+                SHARD_MANIFEST_VERSION_HNSW_ONLY,
+                SHARD_MANIFEST_VERSION_ONE_RECORDS_FILE,
+                SHARD_MANIFEST_VERSION,
+            ],
         )?;
         let generation = reader.u64("generation")?;
         let next_segment_id = reader.u64("next_segment_id")?;
@@ -90,15 +115,25 @@ impl ShardManifest {
             .map(|_| {
                 let id = reader.u64("segment id")?;
                 let tombstones = reader.u64("segment tombstone_epoch")?;
-                let kind = if version == SHARD_MANIFEST_VERSION {
+                let kind = if version >= SHARD_MANIFEST_VERSION_ONE_RECORDS_FILE {
                     reader.code("segment kind", SegmentKindName::from_code)?
                 } else {
                     SegmentKindName::Hnsw
+                };
+                let record_files = if version == SHARD_MANIFEST_VERSION {
+                    (0..reader.count_u32("records file count", 8)?)
+                        .map(|_| reader.u64("records file"))
+                        .collect::<Result<Vec<_>, DecodeError>>()?
+                } else if kind == SegmentKindName::Disk {
+                    vec![id]
+                } else {
+                    Vec::new()
                 };
                 Ok(ListedSegment {
                     id,
                     tombstones: (tombstones != NO_TOMBSTONES).then_some(tombstones),
                     kind,
+                    record_files,
                 })
             })
             .collect::<Result<Vec<_>, DecodeError>>()?;
@@ -124,7 +159,7 @@ impl ShardManifest {
             .map(|generation| wal_name(*generation))
             .collect();
         for listed in &self.segments {
-            names.extend(segment::file_names(listed.kind, listed.id));
+            names.extend(listed.file_names());
             if let Some(epoch) = listed.tombstones {
                 names.insert(segment::tombstones_name(listed.id, epoch));
             }
@@ -182,6 +217,7 @@ mod tests {
                     id: 4,
                     tombstones: Some(2),
                     kind: SegmentKindName::Disk,
+                    record_files: vec![3, 4],
                 },
             ],
             replay_logs: vec![2],
@@ -196,10 +232,16 @@ mod tests {
             expected
         };
         let mut expected = header(SHARD_MANIFEST_VERSION);
-        for (id, tombstones, kind) in [(1, NO_TOMBSTONES, 0u8), (4, 2, 1)] {
+        let entries: [(u64, u64, u8, &[u64]); 2] =
+            [(1, NO_TOMBSTONES, 0u8, &[]), (4, 2, 1, &[3, 4])];
+        for (id, tombstones, kind, files) in entries {
             expected.extend_from_slice(&u64::to_le_bytes(id));
             expected.extend_from_slice(&u64::to_le_bytes(tombstones));
             expected.push(kind);
+            expected.extend_from_slice(&(files.len() as u32).to_le_bytes());
+            for file in files {
+                expected.extend_from_slice(&file.to_le_bytes());
+            }
         }
         expected.extend_from_slice(&1u32.to_le_bytes());
         expected.extend_from_slice(&2u64.to_le_bytes());
@@ -216,9 +258,27 @@ mod tests {
         }
         old.extend_from_slice(&1u32.to_le_bytes());
         old.extend_from_slice(&2u64.to_le_bytes());
-        let mut all_hnsw = manifest;
+        let mut all_hnsw = manifest.clone();
         all_hnsw.segments[1].kind = SegmentKindName::Hnsw;
+        all_hnsw.segments[1].record_files.clear();
         assert_eq!(ShardManifest::try_decode(&old).ok(), Some(all_hnsw));
+        // version 3: a disk segment's one records file is its own
+        let mut three = header(SHARD_MANIFEST_VERSION_ONE_RECORDS_FILE);
+        for (id, tombstones, kind) in [(1, NO_TOMBSTONES, 0u8), (4, 2, 1)] {
+            three.extend_from_slice(&u64::to_le_bytes(id));
+            three.extend_from_slice(&u64::to_le_bytes(tombstones));
+            three.push(kind);
+        }
+        three.extend_from_slice(&1u32.to_le_bytes());
+        three.extend_from_slice(&2u64.to_le_bytes());
+        let mut own_file = manifest.clone();
+        own_file.segments[1].record_files = vec![4];
+        assert_eq!(ShardManifest::try_decode(&three).ok(), Some(own_file));
+        let names = manifest.referenced_files();
+        for name in ["segment-3.records", "segment-4.records", "segment-4.ivf"] {
+            assert!(names.contains(name), "{name}");
+        }
+        assert!(!names.contains("segment-1.records"));
     }
 
     #[test]
@@ -231,7 +291,7 @@ mod tests {
         let error = ShardManifest::try_decode(&bytes[..bytes.len() - 1]).unwrap_err();
         assert_eq!(
             error.to_string(),
-            "at byte 46: replay log count: truncated (needs 4 bytes, 3 remain)"
+            "at byte 50: replay log count: truncated (needs 4 bytes, 3 remain)"
         );
         let mut wrong_version = bytes.clone();
         wrong_version[0] = 1;

@@ -315,6 +315,9 @@ fn simulate(seed: u64, steps: usize, kind: SegmentKindName) -> (usize, usize) {
         shard_count,
         storage: StorageConfig {
             segment_kind: kind,
+            // tiny partitions, so a few dozen points split them (past 2 × the size) and
+            // deletes dissolve them (below a quarter of it)
+            partition_size: [2, 3, 8][rng.gen_range(0..3)],
             ..StorageConfig::default()
         },
     };

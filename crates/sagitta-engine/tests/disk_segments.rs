@@ -10,7 +10,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sagitta_engine::{
     Collection, CollectionConfig, Datatype, Distance, EngineError, OptimizerPolicy, Point, PointId,
-    SearchRequest, SegmentKindName, StorageConfig, Strategy,
+    SearchRequest, SegmentKindName, StorageConfig, Strategy, DEFAULT_PARTITION_SIZE,
 };
 use sagitta_storage::error::Result as StorageResult;
 use sagitta_storage::fs::{AppendFile, FileSystem, LockGuard, OsFileSystem, PageSource};
@@ -58,6 +58,17 @@ fn points(ids: std::ops::Range<u64>, seed: u64) -> Vec<Point> {
     .collect()
 }
 
+/// Files of the collection at `directory` whose names end with `suffix`, over its shards.
+fn files(directory: &Path, suffix: &str) -> usize {
+    std::fs::read_dir(directory)
+        .unwrap()
+        .flatten()
+        .filter(|entry| entry.path().is_dir())
+        .flat_map(|shard| std::fs::read_dir(shard.path()).unwrap().flatten())
+        .filter(|entry| entry.file_name().to_string_lossy().ends_with(suffix))
+        .count()
+}
+
 fn disk_config(distance: Distance) -> CollectionConfig {
     CollectionConfig {
         dim: DIM,
@@ -67,6 +78,7 @@ fn disk_config(distance: Distance) -> CollectionConfig {
             segment_kind: SegmentKindName::Disk,
             page_cache_mb: 1,
             datatype: Datatype::Float32,
+            partition_size: DEFAULT_PARTITION_SIZE,
         },
     }
 }
@@ -113,18 +125,35 @@ fn disk_segments_answer_like_the_exact_scan_and_keep_every_field() {
         let _ = std::fs::remove_dir_all(&directory);
         let collection = Collection::create(&fs, &directory, disk_config(distance)).unwrap();
         collection.set_policy(policy());
-        let first = points(0..2_500, 1);
-        let second = points(2_500..5_000, 2);
+        let batches = [
+            points(0..600, 1),
+            points(600..1_200, 2),
+            points(1_200..5_000, 3),
+        ];
         // the vectors as stored (Cosine normalizes), read from the write buffer
         let mut stored = std::collections::HashMap::new();
-        for batch in [&first, &second] {
+        for (number, batch) in batches.iter().enumerate() {
             collection.upsert(batch.clone(), true).unwrap();
             for point in batch.iter() {
                 let got = collection.get(&point.id).unwrap().unwrap();
                 stored.insert(point.id, got.vector);
             }
-            assert_eq!(collection.optimize(&fs).unwrap(), 2_500);
+            // a seal reports the points of the segment it made (an append's host's too)
+            assert!(collection.optimize(&fs).unwrap() >= batch.len());
+            let sealed: usize = batches[..=number].iter().map(Vec::len).sum();
+            assert_eq!(collection.status().indexed, sealed);
+            // the second seal appends each shard's buffer to its segment (the new one
+            // reads the first one's records file and its own); the third, larger than
+            // the segment, builds a segment of its own
+            let (ivf, records) = (files(&directory, ".ivf"), files(&directory, ".records"));
+            let expected = [(2, 2), (2, 4), (4, 6)][number];
+            assert_eq!(
+                (ivf, records),
+                expected,
+                "{distance:?}: after seal {number}"
+            );
         }
+        let all: Vec<Point> = batches.concat();
         let status = collection.status();
         assert_eq!(
             (status.indexed, status.segments),
@@ -142,6 +171,11 @@ fn disk_segments_answer_like_the_exact_scan_and_keep_every_field() {
             2,
             "{distance:?}: merged per shard"
         );
+        assert_eq!(
+            files(&directory, ".records"),
+            2,
+            "the merged-away files are gone"
+        );
         let merged = recall(&collection, &queries);
         assert!(
             merged >= 0.97,
@@ -153,7 +187,7 @@ fn disk_segments_answer_like_the_exact_scan_and_keep_every_field() {
             .unwrap();
         collection.delete(&[PointId::Number(4)], true).unwrap();
         let check = |collection: &Collection, context: &str| {
-            for point in first.iter().chain(&second) {
+            for point in &all {
                 let got = collection.get(&point.id).unwrap();
                 if point.id == PointId::Number(4) {
                     assert!(got.is_none(), "{context}: 4 was deleted");

@@ -12,6 +12,7 @@ use sagitta_engine::database::DatabaseOptions;
 use sagitta_engine::{
     CollectionConfig, Database, Datatype, Distance, EngineError, Health, ImportProgress,
     ImportSource, Point, PointId, SearchRequest, SegmentKindName, StorageConfig, Strategy,
+    DEFAULT_PARTITION_SIZE,
 };
 use sagitta_storage::fs::FileSystem;
 use sagitta_storage::sim::SimFileSystem;
@@ -354,6 +355,7 @@ fn half_disk_config() -> CollectionConfig {
             segment_kind: SegmentKindName::Disk,
             page_cache_mb: 1,
             datatype: Datatype::Float16,
+            partition_size: DEFAULT_PARTITION_SIZE,
         },
     }
 }

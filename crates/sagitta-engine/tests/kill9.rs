@@ -9,6 +9,9 @@
 //!
 //! Operation `n` is a function of `n` alone (its own seeded generator), so the parent knows
 //! what the child did from the indexes it acknowledged.
+//!
+//! The same runs on a collection of disk segments with tiny partitions: its seals append
+//! to a segment (splitting and dissolving partitions), and its merges rebuild them.
 
 mod common;
 
@@ -21,7 +24,10 @@ use std::time::Duration;
 use common::{differences, engine_state, Operation, State};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sagitta_engine::{Collection, CollectionConfig, Distance, OptimizerPolicy, PointId};
+use sagitta_engine::{
+    Collection, CollectionConfig, Distance, OptimizerPolicy, PointId, SegmentKindName,
+    StorageConfig,
+};
 use sagitta_storage::fs::OsFileSystem;
 
 const CHILD_DIRECTORY: &str = "SAGITTA_KILL9_DIRECTORY";
@@ -78,8 +84,9 @@ fn kill9_child() {
     });
 }
 
-fn temporary_directory() -> PathBuf {
-    let directory = std::env::temp_dir().join(format!("sagitta-kill9-{}", std::process::id()));
+fn temporary_directory(name: &str) -> PathBuf {
+    let directory =
+        std::env::temp_dir().join(format!("sagitta-kill9-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&directory);
     std::fs::create_dir_all(&directory).unwrap();
     directory
@@ -87,12 +94,28 @@ fn temporary_directory() -> PathBuf {
 
 #[test]
 fn kill9_never_loses_acknowledged_writes() {
-    let directory = temporary_directory();
+    kill9_run("hnsw", StorageConfig::default(), KILLS);
+}
+
+#[test]
+fn kill9_never_loses_acknowledged_writes_to_disk_segments() {
+    let storage = StorageConfig {
+        segment_kind: SegmentKindName::Disk,
+        partition_size: 8,
+        ..StorageConfig::default()
+    };
+    kill9_run("disk", storage, KILLS / 2);
+}
+
+/// Kills a child writing to a new collection of `storage` `kills` times; checks every
+/// acknowledged write after each.
+fn kill9_run(name: &str, storage: StorageConfig, kills: usize) {
+    let directory = temporary_directory(name);
     let config = CollectionConfig {
         dim: DIM,
         distance: Distance::Dot,
         shard_count: SHARDS,
-        storage: Default::default(),
+        storage,
     };
     drop(Collection::create(&OsFileSystem, &directory, config).unwrap());
     let mut rng = ChaCha8Rng::seed_from_u64(9);
@@ -101,7 +124,7 @@ fn kill9_never_loses_acknowledged_writes() {
     let mut acknowledged_total = 0;
     let mut in_flight_kept = 0;
     let mut segments_seen = 0;
-    for iteration in 0..KILLS {
+    for iteration in 0..kills {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
@@ -188,12 +211,12 @@ fn kill9_never_loses_acknowledged_writes() {
         next += 1;
     }
     eprintln!(
-        "{KILLS} kills, {acknowledged_total} operations acknowledged, {in_flight_kept} in-flight \
-         operations found applied, up to {segments_seen} segments"
+        "{name}: {kills} kills, {acknowledged_total} operations acknowledged, {in_flight_kept} \
+         in-flight operations found applied, up to {segments_seen} segments"
     );
     assert!(
-        acknowledged_total >= 10 * KILLS,
-        "the child acknowledged only {acknowledged_total} operations in {KILLS} runs"
+        acknowledged_total >= 10 * kills,
+        "the child acknowledged only {acknowledged_total} operations in {kills} runs"
     );
     std::fs::remove_dir_all(&directory).unwrap();
 }

@@ -88,10 +88,11 @@ impl Model {
         first_label: u64,
     ) -> AppendStats {
         let mut file = Vec::new();
-        let (index, sources, stats) = self
+        let outcome = self
             .index
             .append(keep, vectors, &self.extents, params(), &mut file)
             .unwrap();
+        let (index, sources, stats) = (outcome.index, outcome.sources, outcome.stats);
         let dim = self.dim;
         let points = sources
             .iter()
@@ -108,20 +109,16 @@ impl Model {
             .collect();
         // the extents the new index still uses, in its order, then the new one
         let old = self.index.extents().to_vec();
-        let files = std::mem::take(&mut *self.extents.files.borrow_mut());
+        let mut files: Vec<Option<Vec<u8>>> = std::mem::take(&mut *self.extents.files.borrow_mut())
+            .into_iter()
+            .map(Some)
+            .collect();
         let mut kept_files: Vec<Vec<u8>> = Vec::new();
-        let mut remaining = index.extents()[..index.extents().len() - 1].iter();
-        let mut next = remaining.next();
-        for (extent, bytes) in old.iter().zip(files) {
-            if next == Some(extent) {
-                kept_files.push(bytes);
-                next = remaining.next();
-            }
+        for (new, old_extent) in outcome.kept_extents.iter().enumerate() {
+            assert_eq!(index.extents()[new], old[*old_extent]);
+            kept_files.push(files[*old_extent].take().unwrap());
         }
-        assert!(
-            next.is_none(),
-            "every surviving extent was an old one, in order"
-        );
+        assert_eq!(outcome.kept_extents.len() + 1, index.extents().len());
         assert_eq!(
             file.len() as u64,
             index.extents().last().unwrap().pages * PAGE_BYTES as u64

@@ -270,6 +270,7 @@ fn collection_info(collection: &Collection, echoed: &crate::EchoedSettings) -> V
             "sagitta": {
                 "segment_kind": config.storage.segment_kind.name(),
                 "page_cache_mb": config.storage.page_cache_mb,
+                "partition_size": config.storage.partition_size,
             },
         },
         "payload_schema": payload_schema,

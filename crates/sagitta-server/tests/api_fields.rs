@@ -84,6 +84,11 @@ async fn errors_are_enveloped_and_name_the_field() {
         ),
         (
             json!({"vectors": {"size": 4, "distance": "Dot"},
+                   "sagitta": {"partition_size": 1}}),
+            &["sagitta.partition_size", "between 2 and 100000"],
+        ),
+        (
+            json!({"vectors": {"size": 4, "distance": "Dot"},
                    "sagitta": {"segmnt_kind": "disk"}}),
             &["sagitta", "segmnt_kind"],
         ),
@@ -719,9 +724,9 @@ async fn unknown_fields_are_refused_with_their_path() {
         .await;
 }
 
-/// SagittaDB's storage extension: `sagitta.segment_kind` and `sagitta.page_cache_mb` in a
-/// create are kept and shown in collection info, with what the segments take in RAM and
-/// on disk.
+/// SagittaDB's storage extension: `sagitta.segment_kind`, `sagitta.page_cache_mb` and
+/// `sagitta.partition_size` in a create are kept and shown in collection info, with what
+/// the segments take in RAM and on disk.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_storage_extension_is_kept_and_reported() {
     let server = server();
@@ -730,13 +735,13 @@ async fn the_storage_extension_is_kept_and_reported() {
             "PUT",
             "/collections/ondisk",
             json!({"vectors": {"size": 8, "distance": "Euclid"},
-                   "sagitta": {"segment_kind": "disk", "page_cache_mb": 16}}),
+                   "sagitta": {"segment_kind": "disk", "page_cache_mb": 16, "partition_size": 250}}),
         )
         .await;
     let info = server.ok("GET", "/collections/ondisk", json!({})).await;
     assert_eq!(
         info["config"]["sagitta"],
-        json!({"segment_kind": "disk", "page_cache_mb": 16})
+        json!({"segment_kind": "disk", "page_cache_mb": 16, "partition_size": 250})
     );
     assert_eq!(
         info["sagitta"],
@@ -747,7 +752,7 @@ async fn the_storage_extension_is_kept_and_reported() {
     let info = server.ok("GET", "/collections/inram", json!({})).await;
     assert_eq!(
         info["config"]["sagitta"],
-        json!({"segment_kind": "hnsw", "page_cache_mb": 64}),
+        json!({"segment_kind": "hnsw", "page_cache_mb": 64, "partition_size": 1000}),
         "the default"
     );
     assert!(

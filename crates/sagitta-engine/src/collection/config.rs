@@ -27,7 +27,9 @@ pub const MAX_PAYLOAD_BYTES: usize = 1 << 20;
 /// Largest `limit` (k) of a search.
 pub const MAX_LIMIT: usize = 10_000;
 
-const CONFIG_VERSION: u8 = 4;
+const CONFIG_VERSION: u8 = 5;
+/// The version before the partition size was recorded (read as the default, 1,000).
+const CONFIG_VERSION_FIXED_PARTITIONS: u8 = 4;
 /// The version before the datatype was recorded (read as float32).
 const CONFIG_VERSION_FLOAT32: u8 = 3;
 /// The version before segment storage was recorded (read as HNSW segments, default cache).
@@ -35,6 +37,12 @@ const CONFIG_VERSION_HNSW_ONLY: u8 = 2;
 
 /// Largest page cache a collection may ask for, in MiB (1 TiB).
 pub const MAX_PAGE_CACHE_MB: usize = 1 << 20;
+
+/// Vectors a disk segment's partition aims at: the default, and the range a collection may
+/// ask for (a partition is scanned whole, and its records read by need).
+pub const DEFAULT_PARTITION_SIZE: usize = 1_000;
+pub const MIN_PARTITION_SIZE: usize = 2;
+pub const MAX_PARTITION_SIZE: usize = 100_000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CollectionConfig {
@@ -53,6 +61,9 @@ pub struct StorageConfig {
     pub page_cache_mb: usize,
     /// The precision vectors are kept at (Qdrant's `vectors.datatype`).
     pub datatype: Datatype,
+    /// Vectors a disk segment's partition aims at (builds; appends split a partition
+    /// past twice this).
+    pub partition_size: usize,
 }
 
 impl Default for StorageConfig {
@@ -61,6 +72,7 @@ impl Default for StorageConfig {
             segment_kind: SegmentKindName::Hnsw,
             page_cache_mb: 64,
             datatype: Datatype::Float32,
+            partition_size: DEFAULT_PARTITION_SIZE,
         }
     }
 }
@@ -126,6 +138,12 @@ impl CollectionConfig {
             self.storage.page_cache_mb,
             0,
             MAX_PAGE_CACHE_MB,
+        )?;
+        check_range(
+            "sagitta.partition_size",
+            self.storage.partition_size,
+            MIN_PARTITION_SIZE,
+            MAX_PARTITION_SIZE,
         )
     }
 
@@ -188,6 +206,7 @@ impl CollectionConfig {
             .u8(self.storage.segment_kind.code())
             .len_u32(self.storage.page_cache_mb, "validated page cache")
             .u8(self.storage.datatype.code())
+            .len_u32(self.storage.partition_size, "validated partition size")
             .len_u32(schema.len(), "bounded field count");
         for (field, kind) in schema {
             out.u8(kind.code()).str_u16(field, "bounded field name");
@@ -207,6 +226,7 @@ impl CollectionConfig {
             &[
                 CONFIG_VERSION_HNSW_ONLY,
                 CONFIG_VERSION_FLOAT32,
+                CONFIG_VERSION_FIXED_PARTITIONS,
                 CONFIG_VERSION,
             ],
         )?;
@@ -217,10 +237,15 @@ impl CollectionConfig {
             StorageConfig {
                 segment_kind: reader.code("segment_kind", SegmentKindName::from_code)?,
                 page_cache_mb: reader.u32("page_cache_mb")? as usize,
-                datatype: if version == CONFIG_VERSION {
+                datatype: if version >= CONFIG_VERSION_FIXED_PARTITIONS {
                     reader.code("datatype", Datatype::from_code)?
                 } else {
                     Datatype::Float32
+                },
+                partition_size: if version == CONFIG_VERSION {
+                    reader.u32("partition_size")? as usize
+                } else {
+                    DEFAULT_PARTITION_SIZE
                 },
             }
         } else {
@@ -332,26 +357,42 @@ mod tests {
                 segment_kind: SegmentKindName::Disk,
                 page_cache_mb: 128,
                 datatype: Datatype::Float16,
+                partition_size: 300,
             },
         };
         let schema = PayloadSchema::from([("a.b".to_string(), FieldType::Integer)]);
         let bytes = config.encode(&schema);
         let mut expected = vec![CONFIG_VERSION, 1, 3, 0, 0, 0, 2, 0, 0, 0];
-        expected.extend_from_slice(&[1, 128, 0, 0, 0, 1]);
+        expected.extend_from_slice(&[1, 128, 0, 0, 0, 1, 44, 1, 0, 0]);
         expected.extend_from_slice(&[1, 0, 0, 0, 1, 3, 0, b'a', b'.', b'b']);
         assert_eq!(bytes, expected);
         assert_eq!(
             CollectionConfig::try_decode(&bytes).ok(),
             Some((config, schema.clone()))
         );
+        // a version 4 manifest (before the partition size was recorded): 1,000
+        let mut four = expected.clone();
+        four[0] = CONFIG_VERSION_FIXED_PARTITIONS;
+        four.drain(16..20);
+        let fixed = CollectionConfig {
+            storage: StorageConfig {
+                partition_size: DEFAULT_PARTITION_SIZE,
+                ..config.storage
+            },
+            ..config
+        };
+        assert_eq!(
+            CollectionConfig::try_decode(&four).ok(),
+            Some((fixed, schema.clone()))
+        );
         // a version 3 manifest (before the datatype was recorded): float32
-        let mut three = expected.clone();
+        let mut three = four.clone();
         three[0] = CONFIG_VERSION_FLOAT32;
         three.remove(15);
         let float32 = CollectionConfig {
             storage: StorageConfig {
                 datatype: Datatype::Float32,
-                ..config.storage
+                ..fixed.storage
             },
             ..config
         };
@@ -385,7 +426,7 @@ mod tests {
         let message = |bytes: &[u8]| CollectionConfig::try_decode(bytes).unwrap_err().to_string();
         assert_eq!(
             message(&bytes[..bytes.len() - 1]),
-            "at byte 23: field name: truncated (needs 4 bytes, 3 remain)"
+            "at byte 27: field name: truncated (needs 4 bytes, 3 remain)"
         );
         let mut no_dim = bytes.clone();
         no_dim[2] = 0;
@@ -406,18 +447,22 @@ mod tests {
             message(&bad_datatype),
             "at byte 15: datatype: unknown code 2"
         );
+        let mut tiny_partitions = bytes.clone();
+        tiny_partitions[16..20].copy_from_slice(&1u32.to_le_bytes());
+        assert!(message(&tiny_partitions).contains("parameter `sagitta.partition_size`"));
         let mut bad_kind = bytes.clone();
-        bad_kind[20] = 9;
-        assert_eq!(message(&bad_kind), "at byte 20: field type: unknown code 9");
+        bad_kind[24] = 9;
+        assert_eq!(message(&bad_kind), "at byte 24: field type: unknown code 9");
         let mut empty_part = bytes;
-        empty_part[23] = b'.';
-        assert!(message(&empty_part).starts_with("at byte 21: field name:"));
+        empty_part[27] = b'.';
+        assert!(message(&empty_part).starts_with("at byte 25: field name:"));
         assert!(CollectionConfig::try_decode(&[CONFIG_VERSION]).is_err());
         assert_eq!(
             message(&[9]),
             format!(
                 "at byte 0: config_version: collection config version 9; this build reads \
-                 {CONFIG_VERSION_HNSW_ONLY} and {CONFIG_VERSION_FLOAT32} and {CONFIG_VERSION}"
+                 {CONFIG_VERSION_HNSW_ONLY} and {CONFIG_VERSION_FLOAT32} and \
+                 {CONFIG_VERSION_FIXED_PARTITIONS} and {CONFIG_VERSION}"
             )
         );
     }
@@ -441,16 +486,16 @@ mod tests {
             full
         );
         let mut over = config.encode(&full);
-        over[16..20].copy_from_slice(&(MAX_INDEXED_FIELDS as u32 + 1).to_le_bytes());
+        over[20..24].copy_from_slice(&(MAX_INDEXED_FIELDS as u32 + 1).to_le_bytes());
         over.extend_from_slice(&[1, 1, 0, b'z']);
         assert_eq!(
             message(&over),
-            "at byte 16: field_count: 65 indexed fields, more than 64"
+            "at byte 20: field_count: 65 indexed fields, more than 64"
         );
         let one = PayloadSchema::from([("kind".to_string(), FieldType::Keyword)]);
         let mut twice = config.encode(&one);
-        twice[16..20].copy_from_slice(&2u32.to_le_bytes());
+        twice[20..24].copy_from_slice(&2u32.to_le_bytes());
         twice.extend_from_slice(&[1, 4, 0, b'k', b'i', b'n', b'd']);
-        assert_eq!(message(&twice), "at byte 28: field name: \"kind\" twice");
+        assert_eq!(message(&twice), "at byte 32: field name: \"kind\" twice");
     }
 }

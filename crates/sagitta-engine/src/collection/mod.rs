@@ -25,8 +25,9 @@ use crate::shard::{Shard, ShardStorage};
 
 use config::check_payload;
 pub use config::{
-    CollectionConfig, Datatype, SegmentKindName, StorageConfig, MAX_DIMENSION, MAX_LIMIT,
-    MAX_PAGE_CACHE_MB, MAX_PAYLOAD_BYTES, MAX_SHARDS, MAX_VECTOR_NORM,
+    CollectionConfig, Datatype, SegmentKindName, StorageConfig, DEFAULT_PARTITION_SIZE,
+    MAX_DIMENSION, MAX_LIMIT, MAX_PAGE_CACHE_MB, MAX_PARTITION_SIZE, MAX_PAYLOAD_BYTES, MAX_SHARDS,
+    MAX_VECTOR_NORM, MIN_PARTITION_SIZE,
 };
 pub use import::{ImportProgress, ImportReport, ImportSource};
 
@@ -126,6 +127,7 @@ pub(super) fn shard_storage(config: &CollectionConfig) -> ShardStorage {
     ShardStorage {
         kind: config.storage.segment_kind,
         element: config.storage.datatype.element(),
+        partition_size: config.storage.partition_size,
         page_cache: Arc::new(PageCache::new(config.storage.page_cache_mb << 20)),
     }
 }

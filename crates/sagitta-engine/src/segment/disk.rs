@@ -4,19 +4,26 @@
 //! page cache. RAM holds the codes, ids, payloads and tombstones; a query reads only the
 //! records whose error bound lets them still win.
 //!
-//! Files: `segment-<id>.ivf` (the index's RAM part, framed), `segment-<id>.records`
-//! (checksummed 4 KiB pages, [`sagitta_index::disk::records`]), and the `.points` and
-//! `.tomb-*` files every kind has (docs/format.md, "Disk segment").
+//! Files: `segment-<id>.ivf` (the index's RAM part, framed), its records files
+//! (checksummed 4 KiB pages, [`sagitta_index::disk::records`]) and the `.points` and
+//! `.tomb-*` files every kind has (docs/format.md, "Disk segment"). A build writes one
+//! records file, `segment-<id>.records`; a seal *appends* a frozen buffer to the largest
+//! disk segment ([`AppendHost`], issue 15 §5): the new segment `n` reads the host's
+//! records files and its own `segment-<n>.records`, holding only the appended vectors, and
+//! replaces the host when the seal commits. The shard manifest lists each segment's
+//! records files, so files still read are never removed with the segment that wrote them.
 //!
 //! Positions follow the index's partition order; a build lists the points in that order.
 //! Deletes are marked in a [`DeletedSet`]; no write buffer joins a disk segment (it has
-//! no graph), so a seal of a buffer builds a new one.
+//! no graph).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use sagitta_index::disk::{DiskHit, DiskIndex, DiskParams, PageReader, RecordsHeader, SearchStats};
+use sagitta_index::disk::{
+    split_page_id, DiskHit, DiskIndex, DiskParams, PageReader, RecordsHeader, SearchStats, Source,
+};
 use sagitta_index::hnsw::AddProgress;
 use sagitta_index::IndexError;
 use sagitta_storage::codec::{frame, unframe, Writer};
@@ -27,8 +34,10 @@ use super::hnsw::metric;
 use super::listing::{
     corrupt, read_listed, read_points, read_tombstones, write_points, DeletedSet, Listing,
 };
-use super::SegmentKindName;
-use super::{disk_index_path, records_path, SegmentKind, SegmentRead, SegmentShape, SegmentWrite};
+use super::{
+    disk_index_path, records_path, AppendHost, Appended, SegmentKind, SegmentKindName, SegmentRead,
+    SegmentShape, SegmentWrite,
+};
 use crate::error::{EngineError, Result};
 use crate::filter::Filter;
 use crate::point::{Distance, Point, PointId};
@@ -43,6 +52,10 @@ const BEAM_PER_PROBE: usize = 4;
 const RERANK_PER_BEAM: usize = 2;
 /// Positions whose vectors a merge reads at once.
 const READ_CHUNK: usize = 1_024;
+/// Most records files a segment reads before a seal stops appending to it (each append
+/// adds one): the next seal builds a segment of its own, and the optimizer's merges bring
+/// the count back to one.
+const MAX_RECORD_FILES: usize = 64;
 
 /// Numbers the records files of the process for their page-cache keys.
 static NEXT_CACHE_FILE: AtomicU64 = AtomicU64::new(0);
@@ -50,12 +63,20 @@ static NEXT_CACHE_FILE: AtomicU64 = AtomicU64::new(0);
 pub(crate) struct DiskSegment {
     id: u64,
     index: DiskIndex,
-    records: Box<dyn PageSource>,
+    /// The index's extents, in its order.
+    extents: Vec<Arc<RecordsFile>>,
     cache: Arc<PageCache>,
-    cache_file: u64,
     listing: Listing,
     deleted: DeletedSet,
     file_bytes: u64,
+}
+
+/// One open records file: shared by the segments appended to it, with its page-cache key.
+struct RecordsFile {
+    /// The id of the segment that wrote it (its name).
+    file: u64,
+    source: Box<dyn PageSource>,
+    cache_file: u64,
 }
 
 /// The records file read through the page cache.
@@ -64,37 +85,56 @@ struct CachedReader<'a> {
 }
 
 impl PageReader for CachedReader<'_> {
+    /// Pages by id ([`sagitta_index::disk::page_id`]): from the cache, or read together
+    /// from each records file that has some missing.
     fn read(&self, pages: &[u64]) -> sagitta_index::error::Result<Vec<Arc<Page>>> {
         let segment = self.segment;
-        let key = |page: u64| PageKey {
-            file: segment.cache_file,
-            page,
+        let key = |id: u64| {
+            let (extent, page) = split_page_id(id);
+            segment.extents.get(extent).map(|file| PageKey {
+                file: file.cache_file,
+                page,
+            })
         };
         let mut found: Vec<Option<Arc<Page>>> = pages
             .iter()
-            .map(|page| segment.cache.get(key(*page)))
+            .map(|id| key(*id).and_then(|key| segment.cache.get(key)))
             .collect();
-        let missing: Vec<u64> = pages
+        let mut missing: Vec<(usize, u64, usize)> = pages
             .iter()
             .zip(&found)
-            .filter(|(_, hit)| hit.is_none())
-            .map(|(page, _)| *page)
+            .enumerate()
+            .filter(|(_, (_, hit))| hit.is_none())
+            .map(|(slot, (id, _))| {
+                let (extent, page) = split_page_id(*id);
+                (extent, page, slot)
+            })
             .collect();
-        if !missing.is_empty() {
-            let buffers = segment
-                .records
-                .read_each(&missing)
+        missing.sort_unstable();
+        for group in missing.chunk_by(|a, b| a.0 == b.0) {
+            let extent = group[0].0;
+            let file = segment
+                .extents
+                .get(extent)
+                .ok_or_else(|| IndexError::Format {
+                    reason: format!("records extent {extent} does not exist"),
+                })?;
+            let numbers: Vec<u64> = group.iter().map(|(_, page, _)| *page).collect();
+            let buffers = file
+                .source
+                .read_each(&numbers)
                 .map_err(|error| IndexError::Io {
                     operation: "reading records pages",
                     message: error.to_string(),
                 })?;
-            let mut read = missing.iter().zip(buffers).map(|(page, bytes)| {
+            for ((_, page, slot), bytes) in group.iter().zip(buffers) {
                 let bytes = Arc::new(bytes);
-                segment.cache.insert(key(*page), Arc::clone(&bytes));
-                bytes
-            });
-            for slot in found.iter_mut().filter(|slot| slot.is_none()) {
-                *slot = read.next();
+                let key = PageKey {
+                    file: file.cache_file,
+                    page: *page,
+                };
+                segment.cache.insert(key, Arc::clone(&bytes));
+                found[*slot] = Some(bytes);
             }
         }
         Ok(found
@@ -109,10 +149,11 @@ impl DiskSegment {
         CachedReader { segment: self }
     }
 
-    /// A failed or damaged read, as the engine reports it: damage names the records file.
+    /// A failed or damaged read, as the engine reports it: damage names the records file
+    /// (with several, the first; the reason names the page).
     fn read_error(&self, error: IndexError) -> EngineError {
         match error {
-            IndexError::Format { reason } => corrupt(self.records.path(), &reason),
+            IndexError::Format { reason } => corrupt(self.extents[0].source.path(), &reason),
             other => EngineError::Index(other),
         }
     }
@@ -135,36 +176,62 @@ impl DiskSegment {
         Ok(self.listing.point(position, vectors.remove(0)))
     }
 
-    /// The index's records file: its header page checked against the index.
+    /// The index's records files `files` (one an extent, in order), each checked against
+    /// the index: its length and header page. `open` are files already open (a host's),
+    /// shared instead of opened again.
     fn open_records(
         fs: &dyn FileSystem,
         directory: &Path,
-        id: u64,
+        files: &[u64],
         index: &DiskIndex,
-    ) -> Result<Box<dyn PageSource>> {
-        let path = records_path(directory, id);
-        let records = fs.open_pages(&path)?;
-        if records.page_count() != index.record_pages() {
+        open: &[Arc<RecordsFile>],
+    ) -> Result<Vec<Arc<RecordsFile>>> {
+        if files.len() != index.extents().len() {
+            let path = records_path(directory, files.first().copied().unwrap_or_default());
             return Err(corrupt(
                 &path,
                 &format!(
-                    "{} whole pages, the index expects {}",
-                    records.page_count(),
-                    index.record_pages()
+                    "the shard manifest lists {} records files, the index has {} extents",
+                    files.len(),
+                    index.extents().len()
                 ),
             ));
         }
-        let header = records.read_each(&[0])?;
-        RecordsHeader::decode(&header[0])
-            .and_then(|header| index.check_records_header(0, &header))
-            .map_err(|error| corrupt(&path, &error.to_string()))?;
-        Ok(records)
+        let mut extents = Vec::with_capacity(files.len());
+        for (extent, file) in files.iter().enumerate() {
+            if let Some(shared) = open.iter().find(|shared| shared.file == *file) {
+                extents.push(Arc::clone(shared));
+                continue;
+            }
+            let path = records_path(directory, *file);
+            let source = fs.open_pages(&path)?;
+            let expected = index.extents()[extent].pages;
+            if source.page_count() != expected {
+                return Err(corrupt(
+                    &path,
+                    &format!(
+                        "{} whole pages, the index expects {expected}",
+                        source.page_count()
+                    ),
+                ));
+            }
+            let header = source.read_each(&[0])?;
+            RecordsHeader::decode(&header[0])
+                .and_then(|header| index.check_records_header(extent, &header))
+                .map_err(|error| corrupt(&path, &error.to_string()))?;
+            extents.push(Arc::new(RecordsFile {
+                file: *file,
+                source,
+                cache_file: NEXT_CACHE_FILE.fetch_add(1, Ordering::Relaxed),
+            }));
+        }
+        Ok(extents)
     }
 
     fn assemble(
         id: u64,
         index: DiskIndex,
-        records: Box<dyn PageSource>,
+        extents: Vec<Arc<RecordsFile>>,
         points: Vec<Point>,
         shape: &SegmentShape<'_>,
         file_bytes: u64,
@@ -173,13 +240,26 @@ impl DiskSegment {
         DiskSegment {
             id,
             index,
-            records,
+            extents,
             cache: Arc::clone(shape.page_cache),
-            cache_file: NEXT_CACHE_FILE.fetch_add(1, Ordering::Relaxed),
             listing: Listing::new(points, shape.schema),
             deleted: DeletedSet::new(len),
             file_bytes,
         }
+    }
+
+    /// Writes the index's RAM part (`segment-<id>.ivf`, fsynced); returns its bytes.
+    fn write_index(
+        fs: &dyn FileSystem,
+        directory: &Path,
+        id: u64,
+        index: &DiskIndex,
+    ) -> Result<u64> {
+        let mut encoded = Writer::new();
+        index.encode(&mut encoded);
+        let encoded = frame(INDEX_MAGIC, encoded.as_bytes());
+        fs.write_synced(&disk_index_path(directory, id), &encoded)?;
+        Ok(encoded.len() as u64)
     }
 
     /// [`SegmentKind::build`] from `points` without their vectors (moved out, or never
@@ -200,6 +280,7 @@ impl DiskSegment {
         }
         let params = DiskParams {
             element: shape.element,
+            partition_size: shape.partition_size,
             ..DiskParams::default()
         };
         let mut file = StreamedFile::create(fs, &records_path(directory, id))?;
@@ -215,10 +296,7 @@ impl DiskSegment {
         }
         let (index, order) = built?;
         let records_bytes = file.finish()?;
-        let mut encoded = Writer::new();
-        index.encode(&mut encoded);
-        let encoded = frame(INDEX_MAGIC, encoded.as_bytes());
-        fs.write_synced(&disk_index_path(directory, id), &encoded)?;
+        let index_bytes = DiskSegment::write_index(fs, directory, id, &index)?;
         let mut slots: Vec<Option<Point>> = points.into_iter().map(Some).collect();
         let listing = order
             .iter()
@@ -228,10 +306,10 @@ impl DiskSegment {
         if let Some(progress) = progress {
             progress.advance(listing.len());
         }
-        let records = DiskSegment::open_records(fs, directory, id, &index)?;
-        let file_bytes = records_bytes + encoded.len() as u64 + points_bytes;
+        let extents = DiskSegment::open_records(fs, directory, &[id], &index, &[])?;
+        let file_bytes = records_bytes + index_bytes + points_bytes;
         Ok(DiskSegment::assemble(
-            id, index, records, listing, shape, file_bytes,
+            id, index, extents, listing, shape, file_bytes,
         ))
     }
 
@@ -263,6 +341,7 @@ impl SegmentKind for DiskSegment {
         fs: &dyn FileSystem,
         directory: &Path,
         id: u64,
+        record_files: &[u64],
         tombstone_generation: Option<u64>,
         shape: &SegmentShape<'_>,
     ) -> Result<DiskSegment> {
@@ -282,10 +361,10 @@ impl SegmentKind for DiskSegment {
             let path = super::points_path(directory, id);
             return Err(corrupt(&path, "point count differs from the index"));
         }
-        let records = DiskSegment::open_records(fs, directory, id, &index)?;
+        let extents = DiskSegment::open_records(fs, directory, record_files, &index, &[])?;
         let file_bytes =
             bytes.len() as u64 + points_bytes + index.record_pages() * PAGE_BYTES as u64;
-        let segment = DiskSegment::assemble(id, index, records, points, shape, file_bytes);
+        let segment = DiskSegment::assemble(id, index, extents, points, shape, file_bytes);
         if let Some(generation) = tombstone_generation {
             for position in read_tombstones(fs, directory, id, generation, segment.len())? {
                 segment.deleted.insert(position);
@@ -318,6 +397,15 @@ impl SegmentRead for DiskSegment {
 
     fn ram_bytes(&self) -> u64 {
         (self.index.ram_bytes() + self.len().div_ceil(8)) as u64
+    }
+
+    fn record_files(&self) -> Vec<u64> {
+        self.extents.iter().map(|extent| extent.file).collect()
+    }
+
+    fn reclaimable(&self) -> (usize, usize) {
+        let dead = usize::try_from(self.index.dead_records()).unwrap_or(usize::MAX);
+        (self.deleted_count() + dead, self.len() + dead)
     }
 
     fn get(&self, id: &PointId) -> Result<Option<Point>> {
@@ -409,4 +497,81 @@ impl SegmentWrite for DiskSegment {
 
     /// Deletes are marked only here (no shared graph): the count is always exact.
     fn recount_deleted(&self) {}
+
+    fn append_host(&self) -> Option<&dyn AppendHost> {
+        Some(self)
+    }
+}
+
+impl AppendHost for DiskSegment {
+    /// A host at least half the size of what it takes: the appended points join its
+    /// partitions, and those they overfill split. Against a much smaller host, a build of
+    /// their own partitions them better.
+    fn can_append(&self, points: usize) -> bool {
+        self.live_count().saturating_mul(2) >= points && self.extents.len() < MAX_RECORD_FILES
+    }
+
+    /// [`DiskIndex::append`] of `points` to this segment's live points: the new vectors'
+    /// records in `segment-<id>.records`, the index and listing rewritten.
+    fn append(
+        &self,
+        fs: &dyn FileSystem,
+        directory: &Path,
+        id: u64,
+        mut points: Vec<Point>,
+        shape: &SegmentShape<'_>,
+    ) -> Result<Appended> {
+        let mut vectors = Vec::with_capacity(points.len() * shape.dim);
+        for point in &mut points {
+            vectors.extend_from_slice(&std::mem::take(&mut point.vector));
+        }
+        let keep = |position: u32| !self.deleted.contains(position);
+        let mut file = StreamedFile::create(fs, &records_path(directory, id))?;
+        let appended = self.index.append(
+            &keep,
+            &vectors,
+            &self.reader(),
+            DiskParams {
+                partition_size: shape.partition_size,
+                ..DiskParams::default()
+            },
+            &mut file,
+        );
+        if let Some(failure) = file.take_failure() {
+            return Err(failure.into());
+        }
+        let outcome = appended.map_err(|error| self.read_error(error))?;
+        file.finish()?;
+        let index_bytes = DiskSegment::write_index(fs, directory, id, &outcome.index)?;
+        let mut added: Vec<Option<Point>> = points.into_iter().map(Some).collect();
+        let mut carried = Vec::new();
+        let listing = outcome
+            .sources
+            .iter()
+            .map(|source| match source {
+                Source::Kept(position) => {
+                    let point = self.listing.point(*position, Vec::new());
+                    carried.push((*position, point.id));
+                    point
+                }
+                Source::Added(row) => added[*row as usize].take().expect("each row once"),
+            })
+            .collect();
+        let (listing, points_bytes) = write_points(fs, directory, id, listing)?;
+        // the host's files the new index still reads, then its own
+        let files: Vec<u64> = outcome
+            .kept_extents
+            .iter()
+            .map(|extent| self.extents[*extent].file)
+            .chain([id])
+            .collect();
+        let index = outcome.index;
+        let extents = DiskSegment::open_records(fs, directory, &files, &index, &self.extents)?;
+        let file_bytes = index.record_pages() * PAGE_BYTES as u64 + index_bytes + points_bytes;
+        let segment = DiskSegment::assemble(id, index, extents, listing, shape, file_bytes);
+        Ok(Appended {
+            segment: Arc::new(segment),
+            carried,
+        })
+    }
 }

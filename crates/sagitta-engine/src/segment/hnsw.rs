@@ -240,6 +240,7 @@ impl SegmentKind for HnswSegment {
         fs: &dyn FileSystem,
         directory: &Path,
         id: u64,
+        _record_files: &[u64],
         tombstone_generation: Option<u64>,
         shape: &SegmentShape<'_>,
     ) -> Result<HnswSegment> {

@@ -107,6 +107,8 @@ pub(crate) struct SegmentShape<'a> {
     /// The value type of disk segments' records (HNSW segments keep f32 rows of values
     /// the collection has already rounded).
     pub element: Element,
+    /// Vectors a disk segment's partition aims at (builds and appends).
+    pub partition_size: usize,
     pub page_cache: &'a Arc<PageCache>,
 }
 
@@ -130,6 +132,17 @@ pub(crate) trait SegmentRead: Send + Sync {
     fn file_bytes(&self) -> u64;
     /// Bytes of RAM the segment's index holds (ids and payloads not counted).
     fn ram_bytes(&self) -> u64;
+    /// The records files the segment reads (a disk segment's, in its extents' order; the
+    /// shard manifest lists them), by the id of the segment that wrote each.
+    fn record_files(&self) -> Vec<u64> {
+        Vec::new()
+    }
+    /// Points' worth of space a rebuild would give back, and the points' worth the
+    /// segment's files hold: deleted positions, and for a disk segment the records no
+    /// position holds since an append. The vacuum policy compares the two.
+    fn reclaimable(&self) -> (usize, usize) {
+        (self.deleted_count(), self.len())
+    }
     /// The live point `id`, if it is here (a disk segment reads its vector).
     fn get(&self, id: &PointId) -> Result<Option<Point>>;
     /// Live ids passing `filter`, in no particular order.
@@ -203,6 +216,36 @@ pub(crate) trait SegmentWrite: SegmentRead {
     fn graph_host(&self) -> Option<&dyn GraphHost> {
         None
     }
+    /// The segment a seal can append a buffer's points to, for the kinds that can.
+    fn append_host(&self) -> Option<&dyn AppendHost> {
+        None
+    }
+}
+
+/// A segment a seal appends a frozen buffer's points to, making a new segment out of place
+/// (a disk segment: [`sagitta_index::disk::DiskIndex::append`]) that replaces it.
+pub(crate) trait AppendHost {
+    /// Whether appending `points` is better than building them into a segment of their
+    /// own: the host is large enough, and its records span few enough files.
+    fn can_append(&self, points: usize) -> bool;
+    /// Segment `id`: this one's live points and `points`, its files written durably (the
+    /// directory sync is the caller's). Points deleted here meanwhile must then be deleted
+    /// in the new segment too: [`Appended::carried`] says where they went.
+    fn append(
+        &self,
+        fs: &dyn FileSystem,
+        directory: &Path,
+        id: u64,
+        points: Vec<Point>,
+        shape: &SegmentShape<'_>,
+    ) -> Result<Appended>;
+}
+
+/// The result of [`AppendHost::append`].
+pub(crate) struct Appended {
+    pub segment: SharedSegment,
+    /// Each host position carried over, with its id.
+    pub carried: Vec<(u32, PointId)>,
 }
 
 /// A segment whose HNSW graph a write buffer's points can join (see
@@ -233,11 +276,13 @@ pub(crate) trait SegmentKind: SegmentWrite + Sized {
         shape: &SegmentShape<'_>,
         progress: Option<&AddProgress>,
     ) -> Result<Self>;
-    /// Loads segment `id` and applies its tombstones as of `tombstone_generation`.
+    /// Loads segment `id` (reading `record_files`, where the kind has them) and applies
+    /// its tombstones as of `tombstone_generation`.
     fn load(
         fs: &dyn FileSystem,
         directory: &Path,
         id: u64,
+        record_files: &[u64],
         tombstone_generation: Option<u64>,
         shape: &SegmentShape<'_>,
     ) -> Result<Self>;
@@ -279,6 +324,7 @@ pub(crate) fn load(
     fs: &dyn FileSystem,
     directory: &Path,
     id: u64,
+    record_files: &[u64],
     tombstone_generation: Option<u64>,
     shape: &SegmentShape<'_>,
 ) -> Result<SharedSegment> {
@@ -286,13 +332,14 @@ pub(crate) fn load(
         SegmentKindName::Hnsw => load_as::<HnswSegment>,
         SegmentKindName::Disk => load_as::<DiskSegment>,
     };
-    load(fs, directory, id, tombstone_generation, shape)
+    load(fs, directory, id, record_files, tombstone_generation, shape)
 }
 
 fn load_as<K: SegmentKind + 'static>(
     fs: &dyn FileSystem,
     directory: &Path,
     id: u64,
+    record_files: &[u64],
     tombstone_generation: Option<u64>,
     shape: &SegmentShape<'_>,
 ) -> Result<SharedSegment> {
@@ -300,6 +347,7 @@ fn load_as<K: SegmentKind + 'static>(
         fs,
         directory,
         id,
+        record_files,
         tombstone_generation,
         shape,
     )?))
@@ -326,12 +374,14 @@ pub(crate) fn file_names(kind: SegmentKindName, id: u64) -> Vec<String> {
     let points = format!("segment-{id}.points");
     match kind {
         SegmentKindName::Hnsw => vec![format!("segment-{id}.hnsw"), points],
-        SegmentKindName::Disk => vec![
-            format!("segment-{id}.ivf"),
-            format!("segment-{id}.records"),
-            points,
-        ],
+        // its records files are listed in the shard manifest (an append shares them)
+        SegmentKindName::Disk => vec![format!("segment-{id}.ivf"), points],
     }
+}
+
+/// The name of records file `file` (the segment that wrote it has that id).
+pub(crate) fn records_name(file: u64) -> String {
+    format!("segment-{file}.records")
 }
 
 pub(crate) fn tombstones_name(id: u64, epoch: u64) -> String {
@@ -350,8 +400,8 @@ pub(crate) fn disk_index_path(directory: &Path, id: u64) -> PathBuf {
     directory.join(format!("segment-{id}.ivf"))
 }
 
-pub(crate) fn records_path(directory: &Path, id: u64) -> PathBuf {
-    directory.join(format!("segment-{id}.records"))
+pub(crate) fn records_path(directory: &Path, file: u64) -> PathBuf {
+    directory.join(records_name(file))
 }
 
 pub(crate) fn tombstones_path(directory: &Path, id: u64, epoch: u64) -> PathBuf {

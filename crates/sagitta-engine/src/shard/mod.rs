@@ -114,6 +114,8 @@ pub(crate) struct ShardStorage {
     pub kind: SegmentKindName,
     /// The value type of disk segments' records (the collection's datatype).
     pub element: Element,
+    /// Vectors a disk segment's partition aims at.
+    pub partition_size: usize,
     /// The collection's page cache (disk segments' records).
     pub page_cache: Arc<PageCache>,
 }
@@ -165,6 +167,7 @@ impl Shard {
             distance,
             schema,
             element: storage.element,
+            partition_size: storage.partition_size,
             page_cache: &storage.page_cache,
         };
         let segments = manifest
@@ -176,6 +179,7 @@ impl Shard {
                     fs,
                     directory,
                     listed.id,
+                    &listed.record_files,
                     listed.tombstones,
                     &shape,
                 )
@@ -349,6 +353,7 @@ impl Shard {
             distance,
             schema: &schema,
             element: storage.element,
+            partition_size: storage.partition_size,
             page_cache: &storage.page_cache,
         };
         fs.create_dir_all(directory)?;
@@ -364,6 +369,7 @@ impl Shard {
                 id: 0,
                 tombstones: None,
                 kind: storage.kind,
+                record_files: segment.record_files(),
             });
             segments.push(segment);
         }
@@ -500,6 +506,7 @@ impl Shard {
             distance: self.distance,
             schema,
             element: self.storage.element,
+            partition_size: self.storage.partition_size,
             page_cache: &self.storage.page_cache,
         }
     }
@@ -555,10 +562,10 @@ impl Shard {
         }
         let segments = self.segments.read();
         if let Some(wasted) = segments.iter().find(|segment| {
-            let deleted = segment.deleted_count();
+            let (reclaimable, held) = segment.reclaimable();
             #[allow(clippy::cast_precision_loss)]
-            let fraction = deleted as f64 / segment.len() as f64;
-            deleted >= policy.vacuum_min_deleted && fraction >= policy.vacuum_fraction
+            let fraction = reclaimable as f64 / held as f64;
+            reclaimable >= policy.vacuum_min_deleted && fraction >= policy.vacuum_fraction
         }) {
             return Some(Work::Merge(vec![wasted.id()]));
         }

@@ -13,12 +13,15 @@ use sagitta_storage::wal::Wal;
 use crate::buffer::BufferGraph;
 use crate::error::Result;
 use crate::payload_index::PayloadSchema;
-use crate::point::Point;
+use crate::point::{Point, PointId};
 use crate::segment::{self, HnswSegment, SegmentKind, SegmentKindName, SharedSegment};
 use crate::shard_manifest::{wal_path, ListedSegment, ShardManifest};
 use crate::shard_state::{Frozen, Writer};
 
 use super::{host_among, Shard};
+
+/// An append's host and each of its positions carried into the new segment, with its id.
+type Carried = (SharedSegment, Vec<(u32, PointId)>);
 
 impl Shard {
     /// Seals the write buffer into a new HNSW segment without stopping writers for the
@@ -97,11 +100,19 @@ impl Shard {
     /// Steps 2 and 3 of [`Shard::seal`].
     fn finish_seal(&self, fs: &dyn FileSystem, frozen: &Frozen) -> Result<usize> {
         let id = self.writer.lock().manifest.next_segment_id;
-        let (segment, retired) = self.build_sealed(fs, frozen, id)?;
+        let (segment, retired, carried) = self.build_sealed(fs, frozen, id)?;
         let mut writer = self.writer.lock();
         let removed = frozen.removed.lock();
         for superseded in removed.iter() {
             segment.remove(superseded);
+        }
+        // An append host's points deleted since the build read it: deleted here too.
+        if let Some((host, carried)) = &carried {
+            for (position, id) in carried {
+                if host.is_deleted_at(*position) {
+                    segment.remove(id);
+                }
+            }
         }
         // Deletes of the host's points since the segment was assembled went through the
         // host, whose graph the segment shares: its count missed them (status overstated
@@ -140,22 +151,46 @@ impl Shard {
         Ok(sealed)
     }
 
-    /// Step 2 of [`Shard::seal`]: segment `id` from the frozen buffer, and the segments it
-    /// replaces. A buffer whose points joined a segment's graph (its host) is saved with
-    /// the host's points as one segment that replaces the host.
+    /// Step 2 of [`Shard::seal`]: segment `id` from the frozen buffer, the segments it
+    /// replaces, and for an append the host with where its points went. A buffer whose
+    /// points joined a segment's graph (its host) is saved with the host's points as one
+    /// segment that replaces the host; a disk shard's buffer is appended to its largest
+    /// segment ([`crate::segment::AppendHost`]) when that one can take it.
     fn build_sealed(
         &self,
         fs: &dyn FileSystem,
         frozen: &Frozen,
         id: u64,
-    ) -> Result<(SharedSegment, Vec<u64>)> {
+    ) -> Result<(SharedSegment, Vec<u64>, Option<Carried>)> {
         let schema = self.schema.read().clone();
         let shape = self.shape(&schema);
         let mut retired = Vec::new();
         if self.storage.kind != SegmentKindName::Hnsw {
-            // no graph joins a disk segment: the buffer's points are built into one
-            let segment = self.build_segment(fs, id, frozen.buffer.points(self.dim), &schema)?;
-            return Ok((segment, retired));
+            let points = frozen.buffer.points(self.dim);
+            let host = self
+                .segments
+                .read()
+                .iter()
+                .filter(|segment| {
+                    segment
+                        .append_host()
+                        .is_some_and(|host| host.can_append(points.len()))
+                })
+                .max_by_key(|segment| (segment.live_count(), segment.id()))
+                .cloned();
+            if let Some(host) = host {
+                let appended = host.append_host().expect("an append host").append(
+                    fs,
+                    &self.directory,
+                    id,
+                    points,
+                    &shape,
+                )?;
+                retired.push(host.id());
+                return Ok((appended.segment, retired, Some((host, appended.carried))));
+            }
+            let segment = self.build_segment(fs, id, points, &schema)?;
+            return Ok((segment, retired, None));
         }
         let segment = match self.finish_graph(&frozen.buffer)? {
             Some((graph, None)) => HnswSegment::from_graph(
@@ -181,7 +216,7 @@ impl Shard {
                 None,
             )?,
         };
-        Ok((Arc::new(segment), retired))
+        Ok((Arc::new(segment), retired, None))
     }
 
     /// A new segment `id` of the shard's kind holding `points`.
@@ -241,6 +276,7 @@ impl Shard {
                     id: segment.id(),
                     tombstones: saved.then_some(epoch),
                     kind: segment.kind(),
+                    record_files: segment.record_files(),
                 })
             })
             .collect::<Result<Vec<_>>>()?;

@@ -52,6 +52,18 @@ pub enum Source {
     Added(u32),
 }
 
+/// What [`DiskIndex::append`] returns.
+#[derive(Debug)]
+pub struct AppendOutcome {
+    pub index: DiskIndex,
+    /// Where each position of `index` comes from.
+    pub sources: Vec<Source>,
+    /// The previous index's extents `index` still reads, in order: `index`'s extent `j`
+    /// is the previous extent `kept_extents[j]`, and its last extent is the new one.
+    pub kept_extents: Vec<usize>,
+    pub stats: AppendStats,
+}
+
 /// What an append did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AppendStats {
@@ -90,7 +102,7 @@ struct Work<'a> {
 impl DiskIndex {
     /// A new index of the positions `keep` accepts plus the row-major `vectors`, built
     /// as the module describes; the new vectors' records are written to `out` (the new
-    /// index's last extent). Returns the index and the source of each of its positions.
+    /// index's last extent).
     /// `params.partition_size`, `seed` and `threads` apply; the element type and extended
     /// bits stay this index's.
     pub fn append(
@@ -100,7 +112,7 @@ impl DiskIndex {
         reader: &dyn PageReader,
         params: DiskParams,
         out: &mut dyn Write,
-    ) -> Result<(DiskIndex, Vec<Source>, AppendStats)> {
+    ) -> Result<AppendOutcome> {
         let dim = self.dim();
         if !vectors.len().is_multiple_of(dim) {
             return Err(IndexError::WrongVectorDimension {
@@ -199,7 +211,7 @@ impl<'a> Work<'a> {
                 for (offset, out) in slot.iter_mut().enumerate() {
                     let row = chunk * 256 + offset;
                     let vector = &added[row * dim..(row + 1) * dim];
-                    *out = nearest(parts, vector, &candidates);
+                    *out = nearest(parts, vector, &candidates).expect("a part at least");
                 }
             }
             Ok::<(), IndexError>(())
@@ -214,7 +226,7 @@ impl<'a> Work<'a> {
 
     /// The part among `candidates` whose centroid is nearest `vector` (the lowest index
     /// on ties).
-    fn nearest_of(&self, vector: &[f32], candidates: &[usize]) -> usize {
+    fn nearest_of(&self, vector: &[f32], candidates: &[usize]) -> Option<usize> {
         nearest(&self.parts, vector, candidates)
     }
 
@@ -314,14 +326,13 @@ impl<'a> Work<'a> {
                 let source = members[*row as usize];
                 let vector = self.vector(source);
                 let own = l2(vector, &self.parts[*new_part].centroid);
-                let nearest = self.nearest_of(vector, &neighbors);
-                let destination =
-                    if !neighbors.is_empty() && l2(vector, &self.parts[nearest].centroid) < own {
+                let destination = match self.nearest_of(vector, &neighbors) {
+                    Some(nearest) if l2(vector, &self.parts[nearest].centroid) < own => {
                         self.stats.moved += usize::from(matches!(source, Source::Kept(_)));
                         nearest
-                    } else {
-                        *new_part
-                    };
+                    }
+                    _ => *new_part,
+                };
                 self.parts[destination].members.push(source);
             }
         }
@@ -371,7 +382,9 @@ impl<'a> Work<'a> {
         for source in suspects {
             let vector = self.vector(source);
             let own = l2(vector, &own_centroid);
-            let nearest = self.nearest_of(vector, new_parts);
+            let nearest = self
+                .nearest_of(vector, new_parts)
+                .expect("a split makes parts");
             if l2(vector, &self.parts[nearest].centroid) < own {
                 moves.push((source, nearest));
             }
@@ -402,7 +415,9 @@ impl<'a> Work<'a> {
             let members = std::mem::take(&mut self.parts[part].members);
             self.load(&members)?;
             for source in members {
-                let nearest = self.nearest_of(self.vector(source), &neighbors);
+                let nearest = self
+                    .nearest_of(self.vector(source), &neighbors)
+                    .expect("neighbors checked non-empty");
                 self.parts[nearest].members.push(source);
                 self.stats.moved += usize::from(matches!(source, Source::Kept(_)));
             }
@@ -420,7 +435,7 @@ impl<'a> Work<'a> {
     }
 
     /// Step 4: codes what needs coding, writes the new records, assembles the index.
-    fn finish(mut self, out: &mut dyn Write) -> Result<(DiskIndex, Vec<Source>, AppendStats)> {
+    fn finish(mut self, out: &mut dyn Write) -> Result<AppendOutcome> {
         let index = self.index;
         let dim = self.dim();
         self.parts.retain(|part| !part.members.is_empty());
@@ -517,7 +532,15 @@ impl<'a> Work<'a> {
             sq_norms,
         );
         appended.check_tables()?;
-        Ok((appended, order, self.stats))
+        let kept_extents = (0..remap.len())
+            .filter(|old| remap[*old].is_some())
+            .collect();
+        Ok(AppendOutcome {
+            index: appended,
+            sources: order,
+            kept_extents,
+            stats: self.stats,
+        })
     }
 }
 
@@ -583,11 +606,11 @@ fn l2(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// The part among `candidates` whose centroid is nearest `vector` (the lowest index on
-/// ties).
-fn nearest(parts: &[Part], vector: &[f32], candidates: &[usize]) -> usize {
+/// ties); `None` when there are no candidates.
+fn nearest(parts: &[Part], vector: &[f32], candidates: &[usize]) -> Option<usize> {
     candidates
         .iter()
         .map(|part| (l2(vector, &parts[*part].centroid), *part))
         .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))
-        .map_or(candidates[0], |(_, part)| part)
+        .map(|(_, part)| part)
 }

@@ -51,7 +51,7 @@ use crate::rabitq::{CodeFactors, ExtraTerms, Rabitq, ScanTerms, MAX_EXTRA_BITS};
 use crate::threads::{effective_threads, for_each_chunk};
 use crate::Metric;
 
-pub use append::{AppendStats, Source};
+pub use append::{AppendOutcome, AppendStats, Source};
 pub use extents::{page_id, split_page_id, Extent};
 pub use records::{check_page, Element, RecordLayout, RecordsHeader, PAGE_PAYLOAD};
 

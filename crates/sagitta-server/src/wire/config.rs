@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use sagitta_engine::collection::MAX_PAGE_CACHE_MB;
+use sagitta_engine::collection::{MAX_PAGE_CACHE_MB, MAX_PARTITION_SIZE, MIN_PARTITION_SIZE};
 use sagitta_engine::{Datatype, Distance, SegmentKindName, StorageConfig};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
@@ -375,8 +375,8 @@ pub struct CreateCollectionRequest {
 
 /// `sagitta` in a collection's config (a SagittaDB extension; Qdrant clients never send
 /// it): `segment_kind` "hnsw" (graph and vectors in RAM, the default) or "disk" (RaBitQ
-/// codes in RAM, vectors read from disk), and `page_cache_mb`, the RAM for hot pages of
-/// disk segments.
+/// codes in RAM, vectors read from disk), `page_cache_mb`, the RAM for hot pages of
+/// disk segments, and `partition_size`, the vectors a disk segment's partition aims at.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SagittaStorageInput {
@@ -384,6 +384,8 @@ pub struct SagittaStorageInput {
     pub segment_kind: Option<String>,
     #[serde(default)]
     pub page_cache_mb: Option<usize>,
+    #[serde(default)]
+    pub partition_size: Option<usize>,
 }
 
 impl SagittaStorageInput {
@@ -404,6 +406,15 @@ impl SagittaStorageInput {
                 )));
             }
             storage.page_cache_mb = megabytes;
+        }
+        if let Some(size) = self.partition_size {
+            if !(MIN_PARTITION_SIZE..=MAX_PARTITION_SIZE).contains(&size) {
+                return Err(ApiError::bad_request(format!(
+                    "Wrong input: `sagitta.partition_size` = {size}: must be between \
+                     {MIN_PARTITION_SIZE} and {MAX_PARTITION_SIZE}"
+                )));
+            }
+            storage.partition_size = size;
         }
         Ok(storage)
     }
