@@ -129,6 +129,30 @@ impl Datatype {
     }
 }
 
+impl StorageConfig {
+    /// The storage fields of a collection manifest of `version` (defaults for the fields
+    /// older versions lack).
+    fn decode(reader: &mut Reader, version: u8) -> Result<StorageConfig, DecodeError> {
+        if version < CONFIG_VERSION_FLOAT32 {
+            return Ok(StorageConfig::default());
+        }
+        Ok(StorageConfig {
+            segment_kind: reader.code("segment_kind", SegmentKindName::from_code)?,
+            page_cache_mb: reader.u32("page_cache_mb")? as usize,
+            datatype: if version >= CONFIG_VERSION_FIXED_PARTITIONS {
+                reader.code("datatype", Datatype::from_code)?
+            } else {
+                Datatype::Float32
+            },
+            partition_size: if version == CONFIG_VERSION {
+                reader.u32("partition_size")? as usize
+            } else {
+                DEFAULT_PARTITION_SIZE
+            },
+        })
+    }
+}
+
 impl CollectionConfig {
     pub(super) fn validate(&self) -> Result<()> {
         check_range("dim", self.dim, 1, MAX_DIMENSION)?;
@@ -233,24 +257,7 @@ impl CollectionConfig {
         let distance = reader.code("distance", Distance::from_code)?;
         let dim = reader.u32("dim")? as usize;
         let shard_count = reader.u32("shard_count")? as usize;
-        let storage = if version >= CONFIG_VERSION_FLOAT32 {
-            StorageConfig {
-                segment_kind: reader.code("segment_kind", SegmentKindName::from_code)?,
-                page_cache_mb: reader.u32("page_cache_mb")? as usize,
-                datatype: if version >= CONFIG_VERSION_FIXED_PARTITIONS {
-                    reader.code("datatype", Datatype::from_code)?
-                } else {
-                    Datatype::Float32
-                },
-                partition_size: if version == CONFIG_VERSION {
-                    reader.u32("partition_size")? as usize
-                } else {
-                    DEFAULT_PARTITION_SIZE
-                },
-            }
-        } else {
-            StorageConfig::default()
-        };
+        let storage = StorageConfig::decode(&mut reader, version)?;
         let config = CollectionConfig {
             distance,
             dim,
