@@ -437,49 +437,16 @@ impl<'a> Work<'a> {
     /// Step 4: codes what needs coding, writes the new records, assembles the index.
     fn finish(mut self, out: &mut dyn Write) -> Result<AppendOutcome> {
         let index = self.index;
-        let dim = self.dim();
         self.parts.retain(|part| !part.members.is_empty());
-        // what needs coding, gathered part by part
-        let recode: Vec<Vec<Source>> = self
-            .parts
-            .iter()
-            .map(|part| {
-                part.members
-                    .iter()
-                    .copied()
-                    .filter(|source| !self.code_valid(*source, part))
-                    .collect()
-            })
-            .collect();
-        let kept_to_code: Vec<Source> = recode.iter().flatten().copied().collect();
-        self.load(&kept_to_code)?;
-        let mut rows = Vec::with_capacity(kept_to_code.len() * dim);
-        let mut local = Vec::with_capacity(recode.len());
-        for sources in &recode {
-            let start = u32::try_from(rows.len() / dim).expect("rows < 2^32");
-            for source in sources {
-                rows.extend_from_slice(self.vector(*source));
-            }
-            let end = u32::try_from(rows.len() / dim).expect("rows < 2^32");
-            local.push((start..end).collect::<Vec<u32>>());
-        }
-        self.stats.coded = kept_to_code.len();
-        let centroids: Vec<f32> = self.parts.iter().flat_map(|p| p.centroid.clone()).collect();
-        let params = DiskParams {
-            extra_bits: index.extra_bits,
-            element: index.layout.element,
-            ..self.params
-        };
-        let (coded, coded_norms) = encode_all(&index.quantizer, &rows, &centroids, &local, params)?;
-        // the new extent: every added row, in the new position order
+        let (coded, coded_norms) = self.code_again()?;
         let order: Vec<Source> = self.parts.iter().flat_map(|p| p.members.clone()).collect();
+        let (extents, remap) = surviving_extents(index, &order)?;
+        // the new extent: every added row, in the new position order
         let added_count = order
             .iter()
             .filter(|source| matches!(source, Source::Added(_)))
             .count();
-        let (extents, remap) = surviving_extents(index, &order)?;
-        let new_extent = extents.len();
-        let mut new_addresses = laid_out(index.layout, &[added_count], new_extent).into_iter();
+        let mut new_addresses = laid_out(index.layout, &[added_count], extents.len()).into_iter();
         let mut writer = RecordWriter::new(out, index.layout, &[added_count])?;
         writer.next_partition()?;
         let mut encoded = Encoded::empty(index.extra_bits);
@@ -488,24 +455,24 @@ impl<'a> Work<'a> {
         let mut next_coded = 0usize;
         for part in &self.parts {
             for source in &part.members {
-                if self.code_valid(*source, part) {
-                    let Source::Kept(position) = source else {
-                        unreachable!("only kept vectors keep their codes")
-                    };
-                    encoded.push_from_index(index, *position as usize);
-                    sq_norms.push(index.sq_norms[*position as usize]);
-                } else {
-                    encoded.push_from(&coded, next_coded);
-                    sq_norms.push(coded_norms[next_coded]);
-                    next_coded += 1;
+                match *source {
+                    Source::Kept(position) if self.code_valid(*source, part) => {
+                        encoded.push_from_index(index, position as usize);
+                        sq_norms.push(index.sq_norms[position as usize]);
+                    }
+                    _ => {
+                        encoded.push_from(&coded, next_coded);
+                        sq_norms.push(coded_norms[next_coded]);
+                        next_coded += 1;
+                    }
                 }
-                addresses.push(match source {
+                addresses.push(match *source {
                     Source::Kept(position) => {
-                        let address = index.addresses[*position as usize];
+                        let address = index.addresses[position as usize];
                         address.in_extent(remap[address.extent()].expect("a surviving extent"))
                     }
-                    Source::Added(row) => {
-                        writer.push(self.vector(Source::Added(*row)))?;
+                    Source::Added(_) => {
+                        writer.push(self.vector(*source))?;
                         new_addresses.next().expect("an address a new record")
                     }
                 });
@@ -518,29 +485,66 @@ impl<'a> Work<'a> {
             pages: header.pages,
         });
         let sizes: Vec<usize> = self.parts.iter().map(|p| p.members.len()).collect();
+        let tables = Tables {
+            centroids: self.parts.iter().flat_map(|p| p.centroid.clone()).collect(),
+            starts: super::partition_starts(&sizes),
+            extents,
+            addresses,
+        };
         let appended = DiskIndex::assemble(
             index.metric,
             Rabitq::clone(&index.quantizer),
             index.layout.element,
-            Tables {
-                centroids,
-                starts: super::partition_starts(&sizes),
-                extents,
-                addresses,
-            },
+            tables,
             encoded,
             sq_norms,
         );
         appended.check_tables()?;
-        let kept_extents = (0..remap.len())
-            .filter(|old| remap[*old].is_some())
-            .collect();
         Ok(AppendOutcome {
             index: appended,
             sources: order,
-            kept_extents,
+            kept_extents: (0..remap.len())
+                .filter(|old| remap[*old].is_some())
+                .collect(),
             stats: self.stats,
         })
+    }
+
+    /// Codes (on every core) each member whose code is not valid where it now is, part by
+    /// part in member order; returns the codes and squared norms in that order.
+    fn code_again(&mut self) -> Result<(Encoded, Vec<f32>)> {
+        let (index, dim) = (self.index, self.dim());
+        let recode: Vec<Vec<Source>> = self
+            .parts
+            .iter()
+            .map(|part| {
+                part.members
+                    .iter()
+                    .copied()
+                    .filter(|source| !self.code_valid(*source, part))
+                    .collect()
+            })
+            .collect();
+        let all: Vec<Source> = recode.iter().flatten().copied().collect();
+        self.load(&all)?;
+        self.stats.coded = all.len();
+        let mut rows = Vec::with_capacity(all.len() * dim);
+        let mut local = Vec::with_capacity(recode.len());
+        for sources in &recode {
+            let start = u32::try_from(rows.len() / dim).expect("rows < 2^32");
+            for source in sources {
+                rows.extend_from_slice(self.vector(*source));
+            }
+            let end = u32::try_from(rows.len() / dim).expect("rows < 2^32");
+            local.push((start..end).collect::<Vec<u32>>());
+        }
+        let centroids: Vec<f32> = self.parts.iter().flat_map(|p| p.centroid.clone()).collect();
+        let params = DiskParams {
+            extra_bits: index.extra_bits,
+            element: index.layout.element,
+            ..self.params
+        };
+        encode_all(&index.quantizer, &rows, &centroids, &local, params)
     }
 }
 

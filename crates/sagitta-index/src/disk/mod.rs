@@ -172,21 +172,7 @@ impl DiskIndex {
         params: DiskParams,
         out: &mut dyn Write,
     ) -> Result<(DiskIndex, Vec<u32>)> {
-        check_range("dim", dim, 1, MAX_DIMENSION)?;
-        let extra_bits = params.extra_bits as usize;
-        check_range("extra_bits", extra_bits, 0, MAX_EXTRA_BITS as usize)?;
-        if metric == Metric::Cosine {
-            return Err(IndexError::UnknownMetric {
-                name: "cosine (store unit vectors and use dot)".to_string(),
-            });
-        }
-        if !vectors.len().is_multiple_of(dim) {
-            return Err(IndexError::WrongVectorDimension {
-                expected: dim,
-                received: vectors.len() % dim,
-            });
-        }
-        let rows = vectors.len() / dim;
+        let rows = check_build(vectors, dim, metric, params)?;
         let quantizer = Rabitq::new(dim, params.seed)?;
         let (centroids, members) = build::partition_rows(vectors, dim, rows, params)?;
         // Encoded and written a batch of partitions at a time, within the budget too.
@@ -535,6 +521,25 @@ impl DiskIndex {
         }
         extents::check_addresses(&self.addresses, &self.extents, self.layout)
     }
+}
+
+/// Checks a build's arguments; returns the number of rows.
+fn check_build(vectors: &[f32], dim: usize, metric: Metric, params: DiskParams) -> Result<usize> {
+    check_range("dim", dim, 1, MAX_DIMENSION)?;
+    let extra_bits = params.extra_bits as usize;
+    check_range("extra_bits", extra_bits, 0, MAX_EXTRA_BITS as usize)?;
+    if metric == Metric::Cosine {
+        return Err(IndexError::UnknownMetric {
+            name: "cosine (store unit vectors and use dot)".to_string(),
+        });
+    }
+    if !vectors.len().is_multiple_of(dim) {
+        return Err(IndexError::WrongVectorDimension {
+            expected: dim,
+            received: vectors.len() % dim,
+        });
+    }
+    Ok(vectors.len() / dim)
 }
 
 /// Each partition's first position, plus the end, for partitions of `sizes` in order.
