@@ -484,6 +484,26 @@ impl<'a> Work<'a> {
             records: header.records,
             pages: header.pages,
         });
+        let appended = self.assemble(extents, addresses, encoded, sq_norms)?;
+        Ok(AppendOutcome {
+            index: appended,
+            sources: order,
+            kept_extents: (0..remap.len())
+                .filter(|old| remap[*old].is_some())
+                .collect(),
+            stats: self.stats,
+        })
+    }
+
+    /// The new index of the parts, its records where `addresses` say.
+    fn assemble(
+        &self,
+        extents: Vec<Extent>,
+        addresses: Vec<super::extents::Address>,
+        encoded: Encoded,
+        sq_norms: Vec<f32>,
+    ) -> Result<DiskIndex> {
+        let index = self.index;
         let sizes: Vec<usize> = self.parts.iter().map(|p| p.members.len()).collect();
         let tables = Tables {
             centroids: self.parts.iter().flat_map(|p| p.centroid.clone()).collect(),
@@ -500,14 +520,7 @@ impl<'a> Work<'a> {
             sq_norms,
         );
         appended.check_tables()?;
-        Ok(AppendOutcome {
-            index: appended,
-            sources: order,
-            kept_extents: (0..remap.len())
-                .filter(|old| remap[*old].is_some())
-                .collect(),
-            stats: self.stats,
-        })
+        Ok(appended)
     }
 
     /// Codes (on every core) each member whose code is not valid where it now is, part by
