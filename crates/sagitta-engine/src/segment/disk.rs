@@ -56,6 +56,12 @@ const READ_CHUNK: usize = 1_024;
 /// adds one): the next seal builds a segment of its own, and the optimizer's merges bring
 /// the count back to one.
 const MAX_RECORD_FILES: usize = 64;
+/// An append rewrites the host's `.ivf` and `.points` whole, so it waits until the new
+/// points are at least this fraction (1/8) of the host: at most ~9 bytes of index and
+/// listing rewritten per new byte, as the HNSW host join's half-size rule bounds its
+/// graph rewrites. Smaller seals build segments of their own, and the optimizer appends
+/// those to the host once they add up ([`APPEND_AMORTIZATION`] in the shard's policy).
+pub(crate) const APPEND_AMORTIZATION: usize = 8;
 
 /// Numbers the records files of the process for their page-cache keys.
 static NEXT_CACHE_FILE: AtomicU64 = AtomicU64::new(0);
@@ -504,11 +510,15 @@ impl SegmentWrite for DiskSegment {
 }
 
 impl AppendHost for DiskSegment {
-    /// A host at least half the size of what it takes: the appended points join its
-    /// partitions, and those they overfill split. Against a much smaller host, a build of
-    /// their own partitions them better.
+    /// A host at least half the size of what it takes (against a much smaller host, a
+    /// build of their own partitions the points better) and at most
+    /// [`APPEND_AMORTIZATION`] times it (the rewrite of the host's files is then paid
+    /// for by enough new points).
     fn can_append(&self, points: usize) -> bool {
-        self.live_count().saturating_mul(2) >= points && self.extents.len() < MAX_RECORD_FILES
+        let live = self.live_count();
+        live.saturating_mul(2) >= points
+            && points.saturating_mul(APPEND_AMORTIZATION) >= live
+            && self.extents.len() < MAX_RECORD_FILES
     }
 
     /// [`DiskIndex::append`] of `points` to this segment's live points: the new vectors'

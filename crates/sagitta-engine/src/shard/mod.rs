@@ -527,6 +527,23 @@ impl Shard {
         }
     }
 
+    /// A disk shard's segments, when those beside the largest add up to what it takes in
+    /// an append (see [`crate::segment::disk::APPEND_AMORTIZATION`]): merged, they are
+    /// appended to it.
+    fn ready_to_append(&self, segments: &[SharedSegment]) -> Option<Vec<u64>> {
+        if self.storage.kind != SegmentKindName::Disk || segments.len() < 2 {
+            return None;
+        }
+        let host = segments.iter().max_by_key(|s| (s.live_count(), s.id()))?;
+        let others: usize = segments
+            .iter()
+            .filter(|s| s.id() != host.id())
+            .map(|s| s.live_count())
+            .sum();
+        let takes = host.append_host()?.can_append(others);
+        takes.then(|| segments.iter().map(|s| s.id()).collect())
+    }
+
     /// What the optimizer should do here next under `policy`, if anything.
     pub fn planned_work(&self, policy: &OptimizerPolicy) -> Option<Work> {
         let idle = {
@@ -568,6 +585,9 @@ impl Shard {
             reclaimable >= policy.vacuum_min_deleted && fraction >= policy.vacuum_fraction
         }) {
             return Some(Work::Merge(vec![wasted.id()]));
+        }
+        if let Some(all) = self.ready_to_append(&segments) {
+            return Some(Work::Merge(all));
         }
         if segments.len() > policy.max_segments {
             let mut by_size: Vec<(usize, u64)> = segments

@@ -310,6 +310,10 @@ impl Shard {
     /// several small segments, or the vacuum of one with many deleted points), without
     /// stopping readers or writers during the build. Points deleted while it builds are
     /// deleted in the new segment before it is published. Returns the points kept.
+    ///
+    /// Several disk segments whose largest can take the others' points
+    /// ([`crate::segment::AppendHost::can_append`]) are merged by appending those points
+    /// to it, as a seal appends a buffer: the host's records stay where they are.
     pub fn merge(&self, fs: &dyn FileSystem, ids: &[u64]) -> Result<usize> {
         let one_at_a_time = self.maintenance.lock();
         if *one_at_a_time {
@@ -330,23 +334,7 @@ impl Shard {
         if sources.is_empty() {
             return Ok(0);
         }
-        // Where each point came from: the build places points in its own order (by
-        // cluster), so a point deleted meanwhile is found in the new segment by id.
-        let mut origins = Vec::new();
-        let mut points = Vec::new();
-        for (source, segment) in sources.iter().enumerate() {
-            for item in segment.live_points() {
-                let (node, point) = item?;
-                origins.push((source, node, point.id));
-                points.push(point);
-            }
-        }
-        let merged = if points.is_empty() {
-            None
-        } else {
-            let schema = self.schema.read().clone();
-            Some(self.build_segment(fs, id, points, &schema)?)
-        };
+        let (merged, origins) = self.build_merged(fs, id, &sources)?;
         let mut writer = self.writer.lock();
         writer.check_poisoned(&self.directory)?;
         if let Some(merged) = &merged {
@@ -361,5 +349,56 @@ impl Shard {
         let next = writer.manifest.clone();
         self.replace_segments(fs, &mut writer, next, merged, &retired)?;
         Ok(kept)
+    }
+
+    /// The merge's new segment `id` (none when no point is live), and where each of its
+    /// points came from: `(source, position there, id)`. The build places points in its
+    /// own order, so a point deleted meanwhile is found in the new segment by id.
+    #[allow(clippy::type_complexity)]
+    fn build_merged(
+        &self,
+        fs: &dyn FileSystem,
+        id: u64,
+        sources: &[SharedSegment],
+    ) -> Result<(Option<SharedSegment>, Vec<(usize, u32, PointId)>)> {
+        let host = (sources.len() >= 2)
+            .then(|| {
+                (0..sources.len()).max_by_key(|s| (sources[*s].live_count(), sources[*s].id()))
+            })
+            .flatten()
+            .filter(|host| sources[*host].append_host().is_some());
+        let mut origins = Vec::new();
+        let mut points = Vec::new();
+        for (source, segment) in sources.iter().enumerate() {
+            if Some(source) == host {
+                continue;
+            }
+            for item in segment.live_points() {
+                let (node, point) = item?;
+                origins.push((source, node, point.id));
+                points.push(point);
+            }
+        }
+        let schema = self.schema.read().clone();
+        if let Some(host) = host {
+            let appender = sources[host].append_host().expect("an append host");
+            if appender.can_append(points.len()) {
+                let shape = self.shape(&schema);
+                let appended = appender.append(fs, &self.directory, id, points, &shape)?;
+                let carried = appended.carried.into_iter();
+                origins.extend(carried.map(|(position, id)| (host, position, id)));
+                return Ok((Some(appended.segment), origins));
+            }
+            // not worth an append: the host's points join the rebuild
+            for item in sources[host].live_points() {
+                let (node, point) = item?;
+                origins.push((host, node, point.id));
+                points.push(point);
+            }
+        }
+        if points.is_empty() {
+            return Ok((None, origins));
+        }
+        Ok((Some(self.build_segment(fs, id, points, &schema)?), origins))
     }
 }
