@@ -75,7 +75,7 @@ fn import_builds_disk_segments_when_asked() {
     let data = dir.join("db");
     let mut arguments = import_arguments(data.to_str().unwrap(), path.to_str().unwrap());
     arguments.extend(["--segment-kind", "disk", "--page-cache-mb", "8"]);
-    arguments.extend(["--datatype", "float16"]);
+    arguments.extend(["--datatype", "float16", "--partition-size", "40"]);
     let output = sagitta(&arguments);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let database = Database::open(Arc::new(OsFileSystem), &data).unwrap();
@@ -85,9 +85,10 @@ fn import_builds_disk_segments_when_asked() {
         (
             storage.segment_kind,
             storage.page_cache_mb,
-            storage.datatype
+            storage.datatype,
+            storage.partition_size
         ),
-        (SegmentKindName::Disk, 8, Datatype::Float16)
+        (SegmentKindName::Disk, 8, Datatype::Float16, 40)
     );
     // the vectors come back from the records file (small integers: exact in f16)
     let row = |id| docs.get(&PointId::Number(id)).unwrap().unwrap().vector;
@@ -136,6 +137,8 @@ fn usage_errors_exit_two() {
     huge_cache.extend(["--page-cache-mb", "99999999"]);
     let mut bad_datatype = import_arguments(data, path);
     bad_datatype.extend(["--datatype", "uint8"]);
+    let mut tiny_partitions = import_arguments(data, path);
+    tiny_partitions.extend(["--partition-size", "1"]);
     let missing_source = vec!["import", "--data", data, "--collection", "docs"];
     for arguments in [
         bad_name,
@@ -145,6 +148,7 @@ fn usage_errors_exit_two() {
         bad_kind,
         huge_cache,
         bad_datatype,
+        tiny_partitions,
         missing_source,
     ] {
         let output = sagitta(&arguments);
