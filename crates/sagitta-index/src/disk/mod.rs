@@ -172,7 +172,22 @@ impl DiskIndex {
         params: DiskParams,
         out: &mut dyn Write,
     ) -> Result<(DiskIndex, Vec<u32>)> {
+        DiskIndex::build_striped(vectors, dim, metric, params, &mut [out])
+    }
+
+    /// [`DiskIndex::build`] striped over several records files, one an extent (files on
+    /// several devices, read in parallel): partition `p` is written to `outs[p % N]`, so
+    /// the partitions a query probes spread over every file. The index is the one a build
+    /// into one file makes (same partitions, codes and positions), its records elsewhere.
+    pub fn build_striped(
+        vectors: &[f32],
+        dim: usize,
+        metric: Metric,
+        params: DiskParams,
+        outs: &mut [&mut dyn Write],
+    ) -> Result<(DiskIndex, Vec<u32>)> {
         let rows = check_build(vectors, dim, metric, params)?;
+        check_range("stripes", outs.len(), 1, extents::MAX_EXTENTS)?;
         let quantizer = Rabitq::new(dim, params.seed)?;
         let (centroids, members) = build::partition_rows(vectors, dim, rows, params)?;
         // Encoded and written a batch of partitions at a time, within the budget too.
@@ -180,8 +195,7 @@ impl DiskIndex {
         let order: Vec<u32> = members.iter().flatten().copied().collect();
         let sizes: Vec<usize> = members.iter().map(Vec::len).collect();
         let layout = RecordLayout::new(dim, params.element);
-        let starts = partition_starts(&sizes);
-        let mut writer = records::RecordWriter::new(out, layout, &sizes)?;
+        let mut writers = Striped::new(outs, layout, &sizes)?;
         let mut encoded = Encoded::empty(params.extra_bits);
         let mut sq_norms = Vec::with_capacity(rows);
         let whole = runs.len() <= 1;
@@ -196,26 +210,23 @@ impl DiskIndex {
                 encode_all(&quantizer, batch.data(), run_centroids, &local, params)?;
             encoded.append(part);
             sq_norms.extend(norms);
-            for rows in &local {
-                writer.next_partition()?;
+            for (partition, rows) in run.zip(&local) {
+                let writer = writers.of(partition)?;
                 for row in rows {
                     writer.push(&batch.data()[*row as usize * dim..(*row as usize + 1) * dim])?;
                 }
             }
         }
-        let header = writer.finish()?;
+        let (extents, addresses) = writers.finish(&sizes)?;
         let index = DiskIndex::assemble(
             metric,
             quantizer,
             params.element,
             Tables {
                 centroids,
-                starts,
-                extents: vec![Extent {
-                    records: header.records,
-                    pages: header.pages,
-                }],
-                addresses: extents::laid_out(layout, &sizes, 0),
+                starts: partition_starts(&sizes),
+                extents,
+                addresses,
             },
             encoded,
             sq_norms,
@@ -520,6 +531,76 @@ impl DiskIndex {
             ));
         }
         extents::check_addresses(&self.addresses, &self.extents, self.layout)
+    }
+}
+
+/// A build's records writers, one a stripe: partition `p` goes to stripe `p % N`.
+struct Striped<'w> {
+    writers: Vec<records::RecordWriter<'w>>,
+    layout: RecordLayout,
+}
+
+impl<'w> Striped<'w> {
+    fn new(
+        outs: &'w mut [&mut dyn Write],
+        layout: RecordLayout,
+        sizes: &[usize],
+    ) -> Result<Striped<'w>> {
+        let stripes = outs.len();
+        let writers = outs
+            .iter_mut()
+            .enumerate()
+            .map(|(stripe, out)| {
+                let mine: Vec<usize> = sizes
+                    .iter()
+                    .skip(stripe)
+                    .step_by(stripes)
+                    .copied()
+                    .collect();
+                records::RecordWriter::new(&mut **out, layout, &mine)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Striped { writers, layout })
+    }
+
+    /// The writer of `partition`, started on it (partitions come in order).
+    fn of(&mut self, partition: usize) -> Result<&mut records::RecordWriter<'w>> {
+        let stripes = self.writers.len();
+        let writer = &mut self.writers[partition % stripes];
+        writer.next_partition()?;
+        Ok(writer)
+    }
+
+    /// Ends every file; returns the extents and each position's address.
+    fn finish(self, sizes: &[usize]) -> Result<(Vec<Extent>, Vec<Address>)> {
+        let stripes = self.writers.len();
+        let mut laid: Vec<_> = (0..stripes)
+            .map(|stripe| {
+                let mine: Vec<usize> = sizes
+                    .iter()
+                    .skip(stripe)
+                    .step_by(stripes)
+                    .copied()
+                    .collect();
+                extents::laid_out(self.layout, &mine, stripe).into_iter()
+            })
+            .collect();
+        let mut addresses = Vec::with_capacity(sizes.iter().sum());
+        for (partition, size) in sizes.iter().enumerate() {
+            addresses.extend(laid[partition % stripes].by_ref().take(*size));
+        }
+        let extents = self
+            .writers
+            .into_iter()
+            .map(|writer| {
+                let header = writer.finish()?;
+                Ok(Extent {
+                    records: header.records,
+                    pages: header.pages,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok((extents, addresses))
     }
 }
 
