@@ -551,13 +551,7 @@ impl<'w> Striped<'w> {
             .iter_mut()
             .enumerate()
             .map(|(stripe, out)| {
-                let mine: Vec<usize> = sizes
-                    .iter()
-                    .skip(stripe)
-                    .step_by(stripes)
-                    .copied()
-                    .collect();
-                records::RecordWriter::new(&mut **out, layout, &mine)
+                records::RecordWriter::new(&mut **out, layout, &of_stripe(sizes, stripe, stripes))
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Striped { writers, layout })
@@ -576,13 +570,8 @@ impl<'w> Striped<'w> {
         let stripes = self.writers.len();
         let mut laid: Vec<_> = (0..stripes)
             .map(|stripe| {
-                let mine: Vec<usize> = sizes
-                    .iter()
-                    .skip(stripe)
-                    .step_by(stripes)
-                    .copied()
-                    .collect();
-                extents::laid_out(self.layout, &mine, stripe).into_iter()
+                extents::laid_out(self.layout, &of_stripe(sizes, stripe, stripes), stripe)
+                    .into_iter()
             })
             .collect();
         let mut addresses = Vec::with_capacity(sizes.iter().sum());
@@ -602,6 +591,16 @@ impl<'w> Striped<'w> {
             .collect::<Result<Vec<_>>>()?;
         Ok((extents, addresses))
     }
+}
+
+/// The sizes of the partitions stripe `stripe` of `stripes` holds, in order.
+fn of_stripe(sizes: &[usize], stripe: usize, stripes: usize) -> Vec<usize> {
+    sizes
+        .iter()
+        .skip(stripe)
+        .step_by(stripes)
+        .copied()
+        .collect()
 }
 
 /// Checks a build's arguments; returns the number of rows.
