@@ -336,10 +336,7 @@ impl SegmentKind for DiskSegment {
         shape: &SegmentShape<'_>,
         progress: Option<&AddProgress>,
     ) -> Result<DiskSegment> {
-        let mut vectors = Vec::with_capacity(points.len() * shape.dim);
-        for point in &mut points {
-            vectors.extend_from_slice(&std::mem::take(&mut point.vector));
-        }
+        let vectors = super::take_vectors(&mut points, shape.dim);
         DiskSegment::build_rows(fs, directory, id, points, &vectors, shape, progress)
     }
 
@@ -531,10 +528,7 @@ impl AppendHost for DiskSegment {
         mut points: Vec<Point>,
         shape: &SegmentShape<'_>,
     ) -> Result<Appended> {
-        let mut vectors = Vec::with_capacity(points.len() * shape.dim);
-        for point in &mut points {
-            vectors.extend_from_slice(&std::mem::take(&mut point.vector));
-        }
+        let vectors = super::take_vectors(&mut points, shape.dim);
         let keep = |position: u32| !self.deleted.contains(position);
         let mut file = StreamedFile::create(fs, &records_path(directory, id))?;
         let appended = self.index.append(

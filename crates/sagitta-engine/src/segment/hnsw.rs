@@ -213,11 +213,7 @@ impl SegmentKind for HnswSegment {
             segment_params(dim, shape.distance),
             graph_capacity(points.len()),
         )?;
-        let mut vectors = Vec::with_capacity(points.len() * dim);
-        for point in &mut points {
-            // The index keeps the vector; the listing needs only the id and payload.
-            vectors.extend_from_slice(&std::mem::take(&mut point.vector));
-        }
+        let mut vectors = super::take_vectors(&mut points, dim);
         // Node i is listing entry i, so the rows can be placed in any order: cluster by
         // cluster, each cluster's rows together in memory and linked one after another
         // (sagitta_index::hnsw::locality_order; 768-d 200k: linking ~35% faster).

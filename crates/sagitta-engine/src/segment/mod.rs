@@ -369,6 +369,16 @@ pub(crate) fn listing(ids: &[PointId], payloads: &[Option<Arc<serde_json::Value>
         .collect()
 }
 
+/// The vectors of `points`, row-major, moved out: the index keeps the vectors, the
+/// listing only ids and payloads.
+pub(crate) fn take_vectors(points: &mut [Point], dim: usize) -> Vec<f32> {
+    let mut vectors = Vec::with_capacity(points.len() * dim);
+    for point in points {
+        vectors.extend_from_slice(&std::mem::take(&mut point.vector));
+    }
+    vectors
+}
+
 /// The files of segment `id` of `kind` (tombstones aside).
 pub(crate) fn file_names(kind: SegmentKindName, id: u64) -> Vec<String> {
     let points = format!("segment-{id}.points");

@@ -21,11 +21,12 @@
 //!    more are dropped from the new index (the caller may delete their files once the new
 //!    index is published).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::Write;
 
 use super::extents::{laid_out, Extent, MAX_EXTENTS};
-use super::records::RecordWriter;
+use super::records::{Element, RecordWriter};
 use super::{encode_all, DiskIndex, DiskParams, Encoded, PageReader, Tables};
 use crate::error::{IndexError, Result};
 use crate::partition;
@@ -90,8 +91,9 @@ struct Part {
 struct Work<'a> {
     index: &'a DiskIndex,
     parts: Vec<Part>,
-    /// New rows as the records store them (rounded to the element type).
-    added: Vec<f32>,
+    /// New rows as the records store them: the caller's f32 rows borrowed, or copied
+    /// rounded to f16.
+    added: Cow<'a, [f32]>,
     /// Kept vectors read from the records, by previous position.
     loaded: HashMap<u32, Vec<f32>>,
     reader: &'a dyn PageReader,
@@ -105,21 +107,15 @@ impl DiskIndex {
     /// index's last extent).
     /// `params.partition_size`, `seed` and `threads` apply; the element type and extended
     /// bits stay this index's.
-    pub fn append(
-        &self,
+    pub fn append<'a>(
+        &'a self,
         keep: &dyn Fn(u32) -> bool,
-        vectors: &[f32],
-        reader: &dyn PageReader,
+        vectors: &'a [f32],
+        reader: &'a dyn PageReader,
         params: DiskParams,
         out: &mut dyn Write,
     ) -> Result<AppendOutcome> {
-        let dim = self.dim();
-        if !vectors.len().is_multiple_of(dim) {
-            return Err(IndexError::WrongVectorDimension {
-                expected: dim,
-                received: vectors.len() % dim,
-            });
-        }
+        crate::metric::check_batch(vectors, self.dim())?;
         crate::limits::check_range(
             "partition_size",
             params.partition_size,
@@ -138,7 +134,7 @@ impl<'a> Work<'a> {
     fn new(
         index: &'a DiskIndex,
         keep: &dyn Fn(u32) -> bool,
-        vectors: &[f32],
+        vectors: &'a [f32],
         reader: &'a dyn PageReader,
         params: DiskParams,
     ) -> Work<'a> {
@@ -152,12 +148,17 @@ impl<'a> Work<'a> {
                     .collect(),
             })
             .collect();
-        let element = index.layout.element;
-        let mut added = Vec::with_capacity(vectors.len());
-        let mut scratch = Vec::new();
-        for row in vectors.chunks_exact(index.dim()) {
-            added.extend_from_slice(element.stored(row, &mut scratch));
-        }
+        let added = match index.layout.element {
+            Element::F32 => Cow::Borrowed(vectors),
+            element => {
+                let mut rounded = Vec::with_capacity(vectors.len());
+                let mut scratch = Vec::new();
+                for row in vectors.chunks_exact(index.dim()) {
+                    rounded.extend_from_slice(element.stored(row, &mut scratch));
+                }
+                Cow::Owned(rounded)
+            }
+        };
         Work {
             index,
             parts,
@@ -204,7 +205,7 @@ impl<'a> Work<'a> {
             .collect();
         let threads = effective_threads(self.params.threads, slots.len());
         let candidates: Vec<usize> = (0..self.parts.len()).collect();
-        let (added, parts) = (&self.added, &self.parts);
+        let (added, parts) = (&*self.added, &self.parts);
         for_each_chunk(slots.len(), 1, threads, |start, end| {
             for (chunk, slot) in slots.iter().enumerate().take(end).skip(start) {
                 let mut slot = slot.lock();
