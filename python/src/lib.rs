@@ -82,7 +82,9 @@ fn to_python_error(error: IndexError) -> PyErr {
         IndexError::CapacityExceeded { .. } => CapacityError::new_err(message),
         IndexError::Format { .. } => FormatError::new_err(message),
         IndexError::Io { .. } => PyOSError::new_err(message),
-        IndexError::Cancelled => SagittaError::new_err(message),
+        IndexError::Cancelled | IndexError::VectorsElsewhere { .. } | IndexError::NoCodes => {
+            SagittaError::new_err(message)
+        }
     }
 }
 

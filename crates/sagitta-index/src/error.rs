@@ -30,6 +30,13 @@ pub enum IndexError {
     Format { reason: String },
     #[error("`add` cancelled (AddProgress::cancel) before every row was linked")]
     Cancelled,
+    #[error(
+        "the index keeps its vectors outside its file (on disk); {operation} needs them in \
+         memory"
+    )]
+    VectorsElsewhere { operation: &'static str },
+    #[error("the index has no SQ8 codes to search on (unquantized or untrained)")]
+    NoCodes,
     #[error("I/O error while {operation}: {message}")]
     Io {
         operation: &'static str,

@@ -3,10 +3,7 @@
 
 mod common;
 
-use std::cell::Cell;
-use std::sync::Arc;
-
-use common::{brute_force, clustered, recall};
+use common::{brute_force, clustered, recall, MemoryReader};
 use sagitta_index::disk::{
     check_page, DiskIndex, DiskParams, Element, PageReader, RecordLayout, RecordsHeader,
     SearchStats, PAGE_PAYLOAD,
@@ -14,37 +11,6 @@ use sagitta_index::disk::{
 use sagitta_index::{IndexError, Metric};
 use sagitta_storage::codec::Writer;
 use sagitta_storage::pageio::{Page, PAGE_BYTES};
-
-/// The records file in memory, counting what is asked of it.
-struct MemoryReader {
-    bytes: Vec<u8>,
-    pages_read: Cell<usize>,
-}
-
-impl MemoryReader {
-    fn new(bytes: Vec<u8>) -> MemoryReader {
-        MemoryReader {
-            bytes,
-            pages_read: Cell::new(0),
-        }
-    }
-}
-
-impl PageReader for MemoryReader {
-    fn read(&self, pages: &[u64]) -> sagitta_index::error::Result<Vec<Arc<Page>>> {
-        self.pages_read.set(self.pages_read.get() + pages.len());
-        Ok(pages
-            .iter()
-            .map(|number| {
-                let start = *number as usize * PAGE_BYTES;
-                let mut page = Page::zeroed();
-                page.0
-                    .copy_from_slice(&self.bytes[start..start + PAGE_BYTES]);
-                Arc::new(page)
-            })
-            .collect())
-    }
-}
 
 fn params(partition_size: usize, extra_bits: u32) -> DiskParams {
     DiskParams {

@@ -53,7 +53,7 @@ use crate::Metric;
 
 pub use append::{AppendOutcome, AppendStats, Source};
 pub use extents::{page_id, split_page_id, Extent};
-pub use records::{check_page, Element, RecordLayout, RecordsHeader, PAGE_PAYLOAD};
+pub use records::{check_page, Element, RecordLayout, RecordsHeader, RowRecords, PAGE_PAYLOAD};
 
 use extents::Address;
 
@@ -889,6 +889,46 @@ fn encode_slots<'a>(
     slots
 }
 
+/// Records on pages, found by position: a disk index's, or a file of rows in row order
+/// ([`RowRecords`]).
+trait RecordSet {
+    fn layout(&self) -> RecordLayout;
+    /// The record's first page id, its page count and its byte offset in the first page.
+    fn location(&self, position: u32) -> (u64, usize, usize);
+}
+
+impl RecordSet for DiskIndex {
+    fn layout(&self) -> RecordLayout {
+        self.layout
+    }
+    fn location(&self, position: u32) -> (u64, usize, usize) {
+        self.record_location(position)
+    }
+}
+
+impl RecordSet for RowRecords {
+    fn layout(&self) -> RecordLayout {
+        self.layout
+    }
+    fn location(&self, position: u32) -> (u64, usize, usize) {
+        RowRecords::location(self, position)
+    }
+}
+
+impl RowRecords {
+    /// The rows `rows`, read through `reader` (each page read once, every page checked).
+    pub fn read(&self, rows: &[u32], reader: &dyn PageReader) -> Result<Vec<Vec<f32>>> {
+        if let Some(row) = rows.iter().find(|row| **row as usize >= self.rows) {
+            return Err(IndexError::format(format!(
+                "row {row} is beyond the {} rows of the records file",
+                self.rows
+            )));
+        }
+        let pages = Pages::read(self, rows, reader)?;
+        Ok(rows.iter().map(|row| pages.record(self, *row)).collect())
+    }
+}
+
 /// Pages read for a set of positions, checked, keyed by page number.
 struct Pages {
     pages: std::collections::HashMap<u64, Arc<Page>>,
@@ -901,7 +941,7 @@ impl Pages {
         }
     }
 
-    fn read(index: &DiskIndex, positions: &[u32], reader: &dyn PageReader) -> Result<Pages> {
+    fn read(index: &dyn RecordSet, positions: &[u32], reader: &dyn PageReader) -> Result<Pages> {
         let mut pages = Pages::new();
         pages.add(index, positions, reader)?;
         Ok(pages)
@@ -910,13 +950,13 @@ impl Pages {
     /// Reads the pages of `positions` not read yet; returns how many were read.
     fn add(
         &mut self,
-        index: &DiskIndex,
+        index: &dyn RecordSet,
         positions: &[u32],
         reader: &dyn PageReader,
     ) -> Result<usize> {
         let mut wanted: Vec<u64> = Vec::new();
         for position in positions {
-            let (first, count, _) = index.record_location(*position);
+            let (first, count, _) = index.location(*position);
             wanted.extend((first..first + count as u64).filter(|p| !self.pages.contains_key(p)));
         }
         wanted.sort_unstable();
@@ -935,13 +975,14 @@ impl Pages {
         Ok(wanted.len())
     }
 
-    fn record(&self, index: &DiskIndex, position: u32) -> Vec<f32> {
-        let (first, count, offset) = index.record_location(position);
+    fn record(&self, index: &dyn RecordSet, position: u32) -> Vec<f32> {
+        let (first, count, offset) = index.location(position);
         let pages: Vec<&Page> = (first..first + count as u64)
             .map(|page| self.pages[&page].as_ref())
             .collect();
-        let mut out = Vec::with_capacity(index.layout.dim);
-        index.layout.decode(&pages, offset, &mut out);
+        let layout = index.layout();
+        let mut out = Vec::with_capacity(layout.dim);
+        layout.decode(&pages, offset, &mut out);
         out
     }
 }

@@ -381,3 +381,57 @@ fn write_error(error: &std::io::Error) -> IndexError {
         message: error.to_string(),
     }
 }
+
+/// A records file of rows in row order, one partition from page 1: how an HNSW segment
+/// keeps its vectors on disk (the graph and its codes in RAM, issue 15 §3). Row `i` is
+/// the `i`-th record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowRecords {
+    pub layout: RecordLayout,
+    pub rows: usize,
+}
+
+impl RowRecords {
+    /// Writes `rows` (`dim` values each, `count` of them) as a records file; returns what
+    /// its header says.
+    pub fn write<'v>(
+        out: &mut dyn Write,
+        layout: RecordLayout,
+        count: usize,
+        rows: impl Iterator<Item = &'v [f32]>,
+    ) -> Result<RowRecords> {
+        let mut writer = RecordWriter::new(out, layout, &[count])?;
+        for row in rows {
+            writer.push(row)?;
+        }
+        let header = writer.finish()?;
+        let records = RowRecords {
+            layout,
+            rows: count,
+        };
+        records.check_header(&header)?;
+        Ok(records)
+    }
+
+    /// The first page of row `row`, its page count and its byte offset in that page.
+    pub fn location(&self, row: u32) -> (u64, usize, usize) {
+        let (page, pages, offset) = self.layout.locate(row as usize);
+        (1 + page, pages, offset)
+    }
+
+    /// Checks a file's header page against the rows expected of it.
+    pub fn check_header(&self, header: &RecordsHeader) -> Result<()> {
+        let pages = 1 + self.layout.partition_pages(self.rows);
+        if header.layout != self.layout
+            || header.records != self.rows as u64
+            || header.pages != pages
+        {
+            return Err(IndexError::format(format!(
+                "records header ({} records of {} dims on {} pages) differs from the {} rows \
+                 of {} dims on {pages} pages expected",
+                header.records, header.layout.dim, header.pages, self.rows, self.layout.dim
+            )));
+        }
+        Ok(())
+    }
+}

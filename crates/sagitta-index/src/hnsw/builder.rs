@@ -108,6 +108,11 @@ impl HnswIndex {
         progress: Option<&AddProgress>,
         order: LinkOrder,
     ) -> Result<()> {
+        if self.rows_outside {
+            return Err(IndexError::VectorsElsewhere {
+                operation: "adding points",
+            });
+        }
         let cancelled = || progress.is_some_and(AddProgress::is_cancelled);
         let rows = check_batch(vectors, self.params.dim)?;
         if labels.len() != rows {
@@ -258,8 +263,20 @@ impl HnswIndex {
         {
             return Ok(false);
         }
+        let store = self.trained_store(self.len(), self.capacity())?;
+        let _ = self.sq8.set(store);
+        Ok(true)
+    }
+
+    /// A quantizer trained on (a stride over) the first `count` rows, with those rows
+    /// encoded, in a store with room for `capacity`. Needs the rows in memory.
+    pub(crate) fn trained_store(&self, count: usize, capacity: usize) -> Result<Sq8Store> {
+        if self.rows_outside {
+            return Err(IndexError::VectorsElsewhere {
+                operation: "training the quantizer",
+            });
+        }
         let dim = self.params.dim;
-        let count = self.len();
         let step = (count / SQ8_TRAINING_ROWS_MAX).max(1);
         let mut sample = Vec::with_capacity(count.min(SQ8_TRAINING_ROWS_MAX) * dim);
         for node in (0..count).step_by(step) {
@@ -269,17 +286,18 @@ impl HnswIndex {
             })?;
             sample.extend_from_slice(vector);
         }
-        let store = Sq8Store::new(Sq8Quantizer::train(&sample, dim), self.capacity());
+        let store = Sq8Store::new(Sq8Quantizer::train(&sample, dim), capacity);
         let mut row = vec![0i8; store.quantizer.stride()];
         for node in 0..count {
             let vector = self
                 .vector(u32::try_from(node).expect("< MAX_POINTS"))
-                .expect("checked above");
+                .ok_or_else(|| {
+                    IndexError::format(format!("node {node} is still being inserted"))
+                })?;
             store.quantizer.encode_row(vector, &mut row);
             store.codes.write_row(node, &row).expect("fresh slab");
         }
-        let _ = self.sq8.set(store);
-        Ok(true)
+        Ok(store)
     }
 
     /// Writes the vector row, code row, label and level of a new node (not yet linked).

@@ -56,21 +56,71 @@ impl HnswIndex {
     /// load ([`Codes::Recomputed`]: a quarter fewer bytes at any dimension, for a load-time
     /// cost of one quantization pass).
     pub fn save_with(&self, writer: &mut impl Write, codes: Codes) -> Result<()> {
+        if self.rows_outside {
+            return Err(IndexError::VectorsElsewhere {
+                operation: "saving the vectors",
+            });
+        }
         let count = self.len();
         self.check_all_published(count)?;
         let stored_codes = self.sq8.get().filter(|_| codes == Codes::Stored);
-        self.write_header(writer, count, codes)?;
+        let header = HeaderFlags {
+            has_codes: match (self.sq8.get().is_some(), codes) {
+                (false, _) => 0,
+                (true, Codes::Stored) => 1,
+                (true, Codes::Recomputed) => 2,
+            },
+            scale: self.sq8_scale().unwrap_or(0.0),
+            vectors_outside: false,
+        };
+        self.write_header(writer, count, header)?;
         self.write_graph_sections(writer, count)?;
-        self.write_row_sections(writer, count, stored_codes)
+        self.write_row_sections(writer, count, stored_codes, true)
     }
 
-    /// Fails when any of the first `count` nodes has no vector yet (an insert in flight).
+    /// The index without its f32 rows: graph, stored SQ8 codes and tombstones, the header
+    /// saying the vectors are kept elsewhere (the caller keeps them, row `i` for node `i`).
+    /// Loaded back, the index walks on its codes and hands the best candidates to the
+    /// caller to re-score ([`HnswIndex::search_codes`]). An SQ8 index not yet trained (a
+    /// first batch under [`super::SQ8_TRAINING_ROWS_MIN`] rows) is trained on its rows for
+    /// the file; an index without quantization cannot be saved this way.
+    pub fn save_without_vectors(&self, writer: &mut impl Write) -> Result<()> {
+        if self.params.quantization != Quantization::Sq8 {
+            return Err(IndexError::NoCodes);
+        }
+        let count = self.len();
+        self.check_all_published(count)?;
+        let trained;
+        let store = match self.sq8.get() {
+            Some(store) => store,
+            None => {
+                trained = self.trained_store(count, count)?;
+                &trained
+            }
+        };
+        let header = HeaderFlags {
+            has_codes: 1,
+            scale: store.quantizer.scale(),
+            vectors_outside: true,
+        };
+        self.write_header(writer, count, header)?;
+        self.write_graph_sections(writer, count)?;
+        self.write_row_sections(writer, count, Some(store), false)
+    }
+
+    /// Fails when any of the first `count` nodes has no vector (or, with the rows kept
+    /// outside, no code row) yet: an insert in flight.
     fn check_all_published(&self, count: usize) -> Result<()> {
         for node in 0..count {
-            if self
-                .vector(u32::try_from(node).expect("< MAX_POINTS"))
-                .is_none()
-            {
+            let published = if self.rows_outside {
+                self.sq8
+                    .get()
+                    .is_some_and(|store| store.codes.row(node).is_some())
+            } else {
+                self.vector(u32::try_from(node).expect("< MAX_POINTS"))
+                    .is_some()
+            };
+            if !published {
                 return Err(IndexError::format(format!(
                     "node {node} is still being inserted; save after inserts finish"
                 )));
@@ -79,9 +129,14 @@ impl HnswIndex {
         Ok(())
     }
 
-    /// Writes the 64-byte file header of `count` nodes (parameters, entry point, SQ8 scale
-    /// and whether `codes` are stored), closed by its CRC32C.
-    fn write_header(&self, writer: &mut impl Write, count: usize, codes: Codes) -> Result<()> {
+    /// Writes the 64-byte file header of `count` nodes (parameters, entry point, SQ8 scale,
+    /// whether codes are stored and where the vectors are), closed by its CRC32C.
+    fn write_header(
+        &self,
+        writer: &mut impl Write,
+        count: usize,
+        flags: HeaderFlags,
+    ) -> Result<()> {
         let params = self.params;
         let (entry, max_level) = self
             .entry_snapshot()
@@ -96,19 +151,15 @@ impl HnswIndex {
                 Quantization::None => 0,
                 Quantization::Sq8 => 1,
             })
-            .u8(match (self.sq8.get().is_some(), codes) {
-                (false, _) => 0,
-                (true, Codes::Stored) => 1,
-                (true, Codes::Recomputed) => 2,
-            })
-            .zeros::<1>()
+            .u8(flags.has_codes)
+            .u8(u8::from(flags.vectors_outside))
             .u32(words(params.dim))
             .u32(words(params.m))
             .u32(words(params.ef_construction))
             .u32(entry)
             .u64(count as u64)
             .u32(words(max_level))
-            .f32(self.sq8_scale().unwrap_or(0.0))
+            .f32(flags.scale)
             .u64(params.seed)
             .zeros::<4>();
         let crc = crc32c::crc32c(header.as_bytes());
@@ -140,15 +191,18 @@ impl HnswIndex {
         write_section(writer, TAG_LINKS_UPPER, links.as_bytes())
     }
 
-    /// Writes the row sections of the first `count` nodes: vectors, the code rows of
-    /// `stored_codes` when given, and the deleted bitmap.
+    /// Writes the row sections of the first `count` nodes: vectors (an empty section
+    /// without `vectors`), the code rows of `stored_codes` when given, and the deleted
+    /// bitmap.
     fn write_row_sections(
         &self,
         writer: &mut impl Write,
         count: usize,
         stored_codes: Option<&Sq8Store>,
+        vectors: bool,
     ) -> Result<()> {
-        write_section_rows(writer, TAG_VECTORS, count, |node, buffer| {
+        let rows = if vectors { count } else { 0 };
+        write_section_rows(writer, TAG_VECTORS, rows, |node, buffer| {
             let node = u32::try_from(node).expect("< MAX_POINTS");
             buffer.f32s(self.vector(node).expect("checked above"));
             Ok(())
@@ -213,6 +267,10 @@ impl HnswIndex {
             .codes
             .as_ref()
             .map(|(quantizer, _)| AppendSlab::new(index.capacity(), quantizer.stride()));
+        if header.vectors_outside {
+            index.vectors = AppendSlab::new(0, index.vectors.stride());
+            index.rows_outside = true;
+        }
         let label_to_node = index.restore_nodes(&header, &sections, code_slab.as_ref())?;
         if let (Some((quantizer, _)), Some(slab)) = (sections.codes, code_slab) {
             let _ = index.sq8.set(Sq8Store {
@@ -329,7 +387,8 @@ impl<'a> FileSections<'a> {
             (upper_words * 4) as u64,
             "links upper layers",
         )?;
-        let vectors = sections.next(TAG_VECTORS, (count * dim * 4) as u64, "vectors")?;
+        let vector_rows = if header.vectors_outside { 0 } else { count };
+        let vectors = sections.next(TAG_VECTORS, (vector_rows * dim * 4) as u64, "vectors")?;
         let codes = if header.trained {
             Sq8Quantizer::check_scale(header.scale)?;
             let quantizer = Sq8Quantizer::with_scale(dim, header.scale);
@@ -383,19 +442,21 @@ impl RowBuffers {
         code_slab: Option<&AppendSlab<i8>>,
     ) -> Result<()> {
         let dim = self.row.len();
-        let stored = &sections.vectors[node * dim * 4..(node + 1) * dim * 4];
-        for (value, stored) in self.row.iter_mut().zip(codec::f32s(stored)) {
-            *value = stored;
+        if !index.rows_outside {
+            let stored = &sections.vectors[node * dim * 4..(node + 1) * dim * 4];
+            for (value, stored) in self.row.iter_mut().zip(codec::f32s(stored)) {
+                *value = stored;
+            }
+            if self.row.iter().any(|value| !value.is_finite()) {
+                return Err(IndexError::format(format!(
+                    "vector of node {node} has a non-finite value"
+                )));
+            }
+            index
+                .vectors
+                .write_row(node, &self.row)
+                .expect("fresh slab");
         }
-        if self.row.iter().any(|value| !value.is_finite()) {
-            return Err(IndexError::format(format!(
-                "vector of node {node} has a non-finite value"
-            )));
-        }
-        index
-            .vectors
-            .write_row(node, &self.row)
-            .expect("fresh slab");
         if let (Some((quantizer, stored)), Some(slab)) = (&sections.codes, code_slab) {
             let stride = quantizer.stride();
             match stored {
@@ -419,6 +480,16 @@ fn words_from(words: &mut Vec<u32>, bytes: &[u8]) {
     words.extend(codec::u32s(bytes));
 }
 
+/// The header bytes that say what the row sections hold.
+#[derive(Clone, Copy)]
+struct HeaderFlags {
+    /// 0 untrained, 1 codes stored, 2 codes recomputed on load.
+    has_codes: u8,
+    scale: f32,
+    /// The `VECT` section is empty; the caller keeps the rows.
+    vectors_outside: bool,
+}
+
 /// What the 64-byte file header holds, checked.
 struct FileHeader {
     params: HnswParams,
@@ -426,6 +497,8 @@ struct FileHeader {
     trained: bool,
     /// The `CODE` section is present (`has_codes` 1).
     has_codes: bool,
+    /// The `VECT` section is empty: the rows are kept outside the file.
+    vectors_outside: bool,
     entry: u32,
     count: usize,
     max_level: usize,
@@ -451,22 +524,8 @@ fn read_header(header: &[u8; HEADER_BYTES]) -> Result<FileHeader> {
         )));
     }
     let metric = Metric::from_code(fields.u8("metric").map_err(header_error)?)?;
-    let quantization = fields
-        .code("quantization", |code| match code {
-            0 => Some(Quantization::None),
-            1 => Some(Quantization::Sq8),
-            _ => None,
-        })
-        .map_err(header_error)?;
-    let (trained, has_codes) = fields
-        .code("has_codes", |code| match code {
-            0 => Some((false, false)),
-            1 => Some((true, true)),
-            2 => Some((true, false)),
-            _ => None,
-        })
-        .map_err(header_error)?;
-    fields.zeros::<1>("reserved").map_err(header_error)?;
+    let (quantization, trained, has_codes, vectors_outside) =
+        read_flags(&mut fields).map_err(header_error)?;
     let dim = fields.u32("dim").map_err(header_error)? as usize;
     let m = fields.u32("m").map_err(header_error)? as usize;
     let ef_construction = fields.u32("ef_construction").map_err(header_error)? as usize;
@@ -486,6 +545,11 @@ fn read_header(header: &[u8; HEADER_BYTES]) -> Result<FileHeader> {
     if trained && quantization != Quantization::Sq8 {
         return Err(IndexError::format("codes present without sq8 quantization"));
     }
+    if vectors_outside && !has_codes {
+        return Err(IndexError::format(
+            "vectors kept outside the file without stored codes to walk on",
+        ));
+    }
     Ok(FileHeader {
         params: HnswParams {
             dim,
@@ -497,11 +561,35 @@ fn read_header(header: &[u8; HEADER_BYTES]) -> Result<FileHeader> {
         },
         trained,
         has_codes,
+        vectors_outside,
         entry,
         count,
         max_level,
         scale,
     })
+}
+
+/// The header's quantization, `has_codes` (trained, stored) and `vectors` bytes.
+fn read_flags(
+    fields: &mut Reader<'_>,
+) -> std::result::Result<(Quantization, bool, bool, bool), DecodeError> {
+    let quantization = fields.code("quantization", |code| match code {
+        0 => Some(Quantization::None),
+        1 => Some(Quantization::Sq8),
+        _ => None,
+    })?;
+    let (trained, has_codes) = fields.code("has_codes", |code| match code {
+        0 => Some((false, false)),
+        1 => Some((true, true)),
+        2 => Some((true, false)),
+        _ => None,
+    })?;
+    let vectors_outside = fields.code("vectors", |code| match code {
+        0 => Some(false),
+        1 => Some(true),
+        _ => None,
+    })?;
+    Ok((quantization, trained, has_codes, vectors_outside))
 }
 
 /// Checks the header's parameters against the limits; returns `count` as a usize.

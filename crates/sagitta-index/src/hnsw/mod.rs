@@ -136,6 +136,11 @@ pub struct HnswIndex {
     allocated: AtomicUsize,
     entry: AtomicU64,
     entry_lock: Mutex<()>,
+    /// The f32 rows are kept outside the index (a file saved by
+    /// [`HnswIndex::save_without_vectors`] and loaded back): `vectors` is empty, searches
+    /// return candidates for the caller to re-score ([`HnswIndex::search_codes`]), and
+    /// nothing can be added.
+    rows_outside: bool,
 }
 
 impl HnswIndex {
@@ -156,6 +161,7 @@ impl HnswIndex {
             allocated: AtomicUsize::new(0),
             entry: AtomicU64::new(EMPTY_ENTRY),
             entry_lock: Mutex::new(()),
+            rows_outside: false,
         })
     }
 
@@ -190,7 +196,9 @@ impl HnswIndex {
             return Ok(());
         }
         self.graph.grow(capacity);
-        self.vectors.grow(capacity);
+        if !self.rows_outside {
+            self.vectors.grow(capacity);
+        }
         if let Some(store) = self.sq8.get_mut() {
             store.codes.grow(capacity);
         }
@@ -237,7 +245,13 @@ impl HnswIndex {
         (node as usize) < self.len() && self.deleted.contains(node)
     }
 
-    /// The stored f32 vector (normalized for cosine) of a node, once published.
+    /// Whether the f32 rows are kept outside the index (see [`HnswIndex::search_codes`]).
+    pub fn rows_outside(&self) -> bool {
+        self.rows_outside
+    }
+
+    /// The stored f32 vector (normalized for cosine) of a node, once published; `None`
+    /// for every node when the rows are kept outside the index.
     pub fn vector(&self, node: u32) -> Option<&[f32]> {
         self.vectors
             .row(node as usize)

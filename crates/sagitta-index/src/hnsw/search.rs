@@ -5,7 +5,7 @@ use std::cell::Cell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::storage::{F32Scorer, Scorer, Sq8Scorer};
+use super::storage::{F32Scorer, Scorer, Sq8Scorer, Sq8Store};
 use super::HnswIndex;
 use crate::error::Result;
 use crate::flat::SearchResults;
@@ -107,8 +107,24 @@ impl HnswIndex {
         Ok(self.search_prepared(&prepared, &mut query_codes, params, &accept, None))
     }
 
-    /// Validates one query and its parameters; returns it normalized for cosine.
+    /// Validates one query and its parameters; returns it normalized for cosine. A search
+    /// that re-scores needs the rows in memory.
     fn prepare_query(&self, query: &[f32], params: HnswSearchParams) -> Result<Vec<f32>> {
+        self.check_rows_here()?;
+        self.prepare_codes_query(query, params)
+    }
+
+    fn check_rows_here(&self) -> Result<()> {
+        if self.rows_outside {
+            return Err(crate::IndexError::VectorsElsewhere {
+                operation: "an exact re-score (search_codes gives the candidates)",
+            });
+        }
+        Ok(())
+    }
+
+    /// [`HnswIndex::prepare_query`] without the rows.
+    fn prepare_codes_query(&self, query: &[f32], params: HnswSearchParams) -> Result<Vec<f32>> {
         params.validate()?;
         check_batch(query, self.params.dim)?;
         if query.len() != self.params.dim {
@@ -151,6 +167,7 @@ impl HnswIndex {
         threads: usize,
     ) -> Result<SearchResults> {
         params.validate()?;
+        self.check_rows_here()?;
         let dim = self.params.dim;
         let query_count = check_batch(queries, dim)?;
         let threads = effective_threads(threads, query_count);
@@ -207,27 +224,19 @@ impl HnswIndex {
         };
         let candidates = match self.sq8.get() {
             Some(store) if !params.exact_traversal => {
-                query_codes.resize(self.params.dim, 0);
-                let query_norm_squared = store.quantizer.encode_query(query, query_codes);
-                let scorer = Sq8Scorer {
-                    query: query_codes,
-                    query_norm_squared,
-                    store,
-                    kernels,
-                    metric,
-                    distance_count: counts.map(|c| &c[0]),
-                };
                 let rescorer = F32Scorer {
                     distance_count: counts.map(|c| &c[1]),
                     ..exact
                 };
-                let found = self.beam(&scorer, entry, max_level, ef, &accept_live);
-                let rescore = params
-                    .rescore
-                    .unwrap_or_else(|| default_rescore(params.k))
-                    .max(params.k)
-                    .min(found.len());
-                let mut rescored: Vec<Neighbor> = found[..rescore]
+                let found = self.sq8_candidates(
+                    store,
+                    query,
+                    query_codes,
+                    params,
+                    &accept_live,
+                    counts.map(|c| &c[0]),
+                );
+                let mut rescored: Vec<Neighbor> = found
                     .iter()
                     .filter_map(|candidate| {
                         rescorer.distance(candidate.id).map(|distance| Neighbor {
@@ -250,6 +259,68 @@ impl HnswIndex {
                 score: metric.score_from_distance(neighbor.distance),
             })
             .collect()
+    }
+
+    /// The SQ8 walk: the best `rescore` candidates ([`HnswSearchParams::rescore`], at least
+    /// `k`) among the nodes `accept` takes, closest first by their code distance.
+    fn sq8_candidates(
+        &self,
+        store: &Sq8Store,
+        query: &[f32],
+        query_codes: &mut Vec<u8>,
+        params: HnswSearchParams,
+        accept: &impl Fn(u32) -> bool,
+        distance_count: Option<&Cell<usize>>,
+    ) -> Vec<Neighbor> {
+        let Some((entry, max_level)) = self.entry_snapshot() else {
+            return Vec::new();
+        };
+        query_codes.resize(self.params.dim, 0);
+        let query_norm_squared = store.quantizer.encode_query(query, query_codes);
+        let scorer = Sq8Scorer {
+            query: query_codes,
+            query_norm_squared,
+            store,
+            kernels: self.kernels(),
+            metric: self.params.metric,
+            distance_count,
+        };
+        let ef = params.ef.max(params.k);
+        let mut found = self.beam(&scorer, entry, max_level, ef, accept);
+        let rescore = params
+            .rescore
+            .unwrap_or_else(|| default_rescore(params.k))
+            .max(params.k);
+        found.truncate(rescore);
+        found
+    }
+
+    /// The candidates an exact re-score of one query would take, for a caller that keeps
+    /// the rows ([`HnswIndex::rows_outside`]): the SQ8 walk's best `rescore` nodes (see
+    /// [`HnswSearchParams::rescore`]) among those `accept` takes, closest first, each with
+    /// its code distance ("lower is closer"). The query is normalized for cosine here as in
+    /// [`HnswIndex::search`]: the caller re-scores against the normalized query.
+    pub fn search_codes(
+        &self,
+        query: &[f32],
+        params: HnswSearchParams,
+        accept: impl Fn(u32) -> bool,
+    ) -> Result<Vec<(u32, f32)>> {
+        let store = self.sq8.get().ok_or(crate::IndexError::NoCodes)?;
+        let prepared = self.prepare_codes_query(query, params)?;
+        let accept_live = |node: u32| !self.deleted.contains(node) && accept(node);
+        let found = self.sq8_candidates(
+            store,
+            &prepared,
+            &mut Vec::new(),
+            params,
+            &accept_live,
+            None,
+        );
+        Ok(found
+            .into_iter()
+            .map(|neighbor| (neighbor.id, neighbor.distance))
+            .collect())
     }
 
     /// Greedy descent to layer 1, then the layer-0 beam. Closest first.

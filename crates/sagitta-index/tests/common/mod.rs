@@ -3,7 +3,12 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use std::cell::Cell;
+use std::sync::Arc;
+
+use sagitta_index::disk::PageReader;
 use sagitta_index::Metric;
+use sagitta_storage::pageio::{Page, PAGE_BYTES};
 
 /// `count` embedding-like vectors of `dim`, row-major: a 12-d Gaussian latent mapped by a
 /// fixed random projection plus isotropic noise (low intrinsic dimension, like text
@@ -95,4 +100,35 @@ pub fn recall(found: &[u64], truth: &[Vec<usize>], k: usize) -> f64 {
             .count();
     }
     hits as f64 / (truth.len() * k) as f64
+}
+
+/// The records file in memory, counting what is asked of it.
+pub struct MemoryReader {
+    pub bytes: Vec<u8>,
+    pub pages_read: Cell<usize>,
+}
+
+impl MemoryReader {
+    pub fn new(bytes: Vec<u8>) -> MemoryReader {
+        MemoryReader {
+            bytes,
+            pages_read: Cell::new(0),
+        }
+    }
+}
+
+impl PageReader for MemoryReader {
+    fn read(&self, pages: &[u64]) -> sagitta_index::error::Result<Vec<Arc<Page>>> {
+        self.pages_read.set(self.pages_read.get() + pages.len());
+        Ok(pages
+            .iter()
+            .map(|number| {
+                let start = *number as usize * PAGE_BYTES;
+                let mut page = Page::zeroed();
+                page.0
+                    .copy_from_slice(&self.bytes[start..start + PAGE_BYTES]);
+                Arc::new(page)
+            })
+            .collect())
+    }
 }
