@@ -103,6 +103,7 @@ class Database:
         page_cache_mb: int = 64,
         datatype: str = "float32",
         partition_size: int = 1000,
+        on_disk: bool = False,
     ) -> Collection: ...
     def import_collection(
         self,
@@ -117,6 +118,7 @@ class Database:
         page_cache_mb: int = 64,
         datatype: str = "float32",
         partition_size: int = 1000,
+        on_disk: bool = False,
     ) -> Collection: ...
     def collection(self, name: str) -> Collection: ...
     def list_collections(self) -> list[str]: ...

@@ -183,11 +183,12 @@ class RemoteDatabase:
         page_cache_mb: int = 64,
         datatype: str = "float32",
         partition_size: int = 1000,
+        on_disk: bool = False,
     ) -> RemoteCollection:
         """Creates an empty collection; ``CollectionExistsError`` if the name is taken.
         ``segment_kind``, ``page_cache_mb`` and ``partition_size`` travel as SagittaDB's
-        ``sagitta`` extension of the collection config, ``datatype`` as Qdrant's
-        ``vectors.datatype``."""
+        ``sagitta`` extension of the collection config, ``datatype`` and ``on_disk`` as
+        Qdrant's ``vectors.datatype`` and ``vectors.on_disk``."""
         distance = _distance_name(distance)
         if segment_kind not in ("hnsw", "disk"):
             raise InvalidParameterError(
@@ -198,7 +199,12 @@ class RemoteDatabase:
                 f'`datatype` = "{datatype}": expected "float32" or "float16"'
             )
         body = {
-            "vectors": {"size": dim, "distance": distance, "datatype": datatype},
+            "vectors": {
+                "size": dim,
+                "distance": distance,
+                "datatype": datatype,
+                "on_disk": on_disk,
+            },
             "shard_number": shard_number,
             "sagitta": {
                 "segment_kind": segment_kind,
@@ -222,6 +228,7 @@ class RemoteDatabase:
         page_cache_mb: int = 64,
         datatype: str = "float32",
         partition_size: int = 1000,
+        on_disk: bool = False,
     ) -> RemoteCollection:
         """Creates ``name`` and uploads every point (in batches, ``wait=True``, followed by
         ``progress``); on any error the collection is dropped again and the error raised."""
@@ -237,6 +244,7 @@ class RemoteDatabase:
             page_cache_mb,
             datatype,
             partition_size,
+            on_disk,
         )
         try:
             collection.upsert(list(ids), array, payloads, wait=True, progress=progress)

@@ -75,6 +75,7 @@ fn parse_storage(
     page_cache_mb: usize,
     datatype: &str,
     partition_size: usize,
+    on_disk: bool,
 ) -> PyResult<StorageConfig> {
     let segment_kind = SegmentKindName::parse(segment_kind).ok_or_else(|| {
         InvalidParameterError::new_err(format!(
@@ -91,6 +92,7 @@ fn parse_storage(
         page_cache_mb,
         datatype,
         partition_size,
+        vectors_on_disk: on_disk,
     })
 }
 
@@ -258,8 +260,10 @@ impl Database {
     /// `page_cache_mb`: RAM for hot pages of disk segments. `datatype`: "float32", or
     /// "float16" (Qdrant's: every vector kept rounded to half precision; disk segments
     /// then read half the bytes). `partition_size`: vectors a disk segment's partition
-    /// aims at (8 to 100,000; appends split partitions past twice it).
-    #[pyo3(signature = (name, dim, distance = "Cosine", shard_number = 1, segment_kind = "hnsw", page_cache_mb = 64, datatype = "float32", partition_size = 1000))]
+    /// aims at (8 to 100,000; appends split partitions past twice it). `on_disk`
+    /// (Qdrant's `vectors.on_disk`): HNSW segments keep their full vectors on disk, RAM
+    /// holding the graph and its codes (searches re-score ~40 rows a query from disk).
+    #[pyo3(signature = (name, dim, distance = "Cosine", shard_number = 1, segment_kind = "hnsw", page_cache_mb = 64, datatype = "float32", partition_size = 1000, on_disk = false))]
     #[allow(clippy::too_many_arguments)]
     fn create_collection(
         &self,
@@ -272,12 +276,19 @@ impl Database {
         page_cache_mb: usize,
         datatype: &str,
         partition_size: usize,
+        on_disk: bool,
     ) -> PyResult<Collection> {
         let config = CollectionConfig {
             dim,
             distance: parse_distance(distance)?,
             shard_count: shard_number,
-            storage: parse_storage(segment_kind, page_cache_mb, datatype, partition_size)?,
+            storage: parse_storage(
+                segment_kind,
+                page_cache_mb,
+                datatype,
+                partition_size,
+                on_disk,
+            )?,
         };
         let inner = py
             .allow_threads(|| self.inner.create_collection(name, config))
@@ -302,12 +313,12 @@ impl Database {
     /// the import (within a few rows) and is raised once it has stopped: no collection
     /// is left (one that finished meanwhile, or whose last report raised, is dropped).
     ///
-    /// `segment_kind`, `page_cache_mb`, `datatype` and `partition_size` as for
+    /// `segment_kind`, `page_cache_mb`, `datatype`, `partition_size` and `on_disk` as for
     /// `create_collection`. A disk
     /// collection of one shard, Dot or Euclid, imported without payloads builds from
     /// `vectors` where they lie: a float32 `numpy.memmap` larger than RAM is not copied
     /// (so the array must not be written to, e.g. from `progress`, while the import runs).
-    #[pyo3(signature = (name, ids, vectors, payloads = None, distance = "Cosine", shard_number = 1, progress = None, segment_kind = "hnsw", page_cache_mb = 64, datatype = "float32", partition_size = 1000))]
+    #[pyo3(signature = (name, ids, vectors, payloads = None, distance = "Cosine", shard_number = 1, progress = None, segment_kind = "hnsw", page_cache_mb = 64, datatype = "float32", partition_size = 1000, on_disk = false))]
     #[allow(clippy::too_many_arguments)]
     fn import_collection(
         &self,
@@ -323,6 +334,7 @@ impl Database {
         page_cache_mb: usize,
         datatype: &str,
         partition_size: usize,
+        on_disk: bool,
     ) -> PyResult<Collection> {
         let reporting = py.import("sagittadb.progress")?;
         let callback =
@@ -339,7 +351,13 @@ impl Database {
                 dim,
                 distance: parse_distance(distance)?,
                 shard_count: shard_number,
-                storage: parse_storage(segment_kind, page_cache_mb, datatype, partition_size)?,
+                storage: parse_storage(
+                    segment_kind,
+                    page_cache_mb,
+                    datatype,
+                    partition_size,
+                    on_disk,
+                )?,
             };
             if payloads.is_some() {
                 let points = points_from_python(py, ids, vectors, payloads, dim)?;

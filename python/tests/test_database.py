@@ -362,6 +362,43 @@ def test_disk_segments_search_like_exact_and_reopen(tmp_path):
         )
 
 
+def test_hnsw_vectors_on_disk_leave_ram(tmp_path):
+    """on_disk=True (Qdrant's vectors.on_disk): sealed HNSW segments keep their rows in
+    records files; RAM holds the graph and codes, and the answers stay those of the rows."""
+    db = sagittadb.open(tmp_path)
+    centers = vectors(20, dim=64, seed=21)
+    picks = np.random.default_rng(22).integers(0, 20, size=3000)
+    data = (centers[picks] + vectors(3000, dim=64, seed=23) * 0.2).astype(np.float32)
+    made = {}
+    for name, on_disk in (("rows", True), ("ram", False)):
+        col = db.create_collection(name, dim=64, distance="Euclid", on_disk=on_disk)
+        col.upsert(
+            ids=range(3000), vectors=data, payloads=[{"i": i} for i in range(3000)]
+        )
+        assert col.optimize() == 3000
+        made[name] = col
+    shard = tmp_path / "collections" / "rows" / "shard-0"
+    assert any(path.suffix == ".records" for path in shard.iterdir())
+    # the rows (3000 × 64 × 4 bytes) left RAM
+    ram = {name: col.status()["index_ram_bytes"] for name, col in made.items()}
+    assert ram["rows"] + 3000 * 64 * 4 <= ram["ram"], ram
+    found = 0
+    for query in vectors(20, dim=64, seed=24):
+        exact = [hit["id"] for hit in made["rows"].search(query, limit=10, exact=True)]
+        assert exact == [
+            hit["id"] for hit in made["ram"].search(query, limit=10, exact=True)
+        ]
+        found += len(
+            set(exact) & {hit["id"] for hit in made["rows"].search(query, limit=10)}
+        )
+    assert found / 200 >= 0.95
+    del made, col, db
+    col = sagittadb.open(tmp_path).collection("rows")
+    got = col.get([17])[0]
+    assert got["payload"] == {"i": 17}
+    np.testing.assert_array_equal(np.array(got["vector"], dtype=np.float32), data[17])
+
+
 def test_seals_append_to_a_disk_segment_and_split_its_partitions(tmp_path):
     """A later seal appends the buffer to the disk segment (a new records file for the
     new vectors only); partitions grown past twice `partition_size` split; every point

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import math
 import threading
+import time
 import uuid
 import warnings
 
@@ -921,6 +922,65 @@ def test_upload_points_and_upload_collection(client):
             normalized(np.array(record.vector)), normalized(vectors[i]), atol=1e-5
         )
     assert client.delete_collection(name)
+
+
+def test_vectors_on_disk_answer_as_local_mode(client):
+    """`VectorParams(on_disk=True)`: once sealed, the HNSW segments keep their rows in
+    records files; the answers and the stored vectors agree with qdrant-client's local
+    mode holding the same points."""
+    name = "rows-on-disk"
+    count = 2500
+    rng = np.random.default_rng(31)
+    vectors = rng.standard_normal((count, DIM)).astype(np.float32)
+    params = models.VectorParams(
+        size=DIM, distance=models.Distance.COSINE, on_disk=True
+    )
+    local = QdrantClient(":memory:")
+    for target in (client, local):
+        target.create_collection(name, vectors_config=params)
+        target.upload_collection(
+            name,
+            vectors=vectors,
+            payload=({"i": i} for i in range(count)),
+            ids=list(range(count)),
+            batch_size=500,
+            wait=True,
+        )
+    assert client.get_collection(name).config.params.vectors.on_disk is True
+    deadline = time.monotonic() + 60
+    while True:
+        info = client.get_collection(name)
+        if (
+            info.indexed_vectors_count == count
+            and info.status == models.CollectionStatus.GREEN
+        ):
+            break
+        assert time.monotonic() < deadline, f"not sealed after 60 s: {info}"
+        time.sleep(0.1)
+    overlaps = []
+    for query in rng.standard_normal((12, DIM)):
+        reference = local.query_points(name, query=query.tolist(), limit=10)
+        exact = client.query_points(
+            name,
+            query=query.tolist(),
+            limit=10,
+            search_params=models.SearchParams(exact=True),
+        )
+        assert_exact(hits(exact), hits(reference))
+        default = client.query_points(name, query=query.tolist(), limit=10)
+        expected = {i for i, _ in hits(reference)}
+        overlaps.append(len(expected.intersection(i for i, _ in hits(default))) / 10)
+    assert np.mean(overlaps) >= 0.9, overlaps
+    ids = [0, 1234, count - 1]
+    got = client.retrieve(name, ids=ids, with_vectors=True, with_payload=True)
+    kept = local.retrieve(name, ids=ids, with_vectors=True, with_payload=True)
+    for ours, theirs in zip(
+        sorted(got, key=lambda r: r.id), sorted(kept, key=lambda r: r.id), strict=True
+    ):
+        assert ours.payload == theirs.payload
+        np.testing.assert_allclose(ours.vector, theirs.vector, atol=1e-6)
+    assert client.delete_collection(name)
+    local.close()
 
 
 def test_update_collection_optimizers(client):

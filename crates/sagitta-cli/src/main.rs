@@ -65,6 +65,10 @@ struct ImportArgs {
     /// Vectors a disk segment's partition aims at.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_PARTITION_SIZE)]
     partition_size: usize,
+    /// Keep HNSW segments' full vectors on disk (Qdrant's `vectors.on_disk`): RAM holds
+    /// the graph and its codes, searches read ~40 rows a query through the page cache.
+    #[arg(long)]
+    on_disk: bool,
     /// Source format; by default taken from the extension (.npy, .fvecs, .bvecs, .parquet).
     #[arg(long, value_enum)]
     format: Option<FormatArg>,
@@ -418,6 +422,7 @@ fn import_points(args: &ImportArgs, read: ReadPoints) -> Result<String, Failure>
             page_cache_mb: args.page_cache_mb,
             datatype: args.datatype.into(),
             partition_size: args.partition_size,
+            vectors_on_disk: args.on_disk,
         },
     };
     let data_failure = |error: sagitta_engine::EngineError| Failure {

@@ -318,6 +318,8 @@ fn simulate(seed: u64, steps: usize, kind: SegmentKindName) -> (usize, usize) {
             // tiny partitions, so a few dozen points split them (past 2 × the size) and
             // deletes dissolve them (below a quarter of it)
             partition_size: [2, 3, 8][rng.gen_range(0..3)],
+            // half the HNSW runs keep their sealed vectors in records files
+            vectors_on_disk: kind == SegmentKindName::Hnsw && rng.gen_bool(0.5),
             ..StorageConfig::default()
         },
     };

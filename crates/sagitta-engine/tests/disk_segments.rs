@@ -1,8 +1,10 @@
-//! Collections with disk segments (issue 15) on real files: recall against the exact scan,
-//! every read path (get, scroll, copy on write, merge) returning the stored vectors, the
-//! same answers through io_uring, pread and in-memory pages, and a damaged records page
-//! reported as corruption, never returned as a vector.
+//! Collections whose vectors live on disk (issue 15) on real files — disk segments, and
+//! HNSW segments with `vectors.on_disk` — : recall against the exact scan, every read path
+//! (get, scroll, copy on write, merge) returning the stored vectors, the same answers
+//! through io_uring, pread and in-memory pages, and a damaged records page reported as
+//! corruption, never returned as a vector.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -79,7 +81,20 @@ fn disk_config(distance: Distance) -> CollectionConfig {
             page_cache_mb: 1,
             datatype: Datatype::Float32,
             partition_size: DEFAULT_PARTITION_SIZE,
+            vectors_on_disk: false,
         },
+    }
+}
+
+/// HNSW segments, their vectors in records files (`on_disk`) or in RAM.
+fn hnsw_config(distance: Distance, on_disk: bool) -> CollectionConfig {
+    CollectionConfig {
+        storage: StorageConfig {
+            segment_kind: SegmentKindName::Hnsw,
+            vectors_on_disk: on_disk,
+            ..disk_config(distance).storage
+        },
+        ..disk_config(distance)
     }
 }
 
@@ -131,7 +146,7 @@ fn disk_segments_answer_like_the_exact_scan_and_keep_every_field() {
             points(1_200..5_000, 3),
         ];
         // the vectors as stored (Cosine normalizes), read from the write buffer
-        let mut stored = std::collections::HashMap::new();
+        let mut stored = HashMap::new();
         for (number, batch) in batches.iter().enumerate() {
             collection.upsert(batch.clone(), true).unwrap();
             for point in batch.iter() {
@@ -182,33 +197,10 @@ fn disk_segments_answer_like_the_exact_scan_and_keep_every_field() {
             "{distance:?}: recall {merged} after the merge"
         );
         // copy on write reads a sealed point's vector from disk into the buffer
-        collection
-            .set_payload(&[PointId::Number(3)], r#"{"tag":"x"}"#, true)
-            .unwrap();
-        collection.delete(&[PointId::Number(4)], true).unwrap();
         let check = |collection: &Collection, context: &str| {
-            for point in &all {
-                let got = collection.get(&point.id).unwrap();
-                if point.id == PointId::Number(4) {
-                    assert!(got.is_none(), "{context}: 4 was deleted");
-                    continue;
-                }
-                let got = got.unwrap_or_else(|| panic!("{context}: {:?} missing", point.id));
-                assert_eq!(
-                    got.vector, stored[&point.id],
-                    "{context}: vector of {:?}",
-                    point.id
-                );
-                let expected = if point.id == PointId::Number(3) {
-                    r#"{"n":3,"tag":"x"}"#.to_string()
-                } else {
-                    point.payload.clone().unwrap()
-                };
-                assert_eq!(got.payload.unwrap(), expected, "{context}: payload");
-            }
-            assert_eq!(collection.count(None), 4_999, "{context}");
-            collection.check_invariants().unwrap();
+            check_every_point(collection, &all, &stored, context);
         };
+        write_and_check(&collection, &all, &stored);
         check(&collection, "before reopening");
         let status = collection.status();
         let raw = 4_999 * DIM as u64 * 4;
@@ -315,9 +307,18 @@ fn answers(collection: &Collection, queries: &[Point]) -> Vec<Vec<(PointId, u32,
 #[test]
 fn io_uring_pread_and_memory_pages_give_identical_answers() {
     let scratch = Scratch::new("backends");
-    let directory = scratch.0.join("c");
-    let collection =
-        Collection::create(&OsFileSystem, &directory, disk_config(Distance::Cosine)).unwrap();
+    for (name, config) in [
+        ("disk", disk_config(Distance::Cosine)),
+        ("hnsw-on-disk", hnsw_config(Distance::Cosine, true)),
+    ] {
+        backends_answer_alike(&scratch.0.join(name), config);
+    }
+}
+
+/// [`io_uring_pread_and_memory_pages_give_identical_answers`] for one collection.
+fn backends_answer_alike(directory: &Path, config: CollectionConfig) {
+    let directory = directory.to_path_buf();
+    let collection = Collection::create(&OsFileSystem, &directory, config).unwrap();
     collection.upsert(points(0..3_000, 3), true).unwrap();
     collection.optimize(&OsFileSystem).unwrap();
     drop(collection);
@@ -374,12 +375,20 @@ fn copy_tree(to: &dyn FileSystem, directory: &Path) {
 #[test]
 fn a_damaged_records_page_is_reported_never_returned_as_a_vector() {
     let scratch = Scratch::new("damage");
-    let directory = scratch.0.join("c");
+    for (name, config) in [
+        ("disk", disk_config(Distance::Euclid)),
+        ("hnsw-on-disk", hnsw_config(Distance::Euclid, true)),
+    ] {
+        damage_is_reported(&scratch.0.join(name), config);
+    }
+}
+
+/// [`a_damaged_records_page_is_reported_never_returned_as_a_vector`] for one collection.
+fn damage_is_reported(directory: &Path, mut config: CollectionConfig) {
     let fs = OsFileSystem;
-    let mut config = disk_config(Distance::Euclid);
     config.shard_count = 1;
     config.storage.page_cache_mb = 0;
-    let collection = Collection::create(&fs, &directory, config).unwrap();
+    let collection = Collection::create(&fs, directory, config).unwrap();
     let stored = points(0..1_500, 4);
     collection.upsert(stored.clone(), true).unwrap();
     collection.optimize(&fs).unwrap();
@@ -389,7 +398,7 @@ fn a_damaged_records_page_is_reported_never_returned_as_a_vector() {
     let damaged_page = 3;
     bytes[damaged_page * PAGE_BYTES + 100] ^= 0x04;
     std::fs::write(&records, &bytes).unwrap();
-    let collection = Collection::open(&fs, &directory).unwrap();
+    let collection = Collection::open(&fs, directory).unwrap();
     // the exact scan reads every page: it must fail, naming the file and the page
     let request = SearchRequest {
         strategy: Strategy::Exact,
@@ -418,4 +427,139 @@ fn a_damaged_records_page_is_reported_never_returned_as_a_vector() {
         }
     }
     assert!(failed > 0 && read > 0, "{failed} failed, {read} read");
+}
+
+/// Copies sealed point 3 into the buffer with a new payload field (reading its vector
+/// from disk) and deletes point 4, then checks every point.
+fn write_and_check(collection: &Collection, all: &[Point], stored: &HashMap<PointId, Vec<f32>>) {
+    collection
+        .set_payload(&[PointId::Number(3)], r#"{"tag":"x"}"#, true)
+        .unwrap();
+    collection.delete(&[PointId::Number(4)], true).unwrap();
+    check_every_point(collection, all, stored, "after the writes");
+}
+
+/// Every point of `all` as `stored` holds its vector, but 4 deleted and 3 with a `tag`.
+fn check_every_point(
+    collection: &Collection,
+    all: &[Point],
+    stored: &HashMap<PointId, Vec<f32>>,
+    context: &str,
+) {
+    for point in all {
+        let got = collection.get(&point.id).unwrap();
+        if point.id == PointId::Number(4) {
+            assert!(got.is_none(), "{context}: 4 was deleted");
+            continue;
+        }
+        let got = got.unwrap_or_else(|| panic!("{context}: {:?} missing", point.id));
+        assert_eq!(got.vector, stored[&point.id], "{context}: {:?}", point.id);
+        let expected = if point.id == PointId::Number(3) {
+            r#"{"n":3,"tag":"x"}"#.to_string()
+        } else {
+            point.payload.clone().unwrap()
+        };
+        assert_eq!(got.payload.unwrap(), expected, "{context}: payload");
+    }
+    assert_eq!(collection.count(None), all.len() - 1, "{context}");
+    collection.check_invariants().unwrap();
+}
+
+/// Exact answers of `collection`: ids, vectors and scores.
+fn exact_answers(collection: &Collection, queries: &[Point]) -> Vec<Vec<(PointId, Vec<f32>, f32)>> {
+    queries
+        .iter()
+        .map(|query| {
+            let request = SearchRequest {
+                strategy: Strategy::Exact,
+                ..SearchRequest::new(&query.vector, 10)
+            };
+            let hits = collection.query(&request).unwrap();
+            hits.into_iter()
+                .map(|hit| (hit.id, hit.vector, hit.score))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn hnsw_vectors_on_disk_leave_ram_and_answer_from_their_records() {
+    let scratch = Scratch::new("hnsw-on-disk");
+    let fs = OsFileSystem;
+    let queries = points(10_000..10_040, 7);
+    let batches = [
+        points(0..600, 1),
+        points(600..1_200, 2),
+        points(1_200..4_000, 3),
+    ];
+    let all: Vec<Point> = batches.concat();
+    for distance in [Distance::Euclid, Distance::Cosine, Distance::Dot] {
+        let on_disk_dir = scratch.0.join(format!("on-disk-{distance:?}"));
+        let in_ram_dir = scratch.0.join(format!("in-ram-{distance:?}"));
+        let on_disk = Collection::create(&fs, &on_disk_dir, hnsw_config(distance, true)).unwrap();
+        let in_ram = Collection::create(&fs, &in_ram_dir, hnsw_config(distance, false)).unwrap();
+        let mut stored = HashMap::new();
+        for batch in &batches {
+            for collection in [&on_disk, &in_ram] {
+                collection.set_policy(policy());
+                collection.upsert(batch.clone(), true).unwrap();
+                collection.optimize(&fs).unwrap();
+            }
+            for point in batch {
+                let got = on_disk.get(&point.id).unwrap().unwrap();
+                stored.insert(point.id, got.vector);
+            }
+            // every sealed segment keeps its rows in a records file of its own
+            assert_eq!(
+                files(&on_disk_dir, ".records"),
+                on_disk.status().segments,
+                "{distance:?}"
+            );
+            assert_eq!(files(&in_ram_dir, ".records"), 0);
+        }
+        for collection in [&on_disk, &in_ram] {
+            while collection.maintain(&fs).unwrap() {}
+        }
+        // merged to one segment a shard; the merged segments' records files are gone
+        assert_eq!(on_disk.status().segments, 2, "{distance:?}");
+        assert_eq!(files(&on_disk_dir, ".records"), 2, "{distance:?}");
+        // the exact scan reads every row from the records: the in-RAM collection's answer
+        let (read, kept) = (
+            exact_answers(&on_disk, &queries),
+            exact_answers(&in_ram, &queries),
+        );
+        for (read, kept) in read.iter().zip(&kept) {
+            let ids = |hits: &[(PointId, Vec<f32>, f32)]| -> Vec<PointId> {
+                hits.iter().map(|hit| hit.0).collect()
+            };
+            assert_eq!(ids(read), ids(kept), "{distance:?}");
+            for (a, b) in read.iter().zip(kept) {
+                assert_eq!(a.1, b.1, "{distance:?}: vectors");
+                assert!(
+                    (a.2 - b.2).abs() <= 1e-4 * b.2.abs().max(1.0),
+                    "{distance:?}"
+                );
+            }
+        }
+        let found = recall(&on_disk, &queries);
+        assert!(found >= 0.95, "{distance:?}: recall {found}");
+        // RAM: the graph and codes only; the rows are on disk
+        let raw = all.len() as u64 * DIM as u64 * 4;
+        let (disk_status, ram_status) = (on_disk.status(), in_ram.status());
+        assert!(
+            disk_status.index_ram_bytes + raw <= ram_status.index_ram_bytes,
+            "{disk_status:?} against {ram_status:?}"
+        );
+        assert!(disk_status.disk_bytes > raw, "{disk_status:?}");
+        // copy on write reads the sealed point's row from its records file
+        let check = |collection: &Collection, context: &str| {
+            check_every_point(collection, &all, &stored, context);
+        };
+        write_and_check(&on_disk, &all, &stored);
+        check(&on_disk, &format!("{distance:?}, before reopening"));
+        drop(on_disk);
+        let reopened = Collection::open(&fs, &on_disk_dir).unwrap();
+        check(&reopened, &format!("{distance:?}, after reopening"));
+        assert!(recall(&reopened, &queries) >= 0.95);
+    }
 }

@@ -356,6 +356,7 @@ fn half_disk_config() -> CollectionConfig {
             page_cache_mb: 1,
             datatype: Datatype::Float16,
             partition_size: DEFAULT_PARTITION_SIZE,
+            vectors_on_disk: false,
         },
     }
 }

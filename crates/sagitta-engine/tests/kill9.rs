@@ -107,6 +107,15 @@ fn kill9_never_loses_acknowledged_writes_to_disk_segments() {
     kill9_run("disk", storage, KILLS / 2);
 }
 
+#[test]
+fn kill9_never_loses_acknowledged_writes_to_hnsw_vectors_on_disk() {
+    let storage = StorageConfig {
+        vectors_on_disk: true,
+        ..StorageConfig::default()
+    };
+    kill9_run("hnsw-on-disk", storage, KILLS / 4);
+}
+
 /// Kills a child writing to a new collection of `storage` `kills` times; checks every
 /// acknowledged write after each.
 fn kill9_run(name: &str, storage: StorageConfig, kills: usize) {

@@ -279,11 +279,15 @@ fn collection_info(collection: &Collection, echoed: &crate::EchoedSettings) -> V
 }
 
 /// `config.params` of collection info: the vector, shards and replication. `datatype`
-/// appears only when set to other than float32, as Qdrant leaves it out when unset.
+/// and `on_disk` appear only when set to other than their defaults, as Qdrant leaves them
+/// out when unset.
 fn params_info(config: &CollectionConfig) -> Value {
     let mut vectors = json!({"size": config.dim, "distance": config.distance.name()});
     if config.storage.datatype != Datatype::Float32 {
         vectors["datatype"] = json!(config.storage.datatype.name());
+    }
+    if config.storage.vectors_on_disk {
+        vectors["on_disk"] = json!(true);
     }
     json!({
         "vectors": vectors,

@@ -78,6 +78,10 @@ async fn errors_are_enveloped_and_name_the_field() {
             &["vectors.datatype", "float64"],
         ),
         (
+            json!({"vectors": {"size": 4, "distance": "Dot", "on_disk": "yes"}}),
+            &["vectors.on_disk", "boolean"],
+        ),
+        (
             json!({"vectors": {"size": 4, "distance": "Dot"},
                    "sagitta": {"page_cache_mb": 9_999_999_999u64}}),
             &["sagitta.page_cache_mb"],
@@ -759,6 +763,23 @@ async fn the_storage_extension_is_kept_and_reported() {
         info["config"]["params"]["vectors"]["datatype"].is_null(),
         "float32, the default, is left out as Qdrant does"
     );
+    assert!(
+        info["config"]["params"]["vectors"]["on_disk"].is_null(),
+        "vectors in RAM, the default, is left out as Qdrant does"
+    );
+    // Qdrant's `vectors.on_disk` is kept (HNSW segments' rows in records files)
+    server
+        .ok(
+            "PUT",
+            "/collections/rows_on_disk",
+            json!({"vectors": {"size": 8, "distance": "Dot", "on_disk": true}}),
+        )
+        .await;
+    let info = server
+        .ok("GET", "/collections/rows_on_disk", json!({}))
+        .await;
+    assert_eq!(info["config"]["params"]["vectors"]["on_disk"], json!(true));
+    assert_eq!(info["config"]["sagitta"]["segment_kind"], json!("hnsw"));
 }
 
 /// Qdrant's `vectors.datatype: float16`: every stored value is rounded to half precision,

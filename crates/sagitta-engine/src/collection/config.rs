@@ -27,7 +27,9 @@ pub const MAX_PAYLOAD_BYTES: usize = 1 << 20;
 /// Largest `limit` (k) of a search.
 pub const MAX_LIMIT: usize = 10_000;
 
-const CONFIG_VERSION: u8 = 5;
+const CONFIG_VERSION: u8 = 6;
+/// The version before `vectors.on_disk` was recorded (read as false: vectors in RAM).
+const CONFIG_VERSION_VECTORS_IN_RAM: u8 = 5;
 /// The version before the partition size was recorded (read as the default, 1,000).
 const CONFIG_VERSION_FIXED_PARTITIONS: u8 = 4;
 /// The version before the datatype was recorded (read as float32).
@@ -64,6 +66,10 @@ pub struct StorageConfig {
     /// Vectors a disk segment's partition aims at (builds; appends split a partition
     /// past twice this).
     pub partition_size: usize,
+    /// Qdrant's `vectors.on_disk`: HNSW segments keep their full vectors in a records file
+    /// read through the page cache (RAM: the graph and its SQ8 codes). Disk segments keep
+    /// them on disk either way.
+    pub vectors_on_disk: bool,
 }
 
 impl Default for StorageConfig {
@@ -73,6 +79,7 @@ impl Default for StorageConfig {
             page_cache_mb: 64,
             datatype: Datatype::Float32,
             partition_size: DEFAULT_PARTITION_SIZE,
+            vectors_on_disk: false,
         }
     }
 }
@@ -144,11 +151,17 @@ impl StorageConfig {
             } else {
                 Datatype::Float32
             },
-            partition_size: if version == CONFIG_VERSION {
+            partition_size: if version >= CONFIG_VERSION_VECTORS_IN_RAM {
                 reader.u32("partition_size")? as usize
             } else {
                 DEFAULT_PARTITION_SIZE
             },
+            vectors_on_disk: version >= CONFIG_VERSION
+                && reader.code("vectors_on_disk", |code| match code {
+                    0 => Some(false),
+                    1 => Some(true),
+                    _ => None,
+                })?,
         })
     }
 }
@@ -231,6 +244,7 @@ impl CollectionConfig {
             .len_u32(self.storage.page_cache_mb, "validated page cache")
             .u8(self.storage.datatype.code())
             .len_u32(self.storage.partition_size, "validated partition size")
+            .u8(u8::from(self.storage.vectors_on_disk))
             .len_u32(schema.len(), "bounded field count");
         for (field, kind) in schema {
             out.u8(kind.code()).str_u16(field, "bounded field name");
@@ -251,6 +265,7 @@ impl CollectionConfig {
                 CONFIG_VERSION_HNSW_ONLY,
                 CONFIG_VERSION_FLOAT32,
                 CONFIG_VERSION_FIXED_PARTITIONS,
+                CONFIG_VERSION_VECTORS_IN_RAM,
                 CONFIG_VERSION,
             ],
         )?;
@@ -365,26 +380,42 @@ mod tests {
                 page_cache_mb: 128,
                 datatype: Datatype::Float16,
                 partition_size: 300,
+                vectors_on_disk: true,
             },
         };
         let schema = PayloadSchema::from([("a.b".to_string(), FieldType::Integer)]);
         let bytes = config.encode(&schema);
         let mut expected = vec![CONFIG_VERSION, 1, 3, 0, 0, 0, 2, 0, 0, 0];
-        expected.extend_from_slice(&[1, 128, 0, 0, 0, 1, 44, 1, 0, 0]);
+        expected.extend_from_slice(&[1, 128, 0, 0, 0, 1, 44, 1, 0, 0, 1]);
         expected.extend_from_slice(&[1, 0, 0, 0, 1, 3, 0, b'a', b'.', b'b']);
         assert_eq!(bytes, expected);
         assert_eq!(
             CollectionConfig::try_decode(&bytes).ok(),
             Some((config, schema.clone()))
         );
+        // a version 5 manifest (before vectors.on_disk was recorded): in RAM
+        let mut five = expected.clone();
+        five[0] = CONFIG_VERSION_VECTORS_IN_RAM;
+        five.remove(20);
+        let in_ram = CollectionConfig {
+            storage: StorageConfig {
+                vectors_on_disk: false,
+                ..config.storage
+            },
+            ..config
+        };
+        assert_eq!(
+            CollectionConfig::try_decode(&five).ok(),
+            Some((in_ram, schema.clone()))
+        );
         // a version 4 manifest (before the partition size was recorded): 1,000
-        let mut four = expected.clone();
+        let mut four = five.clone();
         four[0] = CONFIG_VERSION_FIXED_PARTITIONS;
         four.drain(16..20);
         let fixed = CollectionConfig {
             storage: StorageConfig {
                 partition_size: DEFAULT_PARTITION_SIZE,
-                ..config.storage
+                ..in_ram.storage
             },
             ..config
         };
@@ -433,7 +464,7 @@ mod tests {
         let message = |bytes: &[u8]| CollectionConfig::try_decode(bytes).unwrap_err().to_string();
         assert_eq!(
             message(&bytes[..bytes.len() - 1]),
-            "at byte 27: field name: truncated (needs 4 bytes, 3 remain)"
+            "at byte 28: field name: truncated (needs 4 bytes, 3 remain)"
         );
         let mut no_dim = bytes.clone();
         no_dim[2] = 0;
@@ -457,19 +488,26 @@ mod tests {
         let mut tiny_partitions = bytes.clone();
         tiny_partitions[16..20].copy_from_slice(&1u32.to_le_bytes());
         assert!(message(&tiny_partitions).contains("parameter `sagitta.partition_size`"));
+        let mut bad_on_disk = bytes.clone();
+        bad_on_disk[20] = 2;
+        assert_eq!(
+            message(&bad_on_disk),
+            "at byte 20: vectors_on_disk: unknown code 2"
+        );
         let mut bad_kind = bytes.clone();
-        bad_kind[24] = 9;
-        assert_eq!(message(&bad_kind), "at byte 24: field type: unknown code 9");
+        bad_kind[25] = 9;
+        assert_eq!(message(&bad_kind), "at byte 25: field type: unknown code 9");
         let mut empty_part = bytes;
-        empty_part[27] = b'.';
-        assert!(message(&empty_part).starts_with("at byte 25: field name:"));
+        empty_part[28] = b'.';
+        assert!(message(&empty_part).starts_with("at byte 26: field name:"));
         assert!(CollectionConfig::try_decode(&[CONFIG_VERSION]).is_err());
         assert_eq!(
             message(&[9]),
             format!(
                 "at byte 0: config_version: collection config version 9; this build reads \
                  {CONFIG_VERSION_HNSW_ONLY} and {CONFIG_VERSION_FLOAT32} and \
-                 {CONFIG_VERSION_FIXED_PARTITIONS} and {CONFIG_VERSION}"
+                 {CONFIG_VERSION_FIXED_PARTITIONS} and {CONFIG_VERSION_VECTORS_IN_RAM} and \
+                 {CONFIG_VERSION}"
             )
         );
     }
@@ -493,16 +531,16 @@ mod tests {
             full
         );
         let mut over = config.encode(&full);
-        over[20..24].copy_from_slice(&(MAX_INDEXED_FIELDS as u32 + 1).to_le_bytes());
+        over[21..25].copy_from_slice(&(MAX_INDEXED_FIELDS as u32 + 1).to_le_bytes());
         over.extend_from_slice(&[1, 1, 0, b'z']);
         assert_eq!(
             message(&over),
-            "at byte 20: field_count: 65 indexed fields, more than 64"
+            "at byte 21: field_count: 65 indexed fields, more than 64"
         );
         let one = PayloadSchema::from([("kind".to_string(), FieldType::Keyword)]);
         let mut twice = config.encode(&one);
-        twice[20..24].copy_from_slice(&2u32.to_le_bytes());
+        twice[21..25].copy_from_slice(&2u32.to_le_bytes());
         twice.extend_from_slice(&[1, 4, 0, b'k', b'i', b'n', b'd']);
-        assert_eq!(message(&twice), "at byte 32: field name: \"kind\" twice");
+        assert_eq!(message(&twice), "at byte 33: field name: \"kind\" twice");
     }
 }

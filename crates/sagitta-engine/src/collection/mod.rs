@@ -128,6 +128,7 @@ pub(super) fn shard_storage(config: &CollectionConfig) -> ShardStorage {
         kind: config.storage.segment_kind,
         element: config.storage.datatype.element(),
         partition_size: config.storage.partition_size,
+        vectors_on_disk: config.storage.vectors_on_disk,
         page_cache: Arc::new(PageCache::new(config.storage.page_cache_mb << 20)),
     }
 }

@@ -18,22 +18,20 @@
 //! no graph).
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use sagitta_index::disk::{
-    split_page_id, DiskHit, DiskIndex, DiskParams, PageReader, RecordsHeader, SearchStats, Source,
-};
+use sagitta_index::disk::{DiskHit, DiskIndex, DiskParams, SearchStats, Source};
 use sagitta_index::hnsw::AddProgress;
 use sagitta_index::IndexError;
 use sagitta_storage::codec::{frame, unframe, Writer};
-use sagitta_storage::fs::{FileSystem, PageSource, StreamedFile};
-use sagitta_storage::pageio::{Page, PageCache, PageKey, PAGE_BYTES};
+use sagitta_storage::fs::{FileSystem, StreamedFile};
+use sagitta_storage::pageio::{PageCache, PAGE_BYTES};
 
 use super::hnsw::metric;
 use super::listing::{
     corrupt, read_listed, read_points, read_tombstones, write_points, DeletedSet, Listing,
 };
+use super::records::{read_error, CachedReader, RecordsFile};
 use super::{
     disk_index_path, records_path, AppendHost, Appended, SegmentKind, SegmentKindName, SegmentRead,
     SegmentShape, SegmentWrite,
@@ -63,9 +61,6 @@ const MAX_RECORD_FILES: usize = 64;
 /// those to the host once they add up ([`APPEND_AMORTIZATION`] in the shard's policy).
 pub(crate) const APPEND_AMORTIZATION: usize = 8;
 
-/// Numbers the records files of the process for their page-cache keys.
-static NEXT_CACHE_FILE: AtomicU64 = AtomicU64::new(0);
-
 pub(crate) struct DiskSegment {
     id: u64,
     index: DiskIndex,
@@ -77,91 +72,16 @@ pub(crate) struct DiskSegment {
     file_bytes: u64,
 }
 
-/// One open records file: shared by the segments appended to it, with its page-cache key.
-struct RecordsFile {
-    /// The id of the segment that wrote it (its name).
-    file: u64,
-    source: Box<dyn PageSource>,
-    cache_file: u64,
-}
-
-/// The records file read through the page cache.
-struct CachedReader<'a> {
-    segment: &'a DiskSegment,
-}
-
-impl PageReader for CachedReader<'_> {
-    /// Pages by id ([`sagitta_index::disk::page_id`]): from the cache, or read together
-    /// from each records file that has some missing.
-    fn read(&self, pages: &[u64]) -> sagitta_index::error::Result<Vec<Arc<Page>>> {
-        let segment = self.segment;
-        let key = |id: u64| {
-            let (extent, page) = split_page_id(id);
-            segment.extents.get(extent).map(|file| PageKey {
-                file: file.cache_file,
-                page,
-            })
-        };
-        let mut found: Vec<Option<Arc<Page>>> = pages
-            .iter()
-            .map(|id| key(*id).and_then(|key| segment.cache.get(key)))
-            .collect();
-        let mut missing: Vec<(usize, u64, usize)> = pages
-            .iter()
-            .zip(&found)
-            .enumerate()
-            .filter(|(_, (_, hit))| hit.is_none())
-            .map(|(slot, (id, _))| {
-                let (extent, page) = split_page_id(*id);
-                (extent, page, slot)
-            })
-            .collect();
-        missing.sort_unstable();
-        for group in missing.chunk_by(|a, b| a.0 == b.0) {
-            let extent = group[0].0;
-            let file = segment
-                .extents
-                .get(extent)
-                .ok_or_else(|| IndexError::Format {
-                    reason: format!("records extent {extent} does not exist"),
-                })?;
-            let numbers: Vec<u64> = group.iter().map(|(_, page, _)| *page).collect();
-            let buffers = file
-                .source
-                .read_each(&numbers)
-                .map_err(|error| IndexError::Io {
-                    operation: "reading records pages",
-                    message: error.to_string(),
-                })?;
-            for ((_, page, slot), bytes) in group.iter().zip(buffers) {
-                let bytes = Arc::new(bytes);
-                let key = PageKey {
-                    file: file.cache_file,
-                    page: *page,
-                };
-                segment.cache.insert(key, Arc::clone(&bytes));
-                found[*slot] = Some(bytes);
-            }
-        }
-        Ok(found
-            .into_iter()
-            .map(|page| page.expect("every page found or read"))
-            .collect())
-    }
-}
-
 impl DiskSegment {
     fn reader(&self) -> CachedReader<'_> {
-        CachedReader { segment: self }
+        CachedReader {
+            files: &self.extents,
+            cache: &self.cache,
+        }
     }
 
-    /// A failed or damaged read, as the engine reports it: damage names the records file
-    /// (with several, the first; the reason names the page).
     fn read_error(&self, error: IndexError) -> EngineError {
-        match error {
-            IndexError::Format { reason } => corrupt(self.extents[0].source.path(), &reason),
-            other => EngineError::Index(other),
-        }
+        read_error(&self.extents, error)
     }
 
     fn is_deleted(&self) -> impl Fn(u32) -> bool + '_ {
@@ -209,27 +129,10 @@ impl DiskSegment {
                 extents.push(Arc::clone(shared));
                 continue;
             }
-            let path = records_path(directory, *file);
-            let source = fs.open_pages(&path)?;
-            let expected = index.extents()[extent].pages;
-            if source.page_count() != expected {
-                return Err(corrupt(
-                    &path,
-                    &format!(
-                        "{} whole pages, the index expects {expected}",
-                        source.page_count()
-                    ),
-                ));
-            }
-            let header = source.read_each(&[0])?;
-            RecordsHeader::decode(&header[0])
-                .and_then(|header| index.check_records_header(extent, &header))
-                .map_err(|error| corrupt(&path, &error.to_string()))?;
-            extents.push(Arc::new(RecordsFile {
-                file: *file,
-                source,
-                cache_file: NEXT_CACHE_FILE.fetch_add(1, Ordering::Relaxed),
-            }));
+            let pages = index.extents()[extent].pages;
+            extents.push(RecordsFile::open(fs, directory, *file, pages, |header| {
+                index.check_records_header(extent, header)
+            })?);
         }
         Ok(extents)
     }

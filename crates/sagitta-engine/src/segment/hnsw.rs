@@ -3,24 +3,33 @@
 //! ids and payloads, payload indexes, and a tombstone set. A write buffer's points may join
 //! its graph (it is then their [`GraphHost`]).
 //!
+//! With `vectors.on_disk` (issue 15 §3) the f32 rows leave RAM: the segment keeps them in a
+//! records file of rows in node order (checksummed pages, read through the collection's
+//! page cache and the page reader), its index holds the graph and the SQ8 codes only, and
+//! a search re-scores the walk's best candidates (about 40 rows at k = 10) from that file.
+//! No write buffer joins such a segment: its graph takes no new rows.
+//!
 //! Files: `segment-<id>.hnsw` (sagitta-index's HNSW file), `segment-<id>.points` and
-//! `segment-<id>.tomb-<generation>` (framed by [`sagitta_storage::codec::frame`]).
+//! `segment-<id>.tomb-<generation>` (framed by [`sagitta_storage::codec::frame`]); with
+//! vectors on disk also `segment-<id>.records`, listed in the shard manifest.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use sagitta_index::disk::{RecordLayout, RowRecords};
 use sagitta_index::hnsw::{
     locality_order, permute_rows, AddProgress, Codes, HnswIndex, HnswParams, HnswSearchParams,
     LinkOrder, Quantization,
 };
-use sagitta_index::Metric;
+use sagitta_index::{IndexError, Metric};
 use sagitta_storage::fs::{FileSystem, StreamedFile};
 
 use super::listing::{corrupt, read_listed, read_points, read_tombstones, write_points, Listing};
+use super::records::RowsFile;
 use super::SegmentKindName;
 use super::{index_path, GraphHost, SegmentKind, SegmentRead, SegmentShape, SegmentWrite};
-use crate::error::Result;
+use crate::error::{EngineError, Result};
 use crate::filter::Filter;
 use crate::payload_index::PayloadSchema;
 use crate::point::{Distance, Point, PointId};
@@ -35,6 +44,8 @@ const SEGMENT_EF_CONSTRUCTION: usize = 100;
 /// bounds. Link arrays (~150 bytes a node) are allocated up front, vector rows when written.
 const SPARE_NODES_MIN: usize = 1_024;
 const SPARE_NODES_MAX: usize = 1 << 20;
+/// Rows read from a records file at once (exact scans, merges).
+const READ_CHUNK: usize = 1_024;
 
 /// Nodes among the first `count` of `index` marked deleted.
 fn deleted_nodes(index: &HnswIndex, count: usize) -> usize {
@@ -57,6 +68,8 @@ pub(crate) struct HnswSegment {
     deleted: AtomicUsize,
     /// Bytes of the index and points files (as built or loaded).
     file_bytes: u64,
+    /// The rows, when kept in a records file (`vectors.on_disk`); `None`: in the index.
+    rows: Option<RowsFile>,
 }
 
 /// The HNSW parameters of every segment (and of write-buffer graphs, which become segments).
@@ -83,7 +96,8 @@ impl HnswSegment {
     /// vector is the graph's): writes the index and points files durably. Nodes already
     /// deleted in the graph (slots a write buffer retired) stay deleted. Nothing is
     /// rebuilt: this is how a seal saves the graph the indexer grew, and how
-    /// [`SegmentKind::build`] saves the one it built.
+    /// [`SegmentKind::build`] saves the one it built. With `vectors.on_disk` the rows go to
+    /// a records file and the segment holds the index loaded back without them.
     pub fn from_graph(
         fs: &dyn FileSystem,
         directory: &Path,
@@ -92,6 +106,30 @@ impl HnswSegment {
         listing: Vec<Point>,
         shape: &SegmentShape<'_>,
     ) -> Result<HnswSegment> {
+        let (index, rows, index_bytes) = if shape.vectors_on_disk {
+            HnswSegment::save_apart(fs, directory, id, &index, shape)?
+        } else {
+            let bytes = HnswSegment::save_whole(fs, directory, id, &index)?;
+            (index, None, bytes)
+        };
+        let (listing, points_bytes) = write_points(fs, directory, id, listing)?;
+        Ok(HnswSegment::assemble(
+            id,
+            index,
+            listing,
+            index_bytes + points_bytes,
+            shape.schema,
+            rows,
+        ))
+    }
+
+    /// Writes `segment-<id>.hnsw` with the vectors, durably; returns its bytes.
+    fn save_whole(
+        fs: &dyn FileSystem,
+        directory: &Path,
+        id: u64,
+        index: &HnswIndex,
+    ) -> Result<u64> {
         // Streamed to the file: a copy of the vectors in memory would double the peak.
         let mut file = StreamedFile::create(fs, &index_path(directory, id))?;
         // SQ8 codes are stored (a quarter more bytes than the vectors alone): recomputing
@@ -101,14 +139,44 @@ impl HnswSegment {
             return Err(failure.into());
         }
         saved?;
-        let index_bytes = file.finish()?;
-        let (listing, points_bytes) = write_points(fs, directory, id, listing)?;
-        Ok(HnswSegment::assemble(
-            id,
-            index,
-            listing,
-            index_bytes + points_bytes,
-            shape.schema,
+        Ok(file.finish()?)
+    }
+
+    /// Writes the rows of `index` to `segment-<id>.records` and the index without them to
+    /// `segment-<id>.hnsw`, durably. Returns the index loaded back from those bytes (graph,
+    /// codes and tombstones: the rows leave RAM), the rows file, and the bytes written.
+    fn save_apart(
+        fs: &dyn FileSystem,
+        directory: &Path,
+        id: u64,
+        index: &HnswIndex,
+        shape: &SegmentShape<'_>,
+    ) -> Result<(Arc<HnswIndex>, Option<RowsFile>, u64)> {
+        let count = index.len();
+        let nodes = 0..u32::try_from(count).expect("segment size");
+        if let Some(node) = nodes.clone().find(|node| index.vector(*node).is_none()) {
+            return Err(EngineError::Index(IndexError::Format {
+                reason: format!("node {node} of the graph has no row to write"),
+            }));
+        }
+        let layout = RecordLayout::new(shape.dim, shape.element);
+        let rows = nodes.map(|node| index.vector(node).expect("checked above"));
+        let records_bytes = RowsFile::write(fs, directory, id, layout, count, rows)?;
+        let mut bytes = Vec::new();
+        index.save_without_vectors(&mut bytes)?;
+        let path = index_path(directory, id);
+        fs.write_synced(&path, &bytes)?;
+        let loaded = HnswIndex::load_from_bytes(&bytes, |count| count)
+            .map_err(|error| corrupt(&path, &error.to_string()))?;
+        let records = RowRecords {
+            layout,
+            rows: count,
+        };
+        let rows = RowsFile::open(fs, directory, id, records, shape.page_cache)?;
+        Ok((
+            Arc::new(loaded),
+            Some(rows),
+            records_bytes + bytes.len() as u64,
         ))
     }
 
@@ -118,6 +186,7 @@ impl HnswSegment {
         points: Vec<Point>,
         file_bytes: u64,
         schema: &PayloadSchema,
+        rows: Option<RowsFile>,
     ) -> HnswSegment {
         let listing = Listing::new(points, schema);
         // Nodes the graph already holds as deleted (slots a write buffer retired before it
@@ -130,6 +199,7 @@ impl HnswSegment {
             listing,
             deleted: AtomicUsize::new(deleted),
             file_bytes,
+            rows,
         }
     }
 
@@ -149,17 +219,75 @@ impl HnswSegment {
         }
     }
 
-    fn point(&self, node: u32) -> Point {
-        let vector = self
-            .index
-            .vector(node)
-            .map(<[f32]>::to_vec)
-            .unwrap_or_default();
-        self.listing.point(node, vector)
+    /// The point at `node`, its vector read from the records file when it is there.
+    fn point(&self, node: u32) -> Result<Point> {
+        let vector = match &self.rows {
+            None => self
+                .index
+                .vector(node)
+                .map(<[f32]>::to_vec)
+                .unwrap_or_default(),
+            Some(rows) => rows.read(&[node])?.remove(0),
+        };
+        Ok(self.listing.point(node, vector))
+    }
+
+    /// Calls `visit` with each of `nodes` and its row: borrowed from the index, or read
+    /// from the records file [`READ_CHUNK`] rows at a time.
+    fn for_each_row(&self, nodes: &[u32], mut visit: impl FnMut(u32, &[f32])) -> Result<()> {
+        match &self.rows {
+            None => {
+                for node in nodes {
+                    if let Some(row) = self.index.vector(*node) {
+                        visit(*node, row);
+                    }
+                }
+            }
+            Some(rows) => {
+                for chunk in nodes.chunks(READ_CHUNK) {
+                    for (node, row) in chunk.iter().zip(rows.read(chunk)?) {
+                        visit(*node, &row);
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     fn passes(&self, node: u32, filter: Option<&Filter>) -> bool {
         self.listing.passes(node, filter, &self.is_deleted())
+    }
+
+    /// The `k` of `nodes` closest to `query` by their full vectors, closest first, ties by
+    /// point id (as the collection orders its results).
+    fn rank(
+        &self,
+        query: &[f32],
+        k: usize,
+        nodes: &[u32],
+        distance: Distance,
+    ) -> Result<Vec<(f32, Point)>> {
+        let kernels = sagitta_kernels::kernels();
+        // (distance, id, node, row), sorted; a row is copied only when it enters
+        let mut best: Vec<(f32, PointId, u32, Vec<f32>)> = Vec::with_capacity(k + 1);
+        self.for_each_row(nodes, |node, row| {
+            let value = match distance {
+                Distance::Euclid => (kernels.l2_squared_f32)(query, row),
+                Distance::Cosine | Distance::Dot => -(kernels.dot_f32)(query, row),
+            };
+            let id = self.listing.id(node);
+            let place = best.partition_point(|(other, other_id, _, _)| {
+                other.total_cmp(&value).then(other_id.cmp(&id)).is_lt()
+            });
+            if place < k {
+                best.insert(place, (value, id, node, row.to_vec()));
+                best.truncate(k);
+            }
+        })?;
+        Ok(best
+            .into_iter()
+            .map(|(value, _, node, row)| (value, self.listing.point(node, row)))
+            .collect())
     }
 
     /// Exact top-`k` over the live points passing `filter`, among `candidates` when given
@@ -171,31 +299,13 @@ impl HnswSegment {
         filter: Option<&Filter>,
         candidates: Option<Vec<u32>>,
         distance: Distance,
-    ) -> Vec<(f32, Point)> {
-        let kernels = sagitta_kernels::kernels();
-        let mut scored: Vec<(f32, u32)> = self
+    ) -> Result<Vec<(f32, Point)>> {
+        let passing: Vec<u32> = self
             .listing
             .positions_to_check(candidates)
             .filter(|node| self.passes(*node, filter))
-            .filter_map(|node| {
-                let row = self.index.vector(node)?;
-                let value = match distance {
-                    Distance::Euclid => (kernels.l2_squared_f32)(query, row),
-                    Distance::Cosine | Distance::Dot => -(kernels.dot_f32)(query, row),
-                };
-                Some((value, node))
-            })
             .collect();
-        // Ties break by point id, as the collection orders its results.
-        scored.sort_by(|a, b| {
-            a.0.total_cmp(&b.0)
-                .then(self.listing.id(a.1).cmp(&self.listing.id(b.1)))
-        });
-        scored.truncate(k);
-        scored
-            .into_iter()
-            .map(|(value, node)| (value, self.point(node)))
-            .collect()
+        self.rank(query, k, &passing, distance)
     }
 }
 
@@ -231,12 +341,14 @@ impl SegmentKind for HnswSegment {
         HnswSegment::from_graph(fs, directory, id, Arc::new(index), points, shape)
     }
 
-    /// Loads a segment and applies its tombstones as of `tombstone_generation`.
+    /// Loads a segment (its rows from records file `record_files[0]` when its index file
+    /// says they are kept outside) and applies its tombstones as of
+    /// `tombstone_generation`.
     fn load(
         fs: &dyn FileSystem,
         directory: &Path,
         id: u64,
-        _record_files: &[u64],
+        record_files: &[u64],
         tombstone_generation: Option<u64>,
         shape: &SegmentShape<'_>,
     ) -> Result<HnswSegment> {
@@ -249,8 +361,35 @@ impl SegmentKind for HnswSegment {
             let path = super::points_path(directory, id);
             return Err(corrupt(&path, "point count differs from the index"));
         }
+        let rows =
+            match (index.rows_outside(), record_files) {
+                (false, []) => None,
+                (true, [file]) => {
+                    let records = RowRecords {
+                        layout: RecordLayout::new(shape.dim, shape.element),
+                        rows: index.len(),
+                    };
+                    Some(RowsFile::open(
+                        fs,
+                        directory,
+                        *file,
+                        records,
+                        shape.page_cache,
+                    )?)
+                }
+                (outside, files) => {
+                    let reason =
+                        format!(
+                    "the index keeps its vectors {}, the shard manifest lists {} records files",
+                    if outside { "in a records file" } else { "in itself" },
+                    files.len()
+                );
+                    return Err(corrupt(&path, &reason));
+                }
+            };
         let file_bytes = bytes.len() as u64 + points_bytes;
-        let segment = HnswSegment::assemble(id, Arc::new(index), points, file_bytes, shape.schema);
+        let segment =
+            HnswSegment::assemble(id, Arc::new(index), points, file_bytes, shape.schema, rows);
         if let Some(generation) = tombstone_generation {
             let len = segment.listing.len();
             for node in read_tombstones(fs, directory, id, generation, len)? {
@@ -286,16 +425,30 @@ impl SegmentRead for HnswSegment {
         self.index.memory_usage().total_bytes() as u64
     }
 
+    fn record_files(&self) -> Vec<u64> {
+        self.rows.iter().map(RowsFile::file).collect()
+    }
+
     fn get(&self, id: &PointId) -> Result<Option<Point>> {
-        Ok(self.live_node(id).map(|node| self.point(node)))
+        self.live_node(id).map(|node| self.point(node)).transpose()
     }
 
     fn live_points(&self) -> Box<dyn Iterator<Item = Result<(u32, Point)>> + '_> {
-        Box::new(
-            (0..u32::try_from(self.listing.len()).expect("segment size"))
+        let len = u32::try_from(self.listing.len()).expect("segment size");
+        Box::new((0..len).step_by(READ_CHUNK).flat_map(move |start| {
+            let end = start.saturating_add(READ_CHUNK as u32).min(len);
+            let nodes: Vec<u32> = (start..end)
                 .filter(|node| !self.index.is_deleted(*node))
-                .map(|node| Ok((node, self.point(node)))),
-        )
+                .collect();
+            let mut points = Vec::with_capacity(nodes.len());
+            let read = self.for_each_row(&nodes, |node, row| {
+                points.push(Ok((node, self.listing.point(node, row.to_vec()))));
+            });
+            match read {
+                Ok(()) => points,
+                Err(error) => vec![Err(error)],
+            }
+        }))
     }
 
     fn is_deleted_at(&self, position: u32) -> bool {
@@ -321,16 +474,23 @@ impl SegmentRead for HnswSegment {
             .listing
             .is_selective(filter, candidates.as_ref(), &self.is_deleted());
         let Some(ef) = strategy.beam(k).filter(|_| !selective) else {
-            return Ok(self.exact_search(query, k, filter, candidates, distance));
+            return self.exact_search(query, k, filter, candidates, distance);
         };
         let params = HnswSearchParams::new(k, ef);
+        if self.rows.is_some() {
+            // the walk on codes, then its best candidates re-scored from the records file
+            let found = self
+                .index
+                .search_codes(query, params, |node| self.passes(node, filter))?;
+            let nodes: Vec<u32> = found.into_iter().map(|(node, _)| node).collect();
+            return self.rank(query, k, &nodes, distance);
+        }
         let hits = self
             .index
             .search_filtered(query, params, |node| self.passes(node, filter))?;
-        Ok(hits
-            .into_iter()
-            .map(|hit| (hit_distance(hit.score, distance), self.point(hit.node)))
-            .collect())
+        hits.into_iter()
+            .map(|hit| Ok((hit_distance(hit.score, distance), self.point(hit.node)?)))
+            .collect()
     }
 }
 
@@ -347,7 +507,7 @@ impl SegmentWrite for HnswSegment {
         let Some(node) = self.live_node(id) else {
             return Ok(None);
         };
-        let point = self.point(node);
+        let point = self.point(node)?;
         self.mark_node_deleted(node);
         Ok(Some(point))
     }
@@ -363,7 +523,11 @@ impl SegmentWrite for HnswSegment {
         );
     }
 
+    /// The graph, unless its rows are on disk: a graph without rows takes no new points.
     fn graph_host(&self) -> Option<&dyn GraphHost> {
+        if self.rows.is_some() {
+            return None;
+        }
         Some(self)
     }
 }
@@ -388,6 +552,9 @@ impl GraphHost for HnswSegment {
 
     /// The point of node `node` if it is one of this segment's and live.
     fn live_point(&self, node: u32) -> Option<Point> {
-        self.passes(node, None).then(|| self.point(node))
+        // a host keeps its rows in its index (see graph_host), so the read cannot fail
+        self.passes(node, None)
+            .then(|| self.point(node).ok())
+            .flatten()
     }
 }

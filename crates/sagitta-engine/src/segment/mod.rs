@@ -36,6 +36,7 @@
 pub(crate) mod disk;
 pub(crate) mod hnsw;
 mod listing;
+mod records;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -109,6 +110,9 @@ pub(crate) struct SegmentShape<'a> {
     pub element: Element,
     /// Vectors a disk segment's partition aims at (builds and appends).
     pub partition_size: usize,
+    /// HNSW segments keep their vectors in a records file, read through the page cache
+    /// (`vectors.on_disk`).
+    pub vectors_on_disk: bool,
     pub page_cache: &'a Arc<PageCache>,
 }
 

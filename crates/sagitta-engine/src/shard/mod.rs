@@ -116,8 +116,30 @@ pub(crate) struct ShardStorage {
     pub element: Element,
     /// Vectors a disk segment's partition aims at.
     pub partition_size: usize,
-    /// The collection's page cache (disk segments' records).
+    /// HNSW segments keep their vectors in a records file (`vectors.on_disk`).
+    pub vectors_on_disk: bool,
+    /// The collection's page cache (records files).
     pub page_cache: Arc<PageCache>,
+}
+
+impl ShardStorage {
+    /// What the segments of a shard of `dim`, `distance` and `schema` share.
+    pub(crate) fn shape<'a>(
+        &'a self,
+        dim: usize,
+        distance: Distance,
+        schema: &'a PayloadSchema,
+    ) -> SegmentShape<'a> {
+        SegmentShape {
+            dim,
+            distance,
+            schema,
+            element: self.element,
+            partition_size: self.partition_size,
+            vectors_on_disk: self.vectors_on_disk,
+            page_cache: &self.page_cache,
+        }
+    }
 }
 
 /// The shard manifest of `directory`, or the empty one of a new shard.
@@ -162,14 +184,7 @@ impl Shard {
     ) -> Result<Shard> {
         fs.create_dir_all(directory)?;
         let manifest = read_manifest(fs, directory)?;
-        let shape = SegmentShape {
-            dim,
-            distance,
-            schema,
-            element: storage.element,
-            partition_size: storage.partition_size,
-            page_cache: &storage.page_cache,
-        };
+        let shape = storage.shape(dim, distance, schema);
         let segments = manifest
             .segments
             .iter()
@@ -348,14 +363,7 @@ impl Shard {
         build: impl FnOnce(&SegmentShape<'_>) -> Result<Option<SharedSegment>>,
     ) -> Result<(Shard, u64)> {
         let schema = PayloadSchema::new();
-        let shape = SegmentShape {
-            dim,
-            distance,
-            schema: &schema,
-            element: storage.element,
-            partition_size: storage.partition_size,
-            page_cache: &storage.page_cache,
-        };
+        let shape = storage.shape(dim, distance, &schema);
         fs.create_dir_all(directory)?;
         let mut manifest = ShardManifest {
             next_segment_id: 1,
@@ -501,14 +509,7 @@ impl Shard {
     }
 
     fn shape<'a>(&'a self, schema: &'a PayloadSchema) -> SegmentShape<'a> {
-        SegmentShape {
-            dim: self.dim,
-            distance: self.distance,
-            schema,
-            element: self.storage.element,
-            partition_size: self.storage.partition_size,
-            page_cache: &self.storage.page_cache,
-        }
+        self.storage.shape(self.dim, self.distance, schema)
     }
 
     /// Adds (`Some`) or drops (`None`) the payload index of `field` in every segment; new

@@ -46,6 +46,8 @@ pub struct VectorParamsInput {
     pub size: usize,
     pub distance: Distance,
     pub datatype: Datatype,
+    /// `on_disk`: HNSW segments keep their full vectors in records files.
+    pub on_disk: bool,
 }
 
 #[derive(Default)]
@@ -53,6 +55,7 @@ struct ParamsBuilder {
     size: Option<usize>,
     distance: Option<Distance>,
     datatype: Option<Datatype>,
+    on_disk: Option<bool>,
 }
 
 impl ParamsBuilder {
@@ -67,9 +70,7 @@ impl ParamsBuilder {
             "quantization_config" => {
                 map.next_value::<Option<QuantizationInput>>()?;
             }
-            "on_disk" => {
-                map.next_value::<Option<bool>>()?;
-            }
+            "on_disk" => self.on_disk = map.next_value::<Option<bool>>()?,
             "datatype" => {
                 self.datatype = map
                     .next_value::<Option<DatatypeInput>>()?
@@ -88,6 +89,7 @@ impl ParamsBuilder {
             size: self.size.ok_or_else(|| E::missing_field("size"))?,
             distance: self.distance.ok_or_else(|| E::missing_field("distance"))?,
             datatype: self.datatype.unwrap_or_default(),
+            on_disk: self.on_disk.unwrap_or(false),
         })
     }
 }
@@ -477,6 +479,7 @@ impl CreateCollectionRequest {
             None => StorageConfig::default(),
         };
         storage.datatype = vectors.datatype;
+        storage.vectors_on_disk = vectors.on_disk;
         Ok(CreateCollectionConfig {
             dim: vectors.size,
             distance: vectors.distance,
