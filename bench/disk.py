@@ -56,6 +56,8 @@ from bench.ingest_common import directory_bytes, package_version, percentiles_ms
 
 ENGINES = (
     "sagitta-ivf-disk",
+    "sagitta-hnsw-disk",
+    "sagitta-hnsw-ram",
     "diskann",
     "lancedb-ivf-pq",
     "faiss-ivf-flat-disk",
@@ -199,6 +201,41 @@ def build_sagitta(
         "codes": "1-bit RaBitQ + 2 extended bits, 4-bit and 8-bit query",
         "page_cache_mb": CACHE_MB,
         "search_knob": "hnsw_ef (probes = ceil(ef / 4))",
+    }
+
+
+class SagittaHnswSearcher(SagittaSearcher):
+    """HNSW segments (vectors in RAM, or on disk with ``on_disk=True``): ``hnsw_ef`` is
+    the beam; the best ``max(4k, 32)`` candidates are re-scored on the full vectors."""
+
+    sweep: ClassVar[Sweep] = _ef_settings([16, 32, 64, 128, 256, 512, 1024])
+
+
+def build_sagitta_hnsw(
+    base: np.ndarray, directory: Path, threads: int, on_disk: bool
+) -> dict:
+    import sagittadb
+
+    database = sagittadb.open(directory, background_optimizer=False)
+    database.import_collection(
+        "bench",
+        np.arange(base.shape[0], dtype=np.uint64),
+        np.asarray(base),
+        distance="Dot",
+        segment_kind="hnsw",
+        page_cache_mb=CACHE_MB,
+        progress=False,
+        on_disk=on_disk,
+    )
+    return {
+        "distance": "Dot (unit vectors)",
+        "segment_kind": "hnsw",
+        "m": 16,
+        "ef_construct": 100,
+        "vectors": "on_disk=True (records file, page cache)" if on_disk else "in RAM",
+        "codes": "SQ8 in RAM, rescore max(4k, 32) on f32",
+        "page_cache_mb": CACHE_MB,
+        "search_knob": "hnsw_ef",
     }
 
 
@@ -463,6 +500,8 @@ def build_qdrant_edge(base: np.ndarray, directory: Path, threads: int) -> dict:
 
 BUILDERS = {
     "sagitta-ivf-disk": build_sagitta,
+    "sagitta-hnsw-disk": lambda b, d, t: build_sagitta_hnsw(b, d, t, on_disk=True),
+    "sagitta-hnsw-ram": lambda b, d, t: build_sagitta_hnsw(b, d, t, on_disk=False),
     "faiss-ivf-flat-disk": lambda b, d, t: build_faiss(b, d, t, "flat"),
     "faiss-ivf-rabitq-disk": lambda b, d, t: build_faiss(b, d, t, "rabitq"),
     "lancedb-ivf-pq": build_lancedb,
@@ -471,6 +510,8 @@ BUILDERS = {
 }
 SEARCHERS = {
     "sagitta-ivf-disk": SagittaSearcher,
+    "sagitta-hnsw-disk": SagittaHnswSearcher,
+    "sagitta-hnsw-ram": SagittaHnswSearcher,
     "faiss-ivf-flat-disk": FaissSearcher,
     "faiss-ivf-rabitq-disk": FaissSearcher,
     "lancedb-ivf-pq": LanceSearcher,
@@ -479,6 +520,8 @@ SEARCHERS = {
 }
 PACKAGES = {
     "sagitta-ivf-disk": "sagittadb",
+    "sagitta-hnsw-disk": "sagittadb",
+    "sagitta-hnsw-ram": "sagittadb",
     "faiss-ivf-flat-disk": "faiss-cpu",
     "faiss-ivf-rabitq-disk": "faiss-cpu",
     "lancedb-ivf-pq": "lancedb",
@@ -796,23 +839,29 @@ def summary(results: list[dict], fio: dict | None) -> dict:
         entry["build_cpu_seconds"] = result.get("build_cpu_seconds")
         entry["ram_bytes_per_vector"] = result["ram_bytes_per_vector"]
         best[result["engine"]] = entry
+    return {
+        "best_at_recall": best,
+        "sagitta_qps_over_peer": qps_ratios(best, "sagitta-ivf-disk"),
+        "sagitta_hnsw_disk_qps_over_peer": qps_ratios(best, "sagitta-hnsw-disk"),
+        "fio_random_read_iops": fio,
+        "note": "ratio = SagittaDB's best QPS / the peer's at the same recall floor; null = "
+        "one side did not reach it",
+    }
+
+
+def qps_ratios(best: dict, ours_name: str) -> dict:
+    """``ours_name``'s best QPS over each other engine's at each recall floor."""
     ratios: dict = {}
-    ours = best.get("sagitta-ivf-disk", {})
+    ours = best.get(ours_name, {})
     for peer, entry in best.items():
-        if peer == "sagitta-ivf-disk":
+        if peer == ours_name:
             continue
         for floor in ("0.95", "0.99"):
             mine, theirs = ours.get(floor), entry.get(floor)
             ratios.setdefault(peer, {})[floor] = (
                 round(mine["qps"] / theirs["qps"], 3) if mine and theirs else None
             )
-    return {
-        "best_at_recall": best,
-        "sagitta_qps_over_peer": ratios,
-        "fio_random_read_iops": fio,
-        "note": "ratio = SagittaDB's best QPS / the peer's at the same recall floor; null = "
-        "one side did not reach it",
-    }
+    return ratios
 
 
 def fio_iops() -> dict | None:

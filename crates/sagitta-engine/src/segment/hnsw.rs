@@ -354,7 +354,15 @@ impl SegmentKind for HnswSegment {
     ) -> Result<HnswSegment> {
         let path = index_path(directory, id);
         let bytes = read_listed(fs, &path)?;
-        let index = HnswIndex::load_from_bytes(&bytes, graph_capacity)
+        // spare nodes only where a buffer may join the graph (not with rows on disk)
+        let capacity = |count| {
+            if shape.vectors_on_disk {
+                count
+            } else {
+                graph_capacity(count)
+            }
+        };
+        let index = HnswIndex::load_from_bytes(&bytes, capacity)
             .map_err(|error| corrupt(&path, &error.to_string()))?;
         let (points, points_bytes) = read_points(fs, directory, id)?;
         if points.len() != index.len() {
