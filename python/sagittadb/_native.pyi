@@ -28,8 +28,13 @@ class StorageError(SagittaError): ...
 def simd_level() -> str:
     """The instruction set the distance kernels use on this CPU (e.g. "avx512")."""
 
-def open(path: str | PathLike[str], background_optimizer: bool = True) -> Database:
-    """Opens (or creates) the database in directory ``path``."""
+def open(
+    path: str | PathLike[str],
+    background_optimizer: bool = True,
+    stripe_dirs: Sequence[str | PathLike[str]] = (),
+) -> Database:
+    """Opens (or creates) the database in directory ``path``; disk segments' records
+    files spread over ``stripe_dirs`` too (the same ones, in order, every time)."""
 
 class FlatIndex:
     def __init__(self, dim: int, metric: str = "cosine") -> None: ...

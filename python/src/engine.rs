@@ -1001,13 +1001,21 @@ fn strategy(hnsw_ef: Option<usize>, exact: bool) -> Strategy {
 
 /// Opens (or creates) the database directory at `path`. With `background_optimizer`
 /// (the default) a background thread seals write buffers into HNSW segments and merges
-/// them; without it only `Collection.optimize()` does.
+/// them; without it only `Collection.optimize()` does. `stripe_dirs`: directories on other
+/// devices that disk segments' records files spread over (the same ones, in order, every
+/// time the database is opened).
 #[pyfunction]
-#[pyo3(signature = (path, background_optimizer = true))]
-pub fn open(py: Python<'_>, path: PathBuf, background_optimizer: bool) -> PyResult<Database> {
+#[pyo3(signature = (path, background_optimizer = true, stripe_dirs = Vec::new()))]
+pub fn open(
+    py: Python<'_>,
+    path: PathBuf,
+    background_optimizer: bool,
+    stripe_dirs: Vec<PathBuf>,
+) -> PyResult<Database> {
     let fs: Arc<dyn FileSystem> = Arc::new(OsFileSystem);
     let options = DatabaseOptions {
         background_optimizer,
+        stripe_dirs,
         ..DatabaseOptions::default()
     };
     let inner = py

@@ -399,6 +399,31 @@ def test_hnsw_vectors_on_disk_leave_ram(tmp_path):
     np.testing.assert_array_equal(np.array(got["vector"], dtype=np.float32), data[17])
 
 
+def test_disk_records_stripe_over_several_directories(tmp_path):
+    """stripe_dirs: a disk segment's partitions spread over the database directory and
+    each stripe directory (other devices); the same ones open it again."""
+    stripes = [tmp_path / "nvme1", tmp_path / "nvme2"]
+    db = sagittadb.open(tmp_path / "main", stripe_dirs=stripes)
+    col = db.create_collection(
+        "d", dim=16, distance="Euclid", segment_kind="disk", partition_size=50
+    )
+    data = vectors(3000, dim=16, seed=31)
+    col.upsert(ids=range(3000), vectors=data, payloads=[{"i": i} for i in range(3000)])
+    assert col.optimize() == 3000
+    for root in [tmp_path / "main", *stripes]:
+        shard = root / "collections" / "d" / "shard-0"
+        assert any(path.suffix == ".records" for path in shard.iterdir()), root
+    queries = vectors(10, dim=16, seed=32)
+    before = [[hit["id"] for hit in col.search(q, limit=10)] for q in queries]
+    del col, db
+    with pytest.raises(sagittadb.SagittaError, match="stripe"):
+        sagittadb.open(tmp_path / "main")
+    col = sagittadb.open(tmp_path / "main", stripe_dirs=stripes).collection("d")
+    assert [[hit["id"] for hit in col.search(q, limit=10)] for q in queries] == before
+    got = col.get([1234])[0]
+    np.testing.assert_array_equal(np.array(got["vector"], dtype=np.float32), data[1234])
+
+
 def test_seals_append_to_a_disk_segment_and_split_its_partitions(tmp_path):
     """A later seal appends the buffer to the disk segment (a new records file for the
     new vectors only); partitions grown past twice `partition_size` split; every point

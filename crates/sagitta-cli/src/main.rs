@@ -99,6 +99,10 @@ struct ServeArgs {
     /// Database directory, created if missing [default: ./sagitta-data].
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
+    /// A directory on another device that disk segments' records spread over (repeat for
+    /// several; give the same ones, in order, every time) [default: none].
+    #[arg(long = "stripe-dir", value_name = "DIR")]
+    stripe_dirs: Vec<PathBuf>,
     /// Address to listen on [default: 127.0.0.1].
     #[arg(long)]
     host: Option<String>,
@@ -271,6 +275,7 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig, Failure> {
     let ServeArgs {
         config: _,
         data_dir,
+        stripe_dirs,
         host,
         port,
         api_key,
@@ -290,6 +295,9 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig, Failure> {
     } = args;
     if let Some(value) = data_dir {
         config.data_dir.clone_from(value);
+    }
+    if !stripe_dirs.is_empty() {
+        config.stripe_dirs.clone_from(stripe_dirs);
     }
     if let Some(value) = host {
         config.host.clone_from(value);

@@ -25,6 +25,8 @@ pub struct Database {
     root: PathBuf,
     collections: Arc<RwLock<BTreeMap<String, Arc<Collection>>>>,
     policy: OptimizerPolicy,
+    /// See [`DatabaseOptions::stripe_dirs`].
+    stripe_dirs: Vec<PathBuf>,
     /// Names being bulk imported: reserved, so no create or second import takes them.
     importing: Mutex<HashSet<String>>,
     /// Last: released only after everything else is closed.
@@ -40,6 +42,10 @@ pub struct DatabaseOptions {
     pub background_optimizer: bool,
     /// The policy every collection starts with.
     pub policy: OptimizerPolicy,
+    /// Directories on other devices that collections' records files spread over, besides
+    /// the database root (collection `c`'s go under `<dir>/collections/c/`). A database
+    /// must be reopened with the same directories in the same order.
+    pub stripe_dirs: Vec<PathBuf>,
 }
 
 impl Default for DatabaseOptions {
@@ -47,6 +53,7 @@ impl Default for DatabaseOptions {
         DatabaseOptions {
             background_optimizer: true,
             policy: OptimizerPolicy::default(),
+            stripe_dirs: Vec::new(),
         }
     }
 }
@@ -99,7 +106,11 @@ impl Database {
             check_collection_name(&name).map_err(|_| EngineError::Corrupt {
                 reason: format!("database manifest lists an invalid name {name:?}"),
             })?;
-            let collection = Collection::open(fs.as_ref(), &Self::directory(root, &name))?;
+            let collection = Collection::open_striped(
+                fs.as_ref(),
+                &Self::directory(root, &name),
+                &stripe_roots(&options.stripe_dirs, &name),
+            )?;
             collection.set_policy(options.policy.clone());
             collections.insert(name, Arc::new(collection));
         }
@@ -113,6 +124,7 @@ impl Database {
             root: root.to_path_buf(),
             collections,
             policy: options.policy,
+            stripe_dirs: options.stripe_dirs,
             importing: Mutex::new(HashSet::new()),
             _lock: lock,
         })
@@ -163,9 +175,15 @@ impl Database {
             });
         }
         let directory = Self::directory(&self.root, name);
+        let stripes = stripe_roots(&self.stripe_dirs, name);
         // Leftovers of a create that crashed before the database manifest listed it.
-        Collection::remove_files(self.fs.as_ref(), &directory)?;
-        let collection = Arc::new(Collection::create(self.fs.as_ref(), &directory, config)?);
+        Collection::remove_striped_files(self.fs.as_ref(), &directory, &stripes)?;
+        let collection = Arc::new(Collection::create_striped(
+            self.fs.as_ref(),
+            &directory,
+            config,
+            &stripes,
+        )?);
         collection.set_policy(self.policy.clone());
         self.publish(collections.keys().cloned().chain([name.to_string()]))?;
         collections.insert(name.to_string(), Arc::clone(&collection));
@@ -219,7 +237,11 @@ impl Database {
         progress: &ImportProgress,
     ) -> Result<(Arc<Collection>, ImportReport)> {
         let directory = Self::directory(&self.root, name);
-        Collection::remove_files(self.fs.as_ref(), &directory)?;
+        Collection::remove_striped_files(
+            self.fs.as_ref(),
+            &directory,
+            &stripe_roots(&self.stripe_dirs, name),
+        )?;
         let imported = Collection::import_with_progress(
             self.fs.as_ref(),
             &directory,
@@ -277,7 +299,11 @@ impl Database {
         let policy = old.policy();
         let directory = old.directory().to_path_buf();
         drop(old);
-        let reopened = Arc::new(Collection::open(self.fs.as_ref(), &directory)?);
+        let reopened = Arc::new(Collection::open_striped(
+            self.fs.as_ref(),
+            &directory,
+            &stripe_roots(&self.stripe_dirs, name),
+        )?);
         reopened.set_policy(policy);
         collections.insert(name.to_string(), Arc::clone(&reopened));
         Ok(reopened)
@@ -293,7 +319,19 @@ impl Database {
         self.publish(collections.keys().filter(|n| *n != name).cloned())?;
         collections.remove(name);
         collection.close();
-        Collection::remove_files(self.fs.as_ref(), collection.directory())?;
+        Collection::remove_striped_files(
+            self.fs.as_ref(),
+            collection.directory(),
+            &stripe_roots(&self.stripe_dirs, name),
+        )?;
         Ok(())
     }
+}
+
+/// Collection `name`'s directory under each stripe directory.
+fn stripe_roots(stripe_dirs: &[PathBuf], name: &str) -> Vec<PathBuf> {
+    stripe_dirs
+        .iter()
+        .map(|directory| directory.join("collections").join(name))
+        .collect()
 }

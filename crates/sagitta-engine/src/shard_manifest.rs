@@ -50,13 +50,17 @@ impl ListedSegment {
         }
     }
 
-    /// The files of the segment (tombstones aside).
-    fn file_names(&self) -> Vec<String> {
-        let mut names = segment::file_names(self.kind, self.id);
+    /// The files of the segment (tombstones aside), each with its stripe (0: the shard's
+    /// directory; records files may lie on others, [`segment::striped_file`]).
+    fn file_names(&self) -> Vec<(usize, String)> {
+        let mut names: Vec<(usize, String)> = segment::file_names(self.kind, self.id)
+            .into_iter()
+            .map(|name| (0, name))
+            .collect();
         names.extend(
             self.record_files
                 .iter()
-                .map(|file| segment::records_name(*file)),
+                .map(|file| (segment::split_file(*file).1, segment::records_name(*file))),
         );
         names
     }
@@ -150,21 +154,31 @@ impl ShardManifest {
         })
     }
 
-    /// File names (not paths) this manifest references.
-    pub fn referenced_files(&self) -> HashSet<String> {
-        let mut names: HashSet<String> = self
+    /// File names (not paths) this manifest references, each with its stripe (0: the
+    /// shard's directory).
+    pub fn referenced(&self) -> HashSet<(usize, String)> {
+        let mut names: HashSet<(usize, String)> = self
             .replay_logs
             .iter()
             .chain([&self.generation])
-            .map(|generation| wal_name(*generation))
+            .map(|generation| (0, wal_name(*generation)))
             .collect();
         for listed in &self.segments {
             names.extend(listed.file_names());
             if let Some(epoch) = listed.tombstones {
-                names.insert(segment::tombstones_name(listed.id, epoch));
+                names.insert((0, segment::tombstones_name(listed.id, epoch)));
             }
         }
         names
+    }
+
+    /// The names of the files this manifest references in the shard's own directory.
+    pub fn referenced_files(&self) -> HashSet<String> {
+        self.referenced()
+            .into_iter()
+            .filter(|(stripe, _)| *stripe == 0)
+            .map(|(_, name)| name)
+            .collect()
     }
 }
 
@@ -189,6 +203,31 @@ pub(crate) fn remove_unreferenced(
     }
     if removed {
         fs.sync_dir(directory)?;
+    }
+    Ok(())
+}
+
+/// Removes the records files on the stripe directories (`stripes[1..]`) that `manifest`
+/// does not reference: leftovers of a build that crashed before publishing.
+pub(crate) fn remove_unreferenced_records(
+    fs: &dyn FileSystem,
+    stripes: &[PathBuf],
+    manifest: &ShardManifest,
+) -> Result<()> {
+    let referenced = manifest.referenced();
+    for (stripe, directory) in stripes.iter().enumerate().skip(1) {
+        let mut removed = false;
+        for path in fs.list(directory)? {
+            let Some(name) = path.file_name().and_then(|name| name.to_str()) else {
+                continue;
+            };
+            if name.starts_with("segment-") && !referenced.contains(&(stripe, name.to_string())) {
+                removed |= remove_if_exists(fs, &path)?;
+            }
+        }
+        if removed {
+            fs.sync_dir(directory)?;
+        }
     }
     Ok(())
 }

@@ -14,7 +14,7 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::{differences, engine_state, group_filter, replay, Operation, State, Write};
@@ -323,7 +323,14 @@ fn simulate(seed: u64, steps: usize, kind: SegmentKindName) -> (usize, usize) {
             ..StorageConfig::default()
         },
     };
-    let mut collection = Collection::create(&fs, directory, config).unwrap();
+    // disk runs spread their records over 0 to 2 more directories (other devices)
+    let stripes: Vec<PathBuf> = match kind {
+        SegmentKindName::Disk => (0..rng.gen_range(0..=2))
+            .map(|stripe| PathBuf::from(format!("/stripe-{stripe}/c")))
+            .collect(),
+        SegmentKindName::Hnsw => Vec::new(),
+    };
+    let mut collection = Collection::create_striped(&fs, directory, config, &stripes).unwrap();
     collection.set_policy(tiny_policy());
     let mut simulation = Simulation {
         rng,
@@ -357,7 +364,7 @@ fn simulate(seed: u64, steps: usize, kind: SegmentKindName) -> (usize, usize) {
             // a clean shutdown and restart (SIGTERM): nothing may be missing
             simulation.check_everything(&collection, "before a clean restart");
             drop(collection);
-            collection = Collection::open(&simulation.fs, directory).unwrap();
+            collection = Collection::open_striped(&simulation.fs, directory, &stripes).unwrap();
             collection.set_policy(tiny_policy());
             simulation.check_everything(&collection, "after a clean restart");
             true
@@ -372,7 +379,7 @@ fn simulate(seed: u64, steps: usize, kind: SegmentKindName) -> (usize, usize) {
         } else {
             drop(collection);
             simulation.fs.crash(&mut simulation.rng);
-            collection = Collection::open(&simulation.fs, directory).unwrap();
+            collection = Collection::open_striped(&simulation.fs, directory, &stripes).unwrap();
             collection.set_policy(tiny_policy());
             simulation.check_after_crash(&collection);
         }

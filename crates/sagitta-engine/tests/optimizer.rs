@@ -65,6 +65,7 @@ fn the_background_optimizer_indexes_everything_and_keeps_segments_bounded() {
     let options = DatabaseOptions {
         background_optimizer: true,
         policy: policy.clone(),
+        ..DatabaseOptions::default()
     };
     let database = Database::open_with(Arc::clone(&fs), Path::new("/db"), options).unwrap();
     let collection = database.create_collection("c", config()).unwrap();
@@ -110,6 +111,7 @@ fn status_is_yellow_until_everything_is_indexed() {
     let options = DatabaseOptions {
         background_optimizer: false,
         policy: OptimizerPolicy::default(),
+        ..DatabaseOptions::default()
     };
     let database = Database::open_with(Arc::clone(&fs), Path::new("/db"), options).unwrap();
     let collection = database.create_collection("c", config()).unwrap();
@@ -141,6 +143,7 @@ fn an_optimizer_failure_shows_in_the_status() {
             index_min_rows: 1_000,
             ..OptimizerPolicy::default()
         },
+        ..DatabaseOptions::default()
     };
     let database = Database::open_with(Arc::clone(&fs), Path::new("/db"), options).unwrap();
     let collection = database.create_collection("c", config()).unwrap();

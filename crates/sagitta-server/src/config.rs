@@ -45,6 +45,9 @@ pub struct ServerConfig {
     pub port: u16,
     /// Database directory (created if missing).
     pub data_dir: PathBuf,
+    /// Directories on other devices that disk segments' records files spread over, besides
+    /// `data_dir` (the database must be reopened with the same ones, in order).
+    pub stripe_dirs: Vec<PathBuf>,
     /// Key that may read and write (`api-key` header or `Authorization: Bearer`). With no
     /// key configured at all, every request is allowed.
     pub api_key: Option<String>,
@@ -79,6 +82,7 @@ impl Default for ServerConfig {
             host: DEFAULT_HOST.to_string(),
             port: DEFAULT_PORT,
             data_dir: PathBuf::from(DEFAULT_DATA_DIR),
+            stripe_dirs: Vec::new(),
             api_key: None,
             read_only_api_key: None,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,

@@ -100,9 +100,14 @@ impl AppState {
         }
     }
 
-    /// Opens (or creates) the database in `config.data_dir` with the background optimizer.
+    /// Opens (or creates) the database in `config.data_dir` (its records files spread over
+    /// `config.stripe_dirs` too) with the background optimizer.
     pub fn open(config: ServerConfig) -> Result<AppState, sagitta_engine::EngineError> {
-        let database = Database::open(Arc::new(OsFileSystem), &config.data_dir)?;
+        let options = sagitta_engine::database::DatabaseOptions {
+            stripe_dirs: config.stripe_dirs.clone(),
+            ..sagitta_engine::database::DatabaseOptions::default()
+        };
+        let database = Database::open_with(Arc::new(OsFileSystem), &config.data_dir, options)?;
         Ok(AppState::new(Arc::new(database), config))
     }
 

@@ -37,6 +37,9 @@ const CONFIG_VERSION_FLOAT32: u8 = 3;
 /// The version before segment storage was recorded (read as HNSW segments, default cache).
 const CONFIG_VERSION_HNSW_ONLY: u8 = 2;
 
+/// Most stripe directories (besides a collection's own) its records files spread over.
+pub const MAX_STRIPE_DIRS: usize = crate::segment::MAX_STRIPES - 1;
+
 /// Largest page cache a collection may ask for, in MiB (1 TiB).
 pub const MAX_PAGE_CACHE_MB: usize = 1 << 20;
 

@@ -216,7 +216,7 @@ impl Collection {
         };
         // One shard at a time: each segment build already uses every core.
         let mut shards = Vec::with_capacity(config.shard_count);
-        let storage = super::shard_storage(&config);
+        let storage = super::shard_storage(&config, &[]);
         for (index, points) in per_shard.into_iter().enumerate() {
             progress.check()?;
             let (shard, written) = Shard::write_imported(
@@ -279,7 +279,7 @@ impl Collection {
             vectors,
             config.dim,
             config.distance,
-            &super::shard_storage(&config),
+            &super::shard_storage(&config, &[]),
             &progress.rows,
         )
         .map_err(import_error)?;

@@ -27,7 +27,7 @@ use config::check_payload;
 pub use config::{
     CollectionConfig, Datatype, SegmentKindName, StorageConfig, DEFAULT_PARTITION_SIZE,
     MAX_DIMENSION, MAX_LIMIT, MAX_PAGE_CACHE_MB, MAX_PARTITION_SIZE, MAX_PAYLOAD_BYTES, MAX_SHARDS,
-    MAX_VECTOR_NORM, MIN_PARTITION_SIZE,
+    MAX_STRIPE_DIRS, MAX_VECTOR_NORM, MIN_PARTITION_SIZE,
 };
 pub use import::{ImportProgress, ImportReport, ImportSource};
 
@@ -105,8 +105,9 @@ pub(super) fn open_shards(
     directory: &Path,
     config: &CollectionConfig,
     schema: &PayloadSchema,
+    stripe_roots: &[PathBuf],
 ) -> Result<Vec<Shard>> {
-    let storage = shard_storage(config);
+    let storage = shard_storage(config, stripe_roots);
     (0..config.shard_count)
         .map(|index| {
             Shard::open(
@@ -121,16 +122,28 @@ pub(super) fn open_shards(
         .collect()
 }
 
-/// The storage every shard of a collection shares: its segment kind and one page cache of
-/// the configured size.
-pub(super) fn shard_storage(config: &CollectionConfig) -> ShardStorage {
+/// The storage every shard of a collection shares: its segment kind, one page cache of
+/// the configured size, and the collection's directories under the stripe roots.
+pub(super) fn shard_storage(config: &CollectionConfig, stripe_roots: &[PathBuf]) -> ShardStorage {
     ShardStorage {
         kind: config.storage.segment_kind,
         element: config.storage.datatype.element(),
         partition_size: config.storage.partition_size,
         vectors_on_disk: config.storage.vectors_on_disk,
         page_cache: Arc::new(PageCache::new(config.storage.page_cache_mb << 20)),
+        stripe_roots: stripe_roots.into(),
     }
+}
+
+/// Stripe roots: at most [`config::MAX_STRIPE_DIRS`] of them (the collection's own
+/// directory is the first stripe).
+fn check_stripes(stripe_roots: &[PathBuf]) -> Result<()> {
+    config::check_range(
+        "stripe_dirs",
+        stripe_roots.len(),
+        0,
+        config::MAX_STRIPE_DIRS,
+    )
 }
 
 impl Collection {
@@ -156,7 +169,20 @@ impl Collection {
         directory: &Path,
         config: CollectionConfig,
     ) -> Result<Collection> {
+        Collection::create_striped(fs, directory, config, &[])
+    }
+
+    /// [`Collection::create`] whose records files spread over `directory` and each of
+    /// `stripe_roots` (the collection's directory on other devices; at most
+    /// [`config::MAX_STRIPE_DIRS`]): a disk segment's partition `p` lies on stripe `p mod N`.
+    pub fn create_striped(
+        fs: &dyn FileSystem,
+        directory: &Path,
+        config: CollectionConfig,
+        stripe_roots: &[PathBuf],
+    ) -> Result<Collection> {
         config.validate()?;
+        check_stripes(stripe_roots)?;
         if manifest::load(fs, directory)?.is_some() {
             return Err(EngineError::CollectionExists {
                 path: directory.display().to_string(),
@@ -166,13 +192,25 @@ impl Collection {
         // Shard logs first, manifest last: a crash in between leaves no manifest, so the
         // half-made collection does not exist and can be created again.
         let schema = PayloadSchema::new();
-        let shards = open_shards(fs, directory, &config, &schema)?;
+        let shards = open_shards(fs, directory, &config, &schema, stripe_roots)?;
         manifest::publish(fs, directory, &config.encode(&schema))?;
         Ok(Collection::assemble(config, schema, shards, directory))
     }
 
     /// Opens the collection in `directory`, replaying every shard's log.
     pub fn open(fs: &dyn FileSystem, directory: &Path) -> Result<Collection> {
+        Collection::open_striped(fs, directory, &[])
+    }
+
+    /// [`Collection::open`] of a collection made with [`Collection::create_striped`]:
+    /// `stripe_roots` as given then (a records file on a stripe not given is an error
+    /// naming it).
+    pub fn open_striped(
+        fs: &dyn FileSystem,
+        directory: &Path,
+        stripe_roots: &[PathBuf],
+    ) -> Result<Collection> {
+        check_stripes(stripe_roots)?;
         let bytes =
             manifest::load(fs, directory)?.ok_or_else(|| EngineError::CollectionNotFound {
                 path: directory.display().to_string(),
@@ -184,7 +222,7 @@ impl Collection {
                     directory.display()
                 ),
             })?;
-        let shards = open_shards(fs, directory, &config, &schema)?;
+        let shards = open_shards(fs, directory, &config, &schema, stripe_roots)?;
         Ok(Collection::assemble(config, schema, shards, directory))
     }
 
@@ -193,17 +231,29 @@ impl Collection {
     /// directory, so no stale log or segment can be picked up by a later collection of the
     /// same name. Missing files are fine.
     pub fn remove_files(fs: &dyn FileSystem, directory: &Path) -> Result<()> {
+        Collection::remove_striped_files(fs, directory, &[])
+    }
+
+    /// [`Collection::remove_files`], and the collection's records files under each of
+    /// `stripe_roots`.
+    pub fn remove_striped_files(
+        fs: &dyn FileSystem,
+        directory: &Path,
+        stripe_roots: &[PathBuf],
+    ) -> Result<()> {
         fs.create_dir_all(directory)?;
         remove_if_exists(fs, &directory.join(manifest::MANIFEST_FILE))?;
         fs.sync_dir(directory)?;
-        for index in 0..MAX_SHARDS {
-            let shard = shard_path(directory, index);
-            let files = fs.list(&shard)?;
-            for file in &files {
-                remove_if_exists(fs, file)?;
-            }
-            if !files.is_empty() {
-                fs.sync_dir(&shard)?;
+        for root in std::iter::once(directory).chain(stripe_roots.iter().map(PathBuf::as_path)) {
+            for index in 0..MAX_SHARDS {
+                let shard = shard_path(root, index);
+                let files = fs.list(&shard)?;
+                for file in &files {
+                    remove_if_exists(fs, file)?;
+                }
+                if !files.is_empty() {
+                    fs.sync_dir(&shard)?;
+                }
             }
         }
         Ok(())

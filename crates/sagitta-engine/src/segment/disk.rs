@@ -17,7 +17,7 @@
 //! Deletes are marked in a [`DeletedSet`]; no write buffer joins a disk segment (it has
 //! no graph).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use sagitta_index::disk::{DiskHit, DiskIndex, DiskParams, SearchStats, Source};
@@ -107,15 +107,14 @@ impl DiskSegment {
     /// shared instead of opened again.
     fn open_records(
         fs: &dyn FileSystem,
-        directory: &Path,
+        stripes: &[PathBuf],
         files: &[u64],
         index: &DiskIndex,
         open: &[Arc<RecordsFile>],
     ) -> Result<Vec<Arc<RecordsFile>>> {
         if files.len() != index.extents().len() {
-            let path = records_path(directory, files.first().copied().unwrap_or_default());
             return Err(corrupt(
-                &path,
+                &stripes[0],
                 &format!(
                     "the shard manifest lists {} records files, the index has {} extents",
                     files.len(),
@@ -130,7 +129,7 @@ impl DiskSegment {
                 continue;
             }
             let pages = index.extents()[extent].pages;
-            extents.push(RecordsFile::open(fs, directory, *file, pages, |header| {
+            extents.push(RecordsFile::open(fs, stripes, *file, pages, |header| {
                 index.check_records_header(extent, header)
             })?);
         }
@@ -192,19 +191,39 @@ impl DiskSegment {
             partition_size: shape.partition_size,
             ..DiskParams::default()
         };
-        let mut file = StreamedFile::create(fs, &records_path(directory, id))?;
-        let built = DiskIndex::build(
+        // one records file a stripe, partition p on stripe p mod N
+        let files: Vec<u64> = (0..shape.stripes.len())
+            .map(|stripe| super::striped_file(id, stripe))
+            .collect();
+        let mut outs = files
+            .iter()
+            .map(|file| {
+                Ok(StreamedFile::create(
+                    fs,
+                    &records_path(shape.stripes, *file)?,
+                )?)
+            })
+            .collect::<Result<Vec<StreamedFile>>>()?;
+        let mut writers: Vec<&mut dyn std::io::Write> = outs
+            .iter_mut()
+            .map(|out| out as &mut dyn std::io::Write)
+            .collect();
+        let built = DiskIndex::build_striped(
             vectors,
             shape.dim,
             metric(shape.distance),
             params,
-            &mut file,
+            &mut writers,
         );
-        if let Some(failure) = file.take_failure() {
+        drop(writers);
+        if let Some(failure) = outs.iter_mut().find_map(StreamedFile::take_failure) {
             return Err(failure.into());
         }
         let (index, order) = built?;
-        let records_bytes = file.finish()?;
+        let mut records_bytes = 0;
+        for out in outs {
+            records_bytes += out.finish()?;
+        }
         let index_bytes = DiskSegment::write_index(fs, directory, id, &index)?;
         let mut slots: Vec<Option<Point>> = points.into_iter().map(Some).collect();
         let listing = order
@@ -215,7 +234,7 @@ impl DiskSegment {
         if let Some(progress) = progress {
             progress.advance(listing.len());
         }
-        let extents = DiskSegment::open_records(fs, directory, &[id], &index, &[])?;
+        let extents = DiskSegment::open_records(fs, shape.stripes, &files, &index, &[])?;
         let file_bytes = records_bytes + index_bytes + points_bytes;
         Ok(DiskSegment::assemble(
             id, index, extents, listing, shape, file_bytes,
@@ -267,7 +286,7 @@ impl SegmentKind for DiskSegment {
             let path = super::points_path(directory, id);
             return Err(corrupt(&path, "point count differs from the index"));
         }
-        let extents = DiskSegment::open_records(fs, directory, record_files, &index, &[])?;
+        let extents = DiskSegment::open_records(fs, shape.stripes, record_files, &index, &[])?;
         let file_bytes =
             bytes.len() as u64 + points_bytes + index.record_pages() * PAGE_BYTES as u64;
         let segment = DiskSegment::assemble(id, index, extents, points, shape, file_bytes);
@@ -433,7 +452,9 @@ impl AppendHost for DiskSegment {
     ) -> Result<Appended> {
         let vectors = super::take_vectors(&mut points, shape.dim);
         let keep = |position: u32| !self.deleted.contains(position);
-        let mut file = StreamedFile::create(fs, &records_path(directory, id))?;
+        // the new records on stripe id mod N: successive appends spread over the stripes
+        let own = super::striped_file(id, (id % shape.stripes.len() as u64) as usize);
+        let mut file = StreamedFile::create(fs, &records_path(shape.stripes, own)?)?;
         let appended = self.index.append(
             &keep,
             &vectors,
@@ -470,10 +491,10 @@ impl AppendHost for DiskSegment {
             .kept_extents
             .iter()
             .map(|extent| self.extents[*extent].file)
-            .chain([id])
+            .chain([own])
             .collect();
         let index = outcome.index;
-        let extents = DiskSegment::open_records(fs, directory, &files, &index, &self.extents)?;
+        let extents = DiskSegment::open_records(fs, shape.stripes, &files, &index, &self.extents)?;
         let file_bytes = index.record_pages() * PAGE_BYTES as u64 + index_bytes + points_bytes;
         let segment = DiskSegment::assemble(id, index, extents, listing, shape, file_bytes);
         Ok(Appended {

@@ -161,7 +161,7 @@ impl HnswSegment {
         }
         let layout = RecordLayout::new(shape.dim, shape.element);
         let rows = nodes.map(|node| index.vector(node).expect("checked above"));
-        let records_bytes = RowsFile::write(fs, directory, id, layout, count, rows)?;
+        let records_bytes = RowsFile::write(fs, shape.stripes, id, layout, count, rows)?;
         let mut bytes = Vec::new();
         index.save_without_vectors(&mut bytes)?;
         let path = index_path(directory, id);
@@ -172,7 +172,7 @@ impl HnswSegment {
             layout,
             rows: count,
         };
-        let rows = RowsFile::open(fs, directory, id, records, shape.page_cache)?;
+        let rows = RowsFile::open(fs, shape.stripes, id, records, shape.page_cache)?;
         Ok((
             Arc::new(loaded),
             Some(rows),
@@ -369,33 +369,9 @@ impl SegmentKind for HnswSegment {
             let path = super::points_path(directory, id);
             return Err(corrupt(&path, "point count differs from the index"));
         }
-        let rows =
-            match (index.rows_outside(), record_files) {
-                (false, []) => None,
-                (true, [file]) => {
-                    let records = RowRecords {
-                        layout: RecordLayout::new(shape.dim, shape.element),
-                        rows: index.len(),
-                    };
-                    Some(RowsFile::open(
-                        fs,
-                        directory,
-                        *file,
-                        records,
-                        shape.page_cache,
-                    )?)
-                }
-                (outside, files) => {
-                    let reason =
-                        format!(
-                    "the index keeps its vectors {}, the shard manifest lists {} records files",
-                    if outside { "in a records file" } else { "in itself" },
-                    files.len()
-                );
-                    return Err(corrupt(&path, &reason));
-                }
-            };
-        let file_bytes = bytes.len() as u64 + points_bytes;
+        let rows = open_rows(fs, directory, id, &index, record_files, shape)?;
+        let records_bytes = rows.as_ref().map_or(0, RowsFile::bytes);
+        let file_bytes = bytes.len() as u64 + points_bytes + records_bytes;
         let segment =
             HnswSegment::assemble(id, Arc::new(index), points, file_bytes, shape.schema, rows);
         if let Some(generation) = tombstone_generation {
@@ -405,6 +381,40 @@ impl SegmentKind for HnswSegment {
             }
         }
         Ok(segment)
+    }
+}
+
+/// The records file of segment `id`'s index when it keeps its rows outside (`None` when it
+/// holds them): the one file the shard manifest lists for the segment.
+fn open_rows(
+    fs: &dyn FileSystem,
+    directory: &Path,
+    id: u64,
+    index: &HnswIndex,
+    record_files: &[u64],
+    shape: &SegmentShape<'_>,
+) -> Result<Option<RowsFile>> {
+    match (index.rows_outside(), record_files) {
+        (false, []) => Ok(None),
+        (true, [file]) => {
+            let records = RowRecords {
+                layout: RecordLayout::new(shape.dim, shape.element),
+                rows: index.len(),
+            };
+            RowsFile::open(fs, shape.stripes, *file, records, shape.page_cache).map(Some)
+        }
+        (outside, files) => {
+            let kept = if outside {
+                "in a records file"
+            } else {
+                "in itself"
+            };
+            let reason = format!(
+                "the index keeps its vectors {kept}, the shard manifest lists {} records files",
+                files.len()
+            );
+            Err(corrupt(&index_path(directory, id), &reason))
+        }
     }
 }
 

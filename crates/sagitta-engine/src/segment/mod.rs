@@ -113,6 +113,9 @@ pub(crate) struct SegmentShape<'a> {
     /// HNSW segments keep their vectors in a records file, read through the page cache
     /// (`vectors.on_disk`).
     pub vectors_on_disk: bool,
+    /// The directories records files go to: the shard's own first, then its directory
+    /// under each stripe root (a disk segment's build spreads its partitions over all).
+    pub stripes: &'a [PathBuf],
     pub page_cache: &'a Arc<PageCache>,
 }
 
@@ -393,9 +396,29 @@ pub(crate) fn file_names(kind: SegmentKindName, id: u64) -> Vec<String> {
     }
 }
 
-/// The name of records file `file` (the segment that wrote it has that id).
+/// Bits of a records file's number below its stripe: the id of the segment that wrote it.
+const STRIPE_SHIFT: u32 = 56;
+/// Most stripe directories a shard's records files spread over (its own one included).
+pub(crate) const MAX_STRIPES: usize = 64;
+
+/// The number of the records file segment `segment` writes on stripe `stripe` (0: the
+/// shard's directory; `s`: the shard's directory under the `s`-th stripe root). The shard
+/// manifest lists these numbers; stripe 0 keeps the plain segment id.
+pub(crate) fn striped_file(segment: u64, stripe: usize) -> u64 {
+    debug_assert!(segment < 1 << STRIPE_SHIFT && stripe < MAX_STRIPES);
+    segment | (stripe as u64) << STRIPE_SHIFT
+}
+
+/// The segment id and the stripe of records file `file` ([`striped_file`]).
+pub(crate) fn split_file(file: u64) -> (u64, usize) {
+    let stripe = usize::try_from(file >> STRIPE_SHIFT).expect("8 bits");
+    (file & ((1 << STRIPE_SHIFT) - 1), stripe)
+}
+
+/// The name of records file `file` in its stripe's directory (the segment that wrote it
+/// has that id).
 pub(crate) fn records_name(file: u64) -> String {
-    format!("segment-{file}.records")
+    format!("segment-{}.records", split_file(file).0)
 }
 
 pub(crate) fn tombstones_name(id: u64, epoch: u64) -> String {
@@ -414,8 +437,22 @@ pub(crate) fn disk_index_path(directory: &Path, id: u64) -> PathBuf {
     directory.join(format!("segment-{id}.ivf"))
 }
 
-pub(crate) fn records_path(directory: &Path, file: u64) -> PathBuf {
-    directory.join(records_name(file))
+/// The path of records file `file` among the shard's stripe directories (`stripes[0]` the
+/// shard's own); a stripe the shard was not given is an error naming it.
+pub(crate) fn records_path(stripes: &[PathBuf], file: u64) -> Result<PathBuf> {
+    let stripe = split_file(file).1;
+    match stripes.get(stripe) {
+        Some(directory) => Ok(directory.join(records_name(file))),
+        None => Err(crate::error::EngineError::Corrupt {
+            reason: format!(
+                "{}: records file {} is on stripe {stripe}, and the database was opened with \
+                 {} stripe directories (give every --stripe-dir it was created with, in order)",
+                stripes[0].display(),
+                records_name(file),
+                stripes.len() - 1
+            ),
+        }),
+    }
 }
 
 pub(crate) fn tombstones_path(directory: &Path, id: u64, epoch: u64) -> PathBuf {

@@ -4,14 +4,14 @@
 //! through the collection's page cache, then the file system's page reader (io_uring with
 //! O_DIRECT on a real disk) for the pages it misses.
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use sagitta_index::disk::{split_page_id, PageReader, RecordLayout, RecordsHeader, RowRecords};
 use sagitta_index::IndexError;
 use sagitta_storage::fs::{FileSystem, PageSource, StreamedFile};
-use sagitta_storage::pageio::{Page, PageCache, PageKey};
+use sagitta_storage::pageio::{Page, PageCache, PageKey, PAGE_BYTES};
 
 use super::listing::corrupt;
 use super::records_path;
@@ -29,16 +29,17 @@ pub(crate) struct RecordsFile {
 }
 
 impl RecordsFile {
-    /// Opens records file `file` of `directory`, checking that it has `pages` whole pages
-    /// and that `check` accepts its header page; gives it a page-cache key.
+    /// Opens records file `file` (on its stripe of `stripes`), checking that it has
+    /// `pages` whole pages and that `check` accepts its header page; gives it a page-cache
+    /// key.
     pub fn open(
         fs: &dyn FileSystem,
-        directory: &Path,
+        stripes: &[PathBuf],
         file: u64,
         pages: u64,
         check: impl FnOnce(&RecordsHeader) -> sagitta_index::error::Result<()>,
     ) -> Result<Arc<RecordsFile>> {
-        let path = records_path(directory, file);
+        let path = records_path(stripes, file)?;
         let source = fs.open_pages(&path)?;
         if source.page_count() != pages {
             return Err(corrupt(
@@ -143,16 +144,16 @@ pub(crate) struct RowsFile {
 }
 
 impl RowsFile {
-    /// Writes `segment-<file>.records`, durably, from `count` rows; returns its bytes.
+    /// Writes records file `file`, durably, from `count` rows; returns its bytes.
     pub fn write<'v>(
         fs: &dyn FileSystem,
-        directory: &Path,
+        stripes: &[PathBuf],
         file: u64,
         layout: RecordLayout,
         count: usize,
         rows: impl Iterator<Item = &'v [f32]>,
     ) -> Result<u64> {
-        let mut out = StreamedFile::create(fs, &records_path(directory, file))?;
+        let mut out = StreamedFile::create(fs, &records_path(stripes, file)?)?;
         let written = RowRecords::write(&mut out, layout, count, rows);
         if let Some(failure) = out.take_failure() {
             return Err(failure.into());
@@ -164,13 +165,13 @@ impl RowsFile {
     /// Opens records file `file`, which must hold `records` (header and length checked).
     pub fn open(
         fs: &dyn FileSystem,
-        directory: &Path,
+        stripes: &[PathBuf],
         file: u64,
         records: RowRecords,
         cache: &Arc<PageCache>,
     ) -> Result<RowsFile> {
         let pages = 1 + records.layout.partition_pages(records.rows);
-        let opened = RecordsFile::open(fs, directory, file, pages, |header| {
+        let opened = RecordsFile::open(fs, stripes, file, pages, |header| {
             records.check_header(header)
         })?;
         Ok(RowsFile {
@@ -183,6 +184,11 @@ impl RowsFile {
     /// The id of the segment that wrote the file (its name).
     pub fn file(&self) -> u64 {
         self.files[0].file
+    }
+
+    /// Bytes of the file: whole pages, the header page included.
+    pub fn bytes(&self) -> u64 {
+        (1 + self.records.layout.partition_pages(self.records.rows)) * PAGE_BYTES as u64
     }
 
     /// The rows `rows`, in order; a damaged page is an error naming the file and page.

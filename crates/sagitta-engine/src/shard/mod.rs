@@ -32,7 +32,9 @@ use crate::payload_index::{FieldType, PayloadSchema};
 use crate::point::{Distance, Point, PointId};
 use crate::policy::{OptimizerPolicy, Work};
 use crate::segment::{self, SegmentKindName, SegmentShape, SharedSegment};
-use crate::shard_manifest::{remove_unreferenced, wal_path, ListedSegment, ShardManifest};
+use crate::shard_manifest::{
+    remove_unreferenced, remove_unreferenced_records, wal_path, ListedSegment, ShardManifest,
+};
 use crate::shard_state::{carried_records, Frozen, Writer};
 
 /// Each log's path and intact records, in replay order.
@@ -120,15 +122,20 @@ pub(crate) struct ShardStorage {
     pub vectors_on_disk: bool,
     /// The collection's page cache (records files).
     pub page_cache: Arc<PageCache>,
+    /// The collection's directory under each stripe root, in the database's order: a
+    /// shard's records files spread over its own directory and its directory under each.
+    pub stripe_roots: Arc<[PathBuf]>,
 }
 
 impl ShardStorage {
-    /// What the segments of a shard of `dim`, `distance` and `schema` share.
+    /// What the segments of a shard of `dim`, `distance` and `schema` share; `stripes`
+    /// its directories ([`ShardStorage::stripes_of`]).
     pub(crate) fn shape<'a>(
         &'a self,
         dim: usize,
         distance: Distance,
         schema: &'a PayloadSchema,
+        stripes: &'a [PathBuf],
     ) -> SegmentShape<'a> {
         SegmentShape {
             dim,
@@ -137,8 +144,18 @@ impl ShardStorage {
             element: self.element,
             partition_size: self.partition_size,
             vectors_on_disk: self.vectors_on_disk,
+            stripes,
             page_cache: &self.page_cache,
         }
+    }
+
+    /// The directories of the shard in `directory` that records files go to: its own,
+    /// then the same shard directory under each stripe root.
+    pub(crate) fn stripes_of(&self, directory: &Path) -> Vec<PathBuf> {
+        let name = directory.file_name().unwrap_or_default();
+        std::iter::once(directory.to_path_buf())
+            .chain(self.stripe_roots.iter().map(|root| root.join(name)))
+            .collect()
     }
 }
 
@@ -162,6 +179,8 @@ pub(crate) struct Shard {
     /// Indexed payload fields; changed under the writer lock.
     schema: RwLock<PayloadSchema>,
     directory: PathBuf,
+    /// Where records files go: `directory`, then its counterpart under each stripe root.
+    stripes: Vec<PathBuf>,
     writer: Mutex<Writer>,
     /// Serializes seals and merges (they release the writer lock while they build); holds
     /// whether the shard is closed (its collection dropped): then no seal or merge starts.
@@ -182,9 +201,12 @@ impl Shard {
         schema: &PayloadSchema,
         storage: &ShardStorage,
     ) -> Result<Shard> {
-        fs.create_dir_all(directory)?;
+        let stripes = storage.stripes_of(directory);
+        for stripe in &stripes {
+            fs.create_dir_all(stripe)?;
+        }
         let manifest = read_manifest(fs, directory)?;
-        let shape = storage.shape(dim, distance, schema);
+        let shape = storage.shape(dim, distance, schema, &stripes);
         let segments = manifest
             .segments
             .iter()
@@ -202,6 +224,7 @@ impl Shard {
             .collect::<Result<Vec<_>>>()?;
         let had_replay_logs = !manifest.replay_logs.is_empty();
         let (wal, recovered) = open_logs(fs, directory, &manifest)?;
+        remove_unreferenced_records(fs, &stripes, &manifest)?;
         let shard = Shard::assemble(
             &shape,
             storage,
@@ -280,6 +303,7 @@ impl Shard {
             storage: storage.clone(),
             schema: RwLock::new(shape.schema.clone()),
             directory: directory.to_path_buf(),
+            stripes: shape.stripes.to_vec(),
             writer: Mutex::new(writer),
             maintenance: Mutex::new(false),
             buffer: RwLock::new(Buffer::default()),
@@ -363,8 +387,11 @@ impl Shard {
         build: impl FnOnce(&SegmentShape<'_>) -> Result<Option<SharedSegment>>,
     ) -> Result<(Shard, u64)> {
         let schema = PayloadSchema::new();
-        let shape = storage.shape(dim, distance, &schema);
-        fs.create_dir_all(directory)?;
+        let stripes = storage.stripes_of(directory);
+        for stripe in &stripes {
+            fs.create_dir_all(stripe)?;
+        }
+        let shape = storage.shape(dim, distance, &schema, &stripes);
         let mut manifest = ShardManifest {
             next_segment_id: 1,
             ..ShardManifest::default()
@@ -381,7 +408,9 @@ impl Shard {
             });
             segments.push(segment);
         }
-        fs.sync_dir(directory)?;
+        for stripe in &stripes {
+            fs.sync_dir(stripe)?;
+        }
         let encoded = manifest.encode();
         manifest::publish(fs, directory, &encoded)?;
         let (wal, _) = Wal::open(fs, &wal_path(directory, manifest.generation), 1)?;
@@ -509,7 +538,8 @@ impl Shard {
     }
 
     fn shape<'a>(&'a self, schema: &'a PayloadSchema) -> SegmentShape<'a> {
-        self.storage.shape(self.dim, self.distance, schema)
+        self.storage
+            .shape(self.dim, self.distance, schema, &self.stripes)
     }
 
     /// Adds (`Some`) or drops (`None`) the payload index of `field` in every segment; new

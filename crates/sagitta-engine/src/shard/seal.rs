@@ -288,7 +288,9 @@ impl Shard {
             // the schema may have changed while it was being built
             added.sync_payload_indexes(&self.schema.read());
         }
-        fs.sync_dir(&self.directory)?;
+        for stripe in &self.stripes {
+            fs.sync_dir(stripe)?;
+        }
         let previous = self.publish_or_poison(fs, writer, next)?;
         {
             let mut live = self.segments.write();
@@ -297,10 +299,12 @@ impl Shard {
             live.extend(added);
             *frozen = None;
         }
-        let referenced = writer.manifest.referenced_files();
-        for name in previous.referenced_files() {
-            if !referenced.contains(&name) {
-                let _ = remove_if_exists(fs, &self.directory.join(name));
+        let referenced = writer.manifest.referenced();
+        for (stripe, name) in previous.referenced() {
+            if !referenced.contains(&(stripe, name.clone())) {
+                if let Some(directory) = self.stripes.get(stripe) {
+                    let _ = remove_if_exists(fs, &directory.join(name));
+                }
             }
         }
         Ok(())
