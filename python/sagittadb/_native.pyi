@@ -31,7 +31,7 @@ def simd_level() -> str:
 def open(
     path: str | PathLike[str],
     background_optimizer: bool = True,
-    stripe_dirs: Sequence[str | PathLike[str]] = (),
+    stripe_dirs: Sequence[str | PathLike[str]] | None = None,
 ) -> Database:
     """Opens (or creates) the database in directory ``path``; disk segments' records
     files spread over ``stripe_dirs`` too (the same ones, in order, every time)."""

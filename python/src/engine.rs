@@ -1005,17 +1005,17 @@ fn strategy(hnsw_ef: Option<usize>, exact: bool) -> Strategy {
 /// devices that disk segments' records files spread over (the same ones, in order, every
 /// time the database is opened).
 #[pyfunction]
-#[pyo3(signature = (path, background_optimizer = true, stripe_dirs = Vec::new()))]
+#[pyo3(signature = (path, background_optimizer = true, stripe_dirs = None))]
 pub fn open(
     py: Python<'_>,
     path: PathBuf,
     background_optimizer: bool,
-    stripe_dirs: Vec<PathBuf>,
+    stripe_dirs: Option<Vec<PathBuf>>,
 ) -> PyResult<Database> {
     let fs: Arc<dyn FileSystem> = Arc::new(OsFileSystem);
     let options = DatabaseOptions {
         background_optimizer,
-        stripe_dirs,
+        stripe_dirs: stripe_dirs.unwrap_or_default(),
         ..DatabaseOptions::default()
     };
     let inner = py
