@@ -29,6 +29,8 @@ pub struct Database {
     stripe_dirs: Vec<PathBuf>,
     /// Names being bulk imported: reserved, so no create or second import takes them.
     importing: Mutex<HashSet<String>>,
+    /// Each stripe directory's lock, held as the root's is.
+    _stripe_locks: Vec<LockGuard>,
     /// Last: released only after everything else is closed.
     _lock: LockGuard,
 }
@@ -44,7 +46,8 @@ pub struct DatabaseOptions {
     pub policy: OptimizerPolicy,
     /// Directories on other devices that collections' records files spread over, besides
     /// the database root (collection `c`'s go under `<dir>/collections/c/`). A database
-    /// must be reopened with the same directories in the same order.
+    /// must be reopened with the same directories in the same order, and a stripe
+    /// directory belongs to one database (it is locked while the database is open).
     pub stripe_dirs: Vec<PathBuf>,
 }
 
@@ -91,6 +94,13 @@ impl Database {
     ) -> Result<Database> {
         fs.create_dir_all(&root.join("collections"))?;
         let lock = fs.lock_exclusive(&root.join(LOCK_FILE))?;
+        // A stripe directory serves one open database: another's open would remove the
+        // records files its own manifests do not name.
+        let mut stripe_locks = Vec::with_capacity(options.stripe_dirs.len());
+        for directory in &options.stripe_dirs {
+            fs.create_dir_all(&directory.join("collections"))?;
+            stripe_locks.push(fs.lock_exclusive(&directory.join(LOCK_FILE))?);
+        }
         let names: Vec<String> = match manifest::load(fs.as_ref(), root)? {
             None => Vec::new(),
             Some(bytes) => String::from_utf8(bytes)
@@ -126,6 +136,7 @@ impl Database {
             policy: options.policy,
             stripe_dirs: options.stripe_dirs,
             importing: Mutex::new(HashSet::new()),
+            _stripe_locks: stripe_locks,
             _lock: lock,
         })
     }

@@ -1,7 +1,7 @@
 //! The background optimizer: seals, merges and vacuums on its own, reports green/yellow,
 //! and keeps search results equal to brute force throughout.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -192,5 +192,22 @@ fn a_database_directory_is_opened_once() {
         other => panic!("expected Locked, got {:?}", other.err()),
     }
     drop(first);
-    Database::open(fs, Path::new("/db")).unwrap();
+    Database::open(Arc::clone(&fs), Path::new("/db")).unwrap();
+    // a stripe directory too: two databases cannot share one
+    let striped = |root: &str| {
+        let options = DatabaseOptions {
+            stripe_dirs: vec![PathBuf::from("/nvme1")],
+            ..DatabaseOptions::default()
+        };
+        Database::open_with(Arc::clone(&fs), Path::new(root), options)
+    };
+    let owner = striped("/db-a").unwrap();
+    match striped("/db-b") {
+        Err(EngineError::Storage(StorageError::Locked { path })) => {
+            assert_eq!(path, Path::new("/nvme1/LOCK"));
+        }
+        other => panic!("expected Locked, got {:?}", other.err()),
+    }
+    drop(owner);
+    striped("/db-b").unwrap();
 }
