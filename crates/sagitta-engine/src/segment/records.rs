@@ -170,8 +170,7 @@ impl RowsFile {
         records: RowRecords,
         cache: &Arc<PageCache>,
     ) -> Result<RowsFile> {
-        let pages = 1 + records.layout.partition_pages(records.rows);
-        let opened = RecordsFile::open(fs, stripes, file, pages, |header| {
+        let opened = RecordsFile::open(fs, stripes, file, records.pages(), |header| {
             records.check_header(header)
         })?;
         Ok(RowsFile {
@@ -188,7 +187,7 @@ impl RowsFile {
 
     /// Bytes of the file: whole pages, the header page included.
     pub fn bytes(&self) -> u64 {
-        (1 + self.records.layout.partition_pages(self.records.rows)) * PAGE_BYTES as u64
+        self.records.pages() * PAGE_BYTES as u64
     }
 
     /// The rows `rows`, in order; a damaged page is an error naming the file and page.

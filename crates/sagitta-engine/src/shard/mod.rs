@@ -129,7 +129,7 @@ pub(crate) struct ShardStorage {
 
 impl ShardStorage {
     /// What the segments of a shard of `dim`, `distance` and `schema` share; `stripes`
-    /// its directories ([`ShardStorage::stripes_of`]).
+    /// its directories ([`ShardStorage::create_stripes`]).
     pub(crate) fn shape<'a>(
         &'a self,
         dim: usize,
@@ -149,14 +149,27 @@ impl ShardStorage {
         }
     }
 
-    /// The directories of the shard in `directory` that records files go to: its own,
-    /// then the same shard directory under each stripe root.
-    pub(crate) fn stripes_of(&self, directory: &Path) -> Vec<PathBuf> {
+    /// The directories of the shard in `directory` that records files go to, created if
+    /// missing: its own, then the same shard directory under each stripe root.
+    fn create_stripes(&self, fs: &dyn FileSystem, directory: &Path) -> Result<Vec<PathBuf>> {
         let name = directory.file_name().unwrap_or_default();
-        std::iter::once(directory.to_path_buf())
+        let stripes: Vec<PathBuf> = std::iter::once(directory.to_path_buf())
             .chain(self.stripe_roots.iter().map(|root| root.join(name)))
-            .collect()
+            .collect();
+        for stripe in &stripes {
+            fs.create_dir_all(stripe)?;
+        }
+        Ok(stripes)
     }
+}
+
+/// Makes the entries of every directory in `directories` durable (a shard's stripes,
+/// before a manifest naming files in them is published).
+fn sync_dirs(fs: &dyn FileSystem, directories: &[PathBuf]) -> Result<()> {
+    for directory in directories {
+        fs.sync_dir(directory)?;
+    }
+    Ok(())
 }
 
 /// The shard manifest of `directory`, or the empty one of a new shard.
@@ -201,10 +214,7 @@ impl Shard {
         schema: &PayloadSchema,
         storage: &ShardStorage,
     ) -> Result<Shard> {
-        let stripes = storage.stripes_of(directory);
-        for stripe in &stripes {
-            fs.create_dir_all(stripe)?;
-        }
+        let stripes = storage.create_stripes(fs, directory)?;
         let manifest = read_manifest(fs, directory)?;
         let shape = storage.shape(dim, distance, schema, &stripes);
         let segments = manifest
@@ -387,10 +397,7 @@ impl Shard {
         build: impl FnOnce(&SegmentShape<'_>) -> Result<Option<SharedSegment>>,
     ) -> Result<(Shard, u64)> {
         let schema = PayloadSchema::new();
-        let stripes = storage.stripes_of(directory);
-        for stripe in &stripes {
-            fs.create_dir_all(stripe)?;
-        }
+        let stripes = storage.create_stripes(fs, directory)?;
         let shape = storage.shape(dim, distance, &schema, &stripes);
         let mut manifest = ShardManifest {
             next_segment_id: 1,
@@ -408,9 +415,7 @@ impl Shard {
             });
             segments.push(segment);
         }
-        for stripe in &stripes {
-            fs.sync_dir(stripe)?;
-        }
+        sync_dirs(fs, &stripes)?;
         let encoded = manifest.encode();
         manifest::publish(fs, directory, &encoded)?;
         let (wal, _) = Wal::open(fs, &wal_path(directory, manifest.generation), 1)?;

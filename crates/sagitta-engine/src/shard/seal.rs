@@ -288,9 +288,7 @@ impl Shard {
             // the schema may have changed while it was being built
             added.sync_payload_indexes(&self.schema.read());
         }
-        for stripe in &self.stripes {
-            fs.sync_dir(stripe)?;
-        }
+        super::sync_dirs(fs, &self.stripes)?;
         let previous = self.publish_or_poison(fs, writer, next)?;
         {
             let mut live = self.segments.write();

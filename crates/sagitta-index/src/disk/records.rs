@@ -404,13 +404,17 @@ impl RowRecords {
         for row in rows {
             writer.push(row)?;
         }
-        let header = writer.finish()?;
-        let records = RowRecords {
+        // finish checks the rows written against the header it wrote for `count`
+        writer.finish()?;
+        Ok(RowRecords {
             layout,
             rows: count,
-        };
-        records.check_header(&header)?;
-        Ok(records)
+        })
+    }
+
+    /// Pages of the file, the header page included.
+    pub fn pages(&self) -> u64 {
+        1 + self.layout.partition_pages(self.rows)
     }
 
     /// The first page of row `row`, its page count and its byte offset in that page.
@@ -421,7 +425,7 @@ impl RowRecords {
 
     /// Checks a file's header page against the rows expected of it.
     pub fn check_header(&self, header: &RecordsHeader) -> Result<()> {
-        let pages = 1 + self.layout.partition_pages(self.rows);
+        let pages = self.pages();
         if header.layout != self.layout
             || header.records != self.rows as u64
             || header.pages != pages
