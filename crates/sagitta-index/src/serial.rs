@@ -13,7 +13,7 @@ use crate::error::{IndexError, Result};
 /// Largest section payload accepted on load (guards allocations against corrupt lengths).
 const SECTION_BYTES_MAX: u64 = 1 << 40;
 /// Bytes of a section header.
-const SECTION_HEADER_BYTES: usize = 24;
+pub(crate) const SECTION_HEADER_BYTES: usize = 24;
 const _: () = assert!(SECTION_HEADER_BYTES == 4 + 4 + 8 + 4 + 4);
 
 fn io_error(operation: &'static str) -> impl FnOnce(std::io::Error) -> IndexError {
@@ -134,7 +134,10 @@ fn check_section_header(
 }
 
 fn check_section_crc(payload: &[u8], offset: u64, crc: u32, name: &str) -> Result<()> {
-    let actual = crc32c::crc32c(payload);
+    compare_crc(crc32c::crc32c(payload), crc, offset, name)
+}
+
+fn compare_crc(actual: u32, crc: u32, offset: u64, name: &str) -> Result<()> {
     if actual != crc {
         return Err(IndexError::format(format!(
             "section `{name}` (payload at byte {offset}): checksum mismatch (stored \
@@ -151,8 +154,8 @@ pub(crate) struct SectionStream<'r, R> {
 }
 
 impl<R: Read> SectionStream<'_, R> {
-    /// Reads the next section, which must carry `tag` and exactly `expected_length` bytes.
-    pub fn next(&mut self, tag: u32, expected_length: u64, name: &str) -> Result<Vec<u8>> {
+    /// Reads and checks the next section's header; returns its stored CRC.
+    fn header(&mut self, tag: u32, expected_length: u64, name: &str) -> Result<u32> {
         let mut header = [0u8; SECTION_HEADER_BYTES];
         read_exact(self.reader, &mut header).map_err(|error| match error {
             IndexError::Format { .. } => IndexError::format(format!(
@@ -161,7 +164,12 @@ impl<R: Read> SectionStream<'_, R> {
             )),
             other => other,
         })?;
-        let crc = check_section_header(&header, self.offset, tag, expected_length, name)?;
+        check_section_header(&header, self.offset, tag, expected_length, name)
+    }
+
+    /// Reads the next section, which must carry `tag` and exactly `expected_length` bytes.
+    pub fn next(&mut self, tag: u32, expected_length: u64, name: &str) -> Result<Vec<u8>> {
+        let crc = self.header(tag, expected_length, name)?;
         let payload_at = self.offset + SECTION_HEADER_BYTES as u64;
         // Read through `take` with a capped initial capacity: a corrupt length cannot make
         // us allocate more than the bytes that actually arrive.
@@ -182,41 +190,69 @@ impl<R: Read> SectionStream<'_, R> {
         self.offset = payload_at + length;
         Ok(payload)
     }
-}
 
-/// The sections of a file held whole in memory, read in place (no copy of the payloads).
-pub(crate) struct Sections<'a> {
-    pub rest: Reader<'a>,
-}
-
-impl<'a> Sections<'a> {
-    /// The next section's payload, which must carry `tag` and exactly `expected_length`
-    /// bytes, its checksum verified.
-    pub fn next(&mut self, tag: u32, expected_length: u64, name: &str) -> Result<&'a [u8]> {
-        let section_error = |error: DecodeError| decode_error(&format!("section `{name}`"), &error);
-        let header_at = self.rest.offset();
-        let header = self
-            .rest
-            .array::<SECTION_HEADER_BYTES>("section header")
-            .map_err(section_error)?;
-        let crc = check_section_header(&header, header_at, tag, expected_length, name)?;
-        let payload_at = self.rest.offset();
-        let payload = self
-            .rest
-            .bytes_u64_len(expected_length, "payload")
-            .map_err(section_error)?;
-        check_section_crc(payload, payload_at, crc, name)?;
-        Ok(payload)
+    /// Reads the next section as `rows` rows of `row_bytes` each (tag `tag`), a chunk of
+    /// at most [`ROW_CHUNK_BYTES`] at a time, handing each row to `on_row(row, bytes)`:
+    /// a large section (an index's codes) is never held whole. The checksum covers the
+    /// whole payload, so it is verified after the last row; when it fails, the error is
+    /// the checksum's even if `on_row` refused a row first (damage is named as damage),
+    /// and the caller must discard whatever the rows built.
+    pub fn next_rows(
+        &mut self,
+        (tag, name): (u32, &str),
+        rows: usize,
+        row_bytes: usize,
+        mut on_row: impl FnMut(usize, &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let length = rows as u64 * row_bytes as u64;
+        let stored_crc = self.header(tag, length, name)?;
+        let payload_at = self.offset + SECTION_HEADER_BYTES as u64;
+        let per_chunk = (ROW_CHUNK_BYTES / row_bytes.max(1)).max(1);
+        let mut chunk = vec![0u8; per_chunk.min(rows) * row_bytes];
+        let (mut crc, mut refused, mut row) = (0u32, None, 0);
+        while row < rows {
+            let taken = per_chunk.min(rows - row);
+            let bytes = &mut chunk[..taken * row_bytes];
+            read_exact(self.reader, bytes).map_err(|error| match error {
+                IndexError::Format { .. } => IndexError::format(format!(
+                    "section `{name}` (payload at byte {payload_at}) is truncated (rows from \
+                     {row} of {rows} missing)"
+                )),
+                other => other,
+            })?;
+            crc = crc32c::crc32c_append(crc, bytes);
+            for (offset, row_bytes) in bytes.chunks_exact(row_bytes.max(1)).enumerate() {
+                if refused.is_none() {
+                    refused = on_row(row + offset, row_bytes).err();
+                }
+            }
+            row += taken;
+        }
+        compare_crc(crc, stored_crc, payload_at, name)?;
+        self.offset = payload_at + length;
+        refused.map_or(Ok(()), Err)
     }
 
-    /// Succeeds only when no bytes follow the last section (a file longer than what was
-    /// written is damaged, not extended).
-    pub fn finish(&self) -> Result<()> {
-        self.rest
-            .expect_end("end of file")
-            .map_err(|error| decode_error("the last section", &error))
+    /// Succeeds when the stream ends here, at byte `file_bytes` of the file.
+    pub fn finish(&mut self, file_bytes: u64) -> Result<()> {
+        let mut byte = [0u8; 1];
+        let more = self
+            .reader
+            .read(&mut byte)
+            .map_err(io_error("reading index"))?;
+        if more > 0 || self.offset != file_bytes {
+            return Err(IndexError::format(format!(
+                "the last section: expected end of file at byte {}, the file has {} bytes",
+                self.offset,
+                file_bytes.max(self.offset + more as u64)
+            )));
+        }
+        Ok(())
     }
 }
+
+/// The most payload bytes [`SectionStream::next_rows`] holds at once.
+const ROW_CHUNK_BYTES: usize = 1 << 20;
 
 /// Rejects a loaded vector section holding NaN or ±Inf, naming the row.
 pub(crate) fn check_finite(values: &[f32], dim: usize, what: &str) -> Result<()> {

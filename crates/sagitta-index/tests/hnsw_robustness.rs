@@ -198,3 +198,53 @@ fn huge_but_finite_values_still_fill_flat_results() {
     let results = flat.search(&[-3.0e38, -3.0e38], 2, 1).unwrap();
     assert!(results.ids.contains(&1) && results.ids.contains(&2));
 }
+
+/// A reader handing out at most 7 bytes a call, as a slow stream might.
+struct Trickle<'a>(&'a [u8]);
+
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        let taken = buffer.len().min(7).min(self.0.len());
+        buffer[..taken].copy_from_slice(&self.0[..taken]);
+        self.0 = &self.0[taken..];
+        Ok(taken)
+    }
+}
+
+#[test]
+fn streamed_load_equals_the_whole_file_load_and_names_damage_as_a_checksum() {
+    let bytes = saved_index(Quantization::Sq8);
+    let whole = HnswIndex::load_from_bytes(&bytes, |count| count).unwrap();
+    let streamed =
+        HnswIndex::load_stream(&mut Trickle(&bytes), bytes.len() as u64, |count| count).unwrap();
+    let queries = clustered(20, DIM, 9);
+    let params = HnswSearchParams::new(10, 64);
+    assert_eq!(
+        whole.search_batch(&queries, params, 1).unwrap(),
+        streamed.search_batch(&queries, params, 1).unwrap()
+    );
+    assert_eq!(streamed.node_of(1_999), Some(1_999));
+    assert_eq!(streamed.node_of(2_000), None);
+
+    // a link turned into a target past the count, checksum left stale: the error is the
+    // checksum's (damage), not the structural check the bad row met first
+    let (header, parts) = sections(&bytes);
+    let layer0_at = 64 + 24 * 3 + parts[0].1.len() + parts[1].1.len();
+    let mut damaged = bytes.clone();
+    damaged[layer0_at + 4..layer0_at + 8].copy_from_slice(&5_000u32.to_le_bytes());
+    let reason = load_error(&damaged);
+    assert!(
+        reason.contains("checksum") && reason.contains("links layer 0"),
+        "{reason}"
+    );
+    // the same link with a fresh checksum: the structural check names it
+    let mut parts = parts;
+    parts[2].1[4..8].copy_from_slice(&5_000u32.to_le_bytes());
+    assert!(load_error(&assemble(&header, &parts)).contains("beyond count"));
+    // a stream shorter than the length it was said to have
+    let cut = &bytes[..bytes.len() - 10];
+    match HnswIndex::load_stream(&mut Trickle(cut), bytes.len() as u64, |count| count) {
+        Err(IndexError::Format { reason }) => assert!(reason.contains("truncated"), "{reason}"),
+        other => panic!("a cut stream loaded: {:?}", other.map(|index| index.len())),
+    }
+}

@@ -29,6 +29,15 @@ pub trait FileSystem: Send + Sync {
     fn open_append(&self, path: &Path) -> Result<Box<dyn AppendFile>>;
     /// The whole content, or `None` if the file does not exist.
     fn read(&self, path: &Path) -> Result<Option<Vec<u8>>>;
+    /// Opens `path` for one front-to-back read without holding it whole in memory (an
+    /// index file loaded section by section), or `None` if it does not exist. The default
+    /// serves the bytes of [`FileSystem::read`] (the simulator).
+    fn open_read(&self, path: &Path) -> Result<Option<ReadStream>> {
+        Ok(self.read(path)?.map(|bytes| ReadStream {
+            len: bytes.len() as u64,
+            reader: Box::new(std::io::Cursor::new(bytes)),
+        }))
+    }
     /// Creates or replaces `path` with `bytes` and makes the content durable (the directory
     /// entry still needs [`FileSystem::sync_dir`]).
     fn write_synced(&self, path: &Path, bytes: &[u8]) -> Result<()>;
@@ -55,6 +64,12 @@ pub trait FileSystem: Send + Sync {
             path: path.to_path_buf(),
         }))
     }
+}
+
+/// A file opened by [`FileSystem::open_read`]: its bytes from the start, and how many.
+pub struct ReadStream {
+    pub reader: Box<dyn Read + Send>,
+    pub len: u64,
 }
 
 /// A file read a page at a time.
@@ -300,6 +315,22 @@ impl FileSystem for OsFileSystem {
         file.read_to_end(&mut bytes)
             .map_err(|error| StorageError::io("reading", path, &error))?;
         Ok(Some(bytes))
+    }
+
+    fn open_read(&self, path: &Path) -> Result<Option<ReadStream>> {
+        let file = match File::open(path) {
+            Ok(file) => file,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(StorageError::io("opening", path, &error)),
+        };
+        let len = file
+            .metadata()
+            .map_err(|error| StorageError::io("reading the length of", path, &error))?
+            .len();
+        Ok(Some(ReadStream {
+            reader: Box::new(std::io::BufReader::with_capacity(1 << 16, file)),
+            len,
+        }))
     }
 
     fn write_synced(&self, path: &Path, bytes: &[u8]) -> Result<()> {

@@ -24,8 +24,9 @@ use sagitta_index::hnsw::{
 };
 use sagitta_index::{IndexError, Metric};
 use sagitta_storage::fs::{FileSystem, StreamedFile};
+use sagitta_storage::StorageError;
 
-use super::listing::{corrupt, read_listed, read_points, read_tombstones, write_points, Listing};
+use super::listing::{corrupt, read_points, read_tombstones, write_points, Listing};
 use super::records::RowsFile;
 use super::SegmentKindName;
 use super::{index_path, GraphHost, SegmentKind, SegmentRead, SegmentShape, SegmentWrite};
@@ -353,7 +354,9 @@ impl SegmentKind for HnswSegment {
         shape: &SegmentShape<'_>,
     ) -> Result<HnswSegment> {
         let path = index_path(directory, id);
-        let bytes = read_listed(fs, &path)?;
+        let mut stream = fs
+            .open_read(&path)?
+            .ok_or_else(|| corrupt(&path, "listed in the shard manifest but missing"))?;
         // spare nodes only where a buffer may join the graph (not with rows on disk)
         let capacity = |count| {
             if shape.vectors_on_disk {
@@ -362,8 +365,20 @@ impl SegmentKind for HnswSegment {
                 graph_capacity(count)
             }
         };
-        let index = HnswIndex::load_from_bytes(&bytes, capacity)
-            .map_err(|error| corrupt(&path, &error.to_string()))?;
+        // section by section: the open needs the index's memory, not the file's as well
+        let index =
+            HnswIndex::load_stream(&mut stream.reader, stream.len, capacity).map_err(|error| {
+                match error {
+                    // a failed read is the device's error, not damage to the file
+                    IndexError::Io { message, .. } => EngineError::Storage(StorageError::Io {
+                        operation: "reading",
+                        path: path.clone(),
+                        kind: std::io::ErrorKind::Other,
+                        message,
+                    }),
+                    error => corrupt(&path, &error.to_string()),
+                }
+            })?;
         let (points, points_bytes) = read_points(fs, directory, id)?;
         if points.len() != index.len() {
             let path = super::points_path(directory, id);
@@ -371,7 +386,7 @@ impl SegmentKind for HnswSegment {
         }
         let rows = open_rows(fs, directory, id, &index, record_files, shape)?;
         let records_bytes = rows.as_ref().map_or(0, RowsFile::bytes);
-        let file_bytes = bytes.len() as u64 + points_bytes + records_bytes;
+        let file_bytes = stream.len + points_bytes + records_bytes;
         let segment =
             HnswSegment::assemble(id, Arc::new(index), points, file_bytes, shape.schema, rows);
         if let Some(generation) = tombstone_generation {

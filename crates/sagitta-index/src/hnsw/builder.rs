@@ -220,7 +220,7 @@ impl HnswIndex {
             if *label == crate::MISSING_ID {
                 return Err(IndexError::ReservedId { id: *label });
             }
-            if map.contains_key(label) || !seen.insert(*label) {
+            if map.contains(*label) || !seen.insert(*label) {
                 return Err(IndexError::DuplicateId { id: *label });
             }
         }
@@ -244,10 +244,8 @@ impl HnswIndex {
             ));
         }
         for (offset, label) in labels.iter().enumerate() {
-            map.insert(
-                *label,
-                u32::try_from(first + offset).expect("node < MAX_POINTS"),
-            );
+            let node = u32::try_from(first + offset).expect("node < MAX_POINTS");
+            assert!(map.insert(*label, node), "labels checked above");
         }
         Ok(first)
     }

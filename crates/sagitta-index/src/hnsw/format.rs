@@ -1,11 +1,8 @@
 //! HNSW index file: see docs/format.md ("HNSW index file").
 
-use std::collections::HashMap;
-use std::io::{Read, Write};
-use std::sync::atomic::Ordering;
+use std::io::Write;
 
-use sagitta_kernels::AppendSlab;
-use sagitta_storage::codec::{self, DecodeError, Reader, Writer};
+use sagitta_storage::codec::{DecodeError, Reader, Writer};
 
 use super::storage::Sq8Store;
 use super::{HnswIndex, HnswParams, Quantization};
@@ -14,27 +11,24 @@ use crate::limits::{
     check_range, MAX_DIMENSION, MAX_EF_CONSTRUCTION, MAX_LEVEL, MAX_M, MAX_POINTS, MIN_M,
 };
 use crate::metric::Metric;
-use crate::quantizer::Sq8Quantizer;
-use crate::serial::{
-    decode_error, read_to_end, write_all, write_section, write_section_rows, Sections,
-};
+use crate::serial::{decode_error, write_all, write_section, write_section_rows};
 
 pub(crate) const MAGIC: &[u8; 8] = b"SAGHNSW\0";
 pub(crate) const FORMAT_VERSION: u32 = 1;
-const HEADER_BYTES: usize = 64;
+pub(super) const HEADER_BYTES: usize = 64;
 // docs/format.md's header table: magic 8, version 4, metric 1, quantization 1, has_codes 1,
 // reserved 1, dim 4, m 4, ef_construction 4, entry 4, count 8, max_level 4, sq8_scale 4,
 // seed 8, reserved 4, crc32c 4.
 const _: () =
     assert!(HEADER_BYTES == 8 + 4 + 1 + 1 + 1 + 1 + 4 + 4 + 4 + 4 + 8 + 4 + 4 + 8 + 4 + 4);
-const NO_ENTRY: u32 = u32::MAX;
-const TAG_LABELS: u32 = u32::from_le_bytes(*b"LABL");
-const TAG_LEVELS: u32 = u32::from_le_bytes(*b"LEVL");
-const TAG_LINKS_LAYER0: u32 = u32::from_le_bytes(*b"LNK0");
-const TAG_LINKS_UPPER: u32 = u32::from_le_bytes(*b"LNKU");
-const TAG_VECTORS: u32 = u32::from_le_bytes(*b"VECT");
-const TAG_CODES: u32 = u32::from_le_bytes(*b"CODE");
-const TAG_DELETED: u32 = u32::from_le_bytes(*b"DELE");
+pub(super) const NO_ENTRY: u32 = u32::MAX;
+pub(super) const TAG_LABELS: u32 = u32::from_le_bytes(*b"LABL");
+pub(super) const TAG_LEVELS: u32 = u32::from_le_bytes(*b"LEVL");
+pub(super) const TAG_LINKS_LAYER0: u32 = u32::from_le_bytes(*b"LNK0");
+pub(super) const TAG_LINKS_UPPER: u32 = u32::from_le_bytes(*b"LNKU");
+pub(super) const TAG_VECTORS: u32 = u32::from_le_bytes(*b"VECT");
+pub(super) const TAG_CODES: u32 = u32::from_le_bytes(*b"CODE");
+pub(super) const TAG_DELETED: u32 = u32::from_le_bytes(*b"DELE");
 
 /// Whether a trained SQ8 index file stores its codes; see [`HnswIndex::save_with`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -222,262 +216,6 @@ impl HnswIndex {
         deleted.u64s(self.deleted.words().take(count.div_ceil(64)));
         write_section(writer, TAG_DELETED, deleted.as_bytes())
     }
-
-    /// Loads an index written by [`HnswIndex::save`], verifying header and section checksums
-    /// and every structural invariant (link targets in range, levels bounded).
-    pub fn load(reader: &mut impl Read) -> Result<HnswIndex> {
-        HnswIndex::load_with_capacity(reader, |count| count)
-    }
-
-    /// [`HnswIndex::load`] into an index with room for `capacity(count)` points (at least
-    /// the `count` the file holds), so points can be added without a [`HnswIndex::reserve`]
-    /// that would copy every row.
-    pub fn load_with_capacity(
-        reader: &mut impl Read,
-        capacity: impl FnOnce(usize) -> usize,
-    ) -> Result<HnswIndex> {
-        HnswIndex::load_from_bytes(&read_to_end(reader)?, capacity)
-    }
-
-    /// [`HnswIndex::load_with_capacity`] from the whole file in memory: sections are read
-    /// in place, each vector, link block and code row converted straight into its slot
-    /// (reopening a database copied every section twice more before).
-    pub fn load_from_bytes(
-        bytes: &[u8],
-        capacity: impl FnOnce(usize) -> usize,
-    ) -> Result<HnswIndex> {
-        let Some((header, _)) = bytes.split_first_chunk::<HEADER_BYTES>() else {
-            return Err(IndexError::format(format!(
-                "file is truncated: {} bytes, shorter than the {HEADER_BYTES}-byte header",
-                bytes.len()
-            )));
-        };
-        let header = read_header(header)?;
-        // Every section's length and checksum are verified before the index is allocated,
-        // so memory use is bounded by the bytes the file really holds.
-        let sections = FileSections::read(bytes, &header)?;
-        let count = header.count;
-        let mut index = HnswIndex::new(
-            header.params,
-            capacity(count).clamp(count, crate::limits::MAX_POINTS.max(count)),
-        )?;
-        // room for every row the index may hold, as the vectors have: rows past `count`
-        // are written by later adds
-        let code_slab = sections
-            .codes
-            .as_ref()
-            .map(|(quantizer, _)| AppendSlab::new(index.capacity(), quantizer.stride()));
-        if header.vectors_outside {
-            index.vectors = AppendSlab::new(0, index.vectors.stride());
-            index.rows_outside = true;
-        }
-        let label_to_node = index.restore_nodes(&header, &sections, code_slab.as_ref())?;
-        if let (Some((quantizer, _)), Some(slab)) = (sections.codes, code_slab) {
-            let _ = index.sq8.set(Sq8Store {
-                quantizer,
-                codes: slab,
-            });
-        }
-        index.restore_deleted(&sections.deleted, count)?;
-        *index.label_to_node.get_mut() = label_to_node;
-        index.allocated.store(count, Ordering::Release);
-        if header.entry != NO_ENTRY {
-            if index.graph.level(header.entry) != header.max_level {
-                return Err(IndexError::format("entry point is not on the top layer"));
-            }
-            index.publish_entry(header.entry, header.max_level);
-        }
-        Ok(index)
-    }
-
-    /// Restores every node's label, level, links, vector and SQ8 codes (into `code_slab`)
-    /// from the file's sections, checking each; returns the label to node map.
-    fn restore_nodes(
-        &mut self,
-        header: &FileHeader,
-        sections: &FileSections<'_>,
-        code_slab: Option<&AppendSlab<i8>>,
-    ) -> Result<HashMap<u64, u32>> {
-        let (m, max_level) = (header.params.m, header.max_level);
-        let block0 = 1 + 2 * m;
-        let mut label_to_node = HashMap::with_capacity(header.count);
-        let mut words = Vec::with_capacity(block0.max(1 + m));
-        let mut rows = RowBuffers::new(header.params.dim, sections);
-        let mut upper_offset = 0;
-        for node in 0..header.count {
-            let node_id = u32::try_from(node).expect("< MAX_POINTS");
-            let (label, level) = (sections.labels[node], sections.levels[node] as usize);
-            if level > max_level {
-                return Err(IndexError::format(format!(
-                    "node {node} has level {level} above max level {max_level}"
-                )));
-            }
-            if label_to_node.insert(label, node_id).is_some() {
-                return Err(IndexError::format(format!("label {label} appears twice")));
-            }
-            self.labels[node].store(label, Ordering::Relaxed);
-            self.graph.init_node(node_id, level);
-            words_from(
-                &mut words,
-                &sections.layer0[node * block0 * 4..(node + 1) * block0 * 4],
-            );
-            check_block(&words, sections.levels, node, 0)?;
-            self.graph.restore_block(node_id, 0, &words);
-            for layer in 1..=level {
-                let block = &sections.upper[upper_offset * 4..(upper_offset + 1 + m) * 4];
-                words_from(&mut words, block);
-                check_block(&words, sections.levels, node, layer)?;
-                self.graph.restore_block(node_id, layer, &words);
-                upper_offset += 1 + m;
-            }
-            rows.restore(self, node, sections, code_slab)?;
-        }
-        Ok(label_to_node)
-    }
-
-    /// Marks deleted the nodes set in the `DELE` bitmap, which must not name a node past
-    /// `count`.
-    fn restore_deleted(&self, deleted: &[u64], count: usize) -> Result<()> {
-        for (index_word, word) in deleted.iter().enumerate() {
-            for bit in 0..64 {
-                if word & (1u64 << bit) != 0 {
-                    let node = index_word * 64 + bit;
-                    if node >= count {
-                        return Err(IndexError::format(format!(
-                            "deleted bit {node} beyond count"
-                        )));
-                    }
-                    self.deleted
-                        .insert(u32::try_from(node).expect("< MAX_POINTS"));
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The sections of an HNSW file, in file order, each checked for its tag, exact length and
-/// checksum; nothing may follow the last.
-struct FileSections<'a> {
-    labels: Vec<u64>,
-    levels: &'a [u8],
-    layer0: &'a [u8],
-    upper: &'a [u8],
-    vectors: &'a [u8],
-    /// The quantizer of a trained SQ8 index, with its stored `CODE` rows when the file has
-    /// them (otherwise they are recomputed from the vectors).
-    codes: Option<(Sq8Quantizer, Option<&'a [u8]>)>,
-    deleted: Vec<u64>,
-}
-
-impl<'a> FileSections<'a> {
-    fn read(bytes: &'a [u8], header: &FileHeader) -> Result<FileSections<'a>> {
-        let HnswParams { dim, m, .. } = header.params;
-        let count = header.count;
-        let mut sections = Sections {
-            rest: Reader::at(&bytes[HEADER_BYTES..], HEADER_BYTES as u64),
-        };
-        let labels = codec::u64s(sections.next(TAG_LABELS, count as u64 * 8, "labels")?).collect();
-        let levels = sections.next(TAG_LEVELS, count as u64, "levels")?;
-        let layer0_bytes = count * (1 + 2 * m) * 4;
-        let layer0 = sections.next(TAG_LINKS_LAYER0, layer0_bytes as u64, "links layer 0")?;
-        let upper_words: usize = levels.iter().map(|l| *l as usize * (1 + m)).sum();
-        let upper = sections.next(
-            TAG_LINKS_UPPER,
-            (upper_words * 4) as u64,
-            "links upper layers",
-        )?;
-        let vector_rows = if header.vectors_outside { 0 } else { count };
-        let vectors = sections.next(TAG_VECTORS, (vector_rows * dim * 4) as u64, "vectors")?;
-        let codes = if header.trained {
-            Sq8Quantizer::check_scale(header.scale)?;
-            let quantizer = Sq8Quantizer::with_scale(dim, header.scale);
-            let stride = quantizer.stride();
-            let bytes = if header.has_codes {
-                Some(sections.next(TAG_CODES, (count * stride) as u64, "codes")?)
-            } else {
-                None
-            };
-            Some((quantizer, bytes))
-        } else {
-            None
-        };
-        let deleted_bytes = (count.div_ceil(64) * 8) as u64;
-        let deleted = codec::u64s(sections.next(TAG_DELETED, deleted_bytes, "deleted")?).collect();
-        sections.finish()?;
-        Ok(FileSections {
-            labels,
-            levels,
-            layer0,
-            upper,
-            vectors,
-            codes,
-            deleted,
-        })
-    }
-}
-
-/// One node's f32 row and SQ8 code row, reused node after node.
-struct RowBuffers {
-    row: Vec<f32>,
-    code_row: Vec<i8>,
-}
-
-impl RowBuffers {
-    fn new(dim: usize, sections: &FileSections<'_>) -> RowBuffers {
-        let stride = sections.codes.as_ref().map_or(0, |(q, _)| q.stride());
-        RowBuffers {
-            row: vec![0f32; dim],
-            code_row: vec![0i8; stride],
-        }
-    }
-
-    /// Writes node `node`'s vector (which must be finite) into `index`, and its SQ8 codes
-    /// (stored, or encoded from the vector) into `code_slab`.
-    fn restore(
-        &mut self,
-        index: &HnswIndex,
-        node: usize,
-        sections: &FileSections<'_>,
-        code_slab: Option<&AppendSlab<i8>>,
-    ) -> Result<()> {
-        let dim = self.row.len();
-        if !index.rows_outside {
-            let stored = &sections.vectors[node * dim * 4..(node + 1) * dim * 4];
-            for (value, stored) in self.row.iter_mut().zip(codec::f32s(stored)) {
-                *value = stored;
-            }
-            if self.row.iter().any(|value| !value.is_finite()) {
-                return Err(IndexError::format(format!(
-                    "vector of node {node} has a non-finite value"
-                )));
-            }
-            index
-                .vectors
-                .write_row(node, &self.row)
-                .expect("fresh slab");
-        }
-        if let (Some((quantizer, stored)), Some(slab)) = (&sections.codes, code_slab) {
-            let stride = quantizer.stride();
-            match stored {
-                Some(bytes) => {
-                    let codes = &bytes[node * stride..(node + 1) * stride];
-                    for (target, byte) in self.code_row.iter_mut().zip(codes) {
-                        *target = i8::from_le_bytes([*byte]);
-                    }
-                }
-                None => quantizer.encode_row(&self.row, &mut self.code_row),
-            }
-            slab.write_row(node, &self.code_row).expect("fresh slab");
-        }
-        Ok(())
-    }
-}
-
-/// `words` := the little-endian u32s of `bytes`.
-fn words_from(words: &mut Vec<u32>, bytes: &[u8]) {
-    words.clear();
-    words.extend(codec::u32s(bytes));
 }
 
 /// The header bytes that say what the row sections hold.
@@ -491,23 +229,23 @@ struct HeaderFlags {
 }
 
 /// What the 64-byte file header holds, checked.
-struct FileHeader {
-    params: HnswParams,
+pub(super) struct FileHeader {
+    pub params: HnswParams,
     /// The SQ8 quantizer is trained (`has_codes` 1 or 2).
-    trained: bool,
+    pub trained: bool,
     /// The `CODE` section is present (`has_codes` 1).
-    has_codes: bool,
+    pub has_codes: bool,
     /// The `VECT` section is empty: the rows are kept outside the file.
-    vectors_outside: bool,
-    entry: u32,
-    count: usize,
-    max_level: usize,
-    scale: f32,
+    pub vectors_outside: bool,
+    pub entry: u32,
+    pub count: usize,
+    pub max_level: usize,
+    pub scale: f32,
 }
 
 /// Reads and checks the header: magic, checksum, version, codes, reserved bytes, every
 /// parameter's range and the entry point against the count.
-fn read_header(header: &[u8; HEADER_BYTES]) -> Result<FileHeader> {
+pub(super) fn read_header(header: &[u8; HEADER_BYTES]) -> Result<FileHeader> {
     let header_error = |error: DecodeError| decode_error("header", &error);
     if &header[0..8] != MAGIC {
         return Err(IndexError::format("not a SagittaDB HNSW index (bad magic)"));
@@ -614,7 +352,7 @@ fn check_ranges(
 }
 
 /// A link block is valid when its length fits and every target exists on that layer.
-fn check_block(block: &[u32], levels: &[u8], node: usize, layer: usize) -> Result<()> {
+pub(super) fn check_block(block: &[u32], levels: &[u8], node: usize, layer: usize) -> Result<()> {
     let length = block[0] as usize;
     if length > block.len() - 1 {
         return Err(IndexError::format(format!(

@@ -9,13 +9,14 @@ mod builder;
 pub use builder::{AddProgress, LinkOrder, SQ8_TRAINING_ROWS_MIN};
 mod format;
 pub use format::Codes;
+mod labels;
+mod load;
 mod order;
 pub(crate) use order::{assign, sample_centroids, Space, SplitMix64};
 pub use order::{locality_order, permute_rows, ORDERED_BATCH_MIN_ROWS};
 mod search;
 mod storage;
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
@@ -130,7 +131,7 @@ pub struct HnswIndex {
     vectors: AppendSlab<f32>,
     sq8: OnceLock<Sq8Store>,
     labels: Vec<AtomicU64>,
-    label_to_node: RwLock<HashMap<u64, u32>>,
+    label_to_node: RwLock<labels::LabelMap>,
     deleted: DeletedSet,
     /// Number of node ids handed out (nodes `< allocated` may still be mid-insert).
     allocated: AtomicUsize,
@@ -156,7 +157,7 @@ impl HnswIndex {
             vectors: AppendSlab::new(capacity, AppendSlab::<f32>::aligned_stride(params.dim)),
             sq8: OnceLock::new(),
             labels,
-            label_to_node: RwLock::new(HashMap::new()),
+            label_to_node: RwLock::new(labels::LabelMap::default()),
             deleted: DeletedSet::new(capacity),
             allocated: AtomicUsize::new(0),
             entry: AtomicU64::new(EMPTY_ENTRY),
@@ -212,7 +213,7 @@ impl HnswIndex {
         MemoryUsage {
             graph_bytes: self.graph.memory_bytes()
                 + self.labels.len() * 8
-                + self.label_to_node.read().capacity() * 16
+                + self.label_to_node.read().memory_bytes()
                 + self.deleted.memory_bytes(),
             codes_bytes: self.sq8.get().map_or(0, |store| store.codes.memory_bytes()),
             vectors_bytes: self.vectors.memory_bytes(),
@@ -229,7 +230,7 @@ impl HnswIndex {
 
     /// Internal node of an external label.
     pub fn node_of(&self, label: u64) -> Option<u32> {
-        self.label_to_node.read().get(&label).copied()
+        self.label_to_node.read().get(label)
     }
 
     /// Marks a point deleted: it stays a waypoint but is never returned. Returns false if
