@@ -1,0 +1,194 @@
+"""Qdrant's own client test suite against ``sagitta serve`` (issue 16).
+
+Runs the REST variants of qdrant-client v1.18.0's ``tests/test_qdrant_client.py``,
+``tests/test_async_qdrant_client.py`` and ``tests/congruence_tests/`` against a fresh
+``sagitta serve`` on port 6333 (the port the suite hard-codes), and writes every test's
+outcome, with the first line of each failure, to one JSON file.
+
+Nothing is fetched at run time. The suite's sources are a checkout outside this
+repository, pinned to the tag the issue names (``scripts/qdrant-compat.sh`` says how to
+get it); this module checks the pin before running. The tests that need gRPC are left out
+by ``bench/compat_plugin.py`` and listed in the JSON.
+
+    python -m bench.compat --suite ../qdrant-client --python ../venv-compat/bin/python \\
+        --out bench/results/qdrant-compat.json
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PINNED_VERSION = "1.18.0"
+PINNED_COMMIT = "326adefcc2158121dd0d04877e1a483b5aa2627b"
+TARGETS = (
+    "tests/test_qdrant_client.py",
+    "tests/test_async_qdrant_client.py",
+    "tests/congruence_tests",
+)
+PORT = 6333
+
+
+def check_pin(suite: Path) -> str:
+    """The suite's commit when it is a git checkout (it must be the pinned one), else
+    ``unknown``; its pyproject must name the pinned version either way."""
+    pyproject = (suite / "pyproject.toml").read_text(encoding="utf-8")
+    if f'version = "{PINNED_VERSION}"' not in pyproject:
+        raise SystemExit(
+            f"{suite} is not qdrant-client {PINNED_VERSION} (pyproject.toml)"
+        )
+    if not (suite / ".git").exists():
+        return "unknown (not a git checkout; pyproject says " + PINNED_VERSION + ")"
+    commit = subprocess.run(
+        ["git", "-C", str(suite), "rev-parse", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    if commit != PINNED_COMMIT:
+        raise SystemExit(
+            f"{suite} is at {commit}, not v{PINNED_VERSION} ({PINNED_COMMIT})"
+        )
+    return commit
+
+
+def start_server(binary: Path, data_dir: Path, log: Path) -> subprocess.Popen:
+    """``sagitta serve`` on 127.0.0.1:6333, ready to answer ``GET /collections``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SAGITTA_")}
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            [
+                str(binary),
+                "serve",
+                *("--data-dir", str(data_dir)),
+                *("--host", "127.0.0.1", "--port", str(PORT)),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"sagitta serve exited ({process.returncode}); see {log}")
+        try:
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{PORT}/collections", timeout=2
+            ):
+                return process
+        except OSError:
+            time.sleep(0.2)
+    process.kill()
+    raise SystemExit(f"sagitta serve did not answer on port {PORT}; see {log}")
+
+
+def outcomes(junit_xml: Path) -> dict[str, dict]:
+    """Each test case of a JUnit XML report: ``outcome`` (passed, failed, error, skipped)
+    and, unless passed, ``reason`` (the first line of the message)."""
+    cases: dict[str, dict] = {}
+    for case in ElementTree.parse(junit_xml).getroot().iter("testcase"):
+        name = f"{case.get('classname', '')}::{case.get('name', '')}"
+        result: dict = {"outcome": "passed"}
+        for tag in ("failure", "error", "skipped"):
+            found = case.find(tag)
+            if found is not None:
+                message = found.get("message") or (found.text or "")
+                result = {
+                    "outcome": "failed" if tag == "failure" else tag,
+                    "reason": message.strip().splitlines()[0][:300] if message else "",
+                }
+                break
+        cases[name] = result
+    return cases
+
+
+def summary(cases: dict[str, dict], deselected: list[str]) -> dict:
+    counts: dict[str, int] = {}
+    for case in cases.values():
+        counts[case["outcome"]] = counts.get(case["outcome"], 0) + 1
+    ran = sum(counts.get(key, 0) for key in ("passed", "failed", "error"))
+    return {
+        "counts": counts,
+        "ran": ran,
+        "pass_rate": round(counts.get("passed", 0) / ran, 4) if ran else None,
+        "grpc_tests_left_out": len(deselected),
+    }
+
+
+def run(args: argparse.Namespace) -> dict:
+    suite = Path(args.suite).resolve()
+    commit = check_pin(suite)
+    binary = Path(args.binary).resolve()
+    with tempfile.TemporaryDirectory(prefix="sagitta-compat-") as scratch:
+        work = Path(scratch)
+        server = start_server(binary, work / "data", work / "server.log")
+        try:
+            env = dict(os.environ)
+            env["PYTHONPATH"] = str(REPO / "bench")
+            env["SAGITTA_COMPAT_DESELECTED"] = str(work / "deselected.json")
+            # the suite runs in its own directory: a relative interpreter path is made
+            # absolute (not resolved: a venv's python must keep its own path)
+            python = args.python
+            if os.sep in python:
+                python = str(Path(python).absolute())
+            command = [
+                python,
+                "-m",
+                "pytest",
+                *(args.targets or TARGETS),
+                "-p",
+                "compat_plugin",
+                "-o",
+                "addopts=",
+                f"--timeout={args.timeout}",
+                f"--junitxml={work / 'junit.xml'}",
+                "-q",
+                "-rN",
+            ]
+            started = time.monotonic()
+            subprocess.run(command, cwd=suite, env=env, check=False)
+            seconds = round(time.monotonic() - started, 1)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+        cases = outcomes(work / "junit.xml")
+        deselected = json.loads((work / "deselected.json").read_text(encoding="utf-8"))
+    return {
+        "suite": f"qdrant-client v{PINNED_VERSION} tests (REST variants)",
+        "suite_commit": commit,
+        "targets": list(args.targets or TARGETS),
+        "seconds": seconds,
+        "summary": summary(cases, deselected),
+        "tests": cases,
+        "grpc_tests_left_out": deselected,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--suite", required=True, help="qdrant-client checkout at v1.18.0"
+    )
+    parser.add_argument(
+        "--python", default=sys.executable, help="the suite's interpreter"
+    )
+    parser.add_argument("--binary", default=str(REPO / "target/release/sagitta"))
+    parser.add_argument("--timeout", type=int, default=300, help="seconds a test")
+    parser.add_argument("--targets", nargs="*", help="test paths (default: the three)")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    result = run(args)
+    Path(args.out).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps(result["summary"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""The compatibility harness's own logic: which tests count as gRPC-only, and how a JUnit
+report becomes outcomes and a pass rate."""
+
+from pathlib import Path
+
+from bench.compat import outcomes, summary
+from bench.compat_plugin import needs_grpc
+
+REPORT = """<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="pytest" tests="4">
+<testcase classname="tests.test_qdrant_client" name="test_points_crud[False]" />
+<testcase classname="tests.congruence_tests.test_search" name="test_search">
+  <failure message="AssertionError: scores differ&#10;second line">trace</failure>
+</testcase>
+<testcase classname="tests.test_qdrant_client" name="test_aliases">
+  <error message="qdrant_client.http.exceptions.UnexpectedResponse: 404">trace</error>
+</testcase>
+<testcase classname="tests.test_qdrant_client" name="test_fastembed">
+  <skipped message="fastembed is not installed" />
+</testcase>
+</testsuite></testsuites>
+"""
+
+
+def test_grpc_tests_are_recognised_by_parameter_or_name():
+    assert needs_grpc("test_points_crud[True]", {"prefer_grpc": True})
+    assert not needs_grpc("test_points_crud[False]", {"prefer_grpc": False})
+    assert needs_grpc("test_grpc_options", {})
+    assert needs_grpc("test_convert_grpc_payload[x]", {})
+    # a parameter value that merely mentions grpc does not make the test gRPC-only
+    assert not needs_grpc("test_search[grpc-like-id]", {})
+    assert not needs_grpc("test_search", {})
+    # a test without the parameter that builds a gRPC client in its own code
+    helper = "local, http, grpc_client = init_clients(points)"
+    assert needs_grpc("test_dense_query", {}, helper)
+    assert not needs_grpc("test_dense_query", {}, "client = init_remote()")
+    assert needs_grpc("test_client_close", {}, "QdrantClient(prefer_grpc=True)")
+    # the parameter decides for the tests that have it, whatever their code says
+    assert not needs_grpc("test_x[False]", {"prefer_grpc": False}, "prefer_grpc=True")
+
+
+def test_junit_report_becomes_outcomes_and_a_pass_rate(tmp_path: Path):
+    report = tmp_path / "junit.xml"
+    report.write_text(REPORT, encoding="utf-8")
+    cases = outcomes(report)
+    assert cases["tests.test_qdrant_client::test_points_crud[False]"] == {
+        "outcome": "passed"
+    }
+    failed = cases["tests.congruence_tests.test_search::test_search"]
+    assert failed == {"outcome": "failed", "reason": "AssertionError: scores differ"}
+    assert cases["tests.test_qdrant_client::test_aliases"]["outcome"] == "error"
+    assert cases["tests.test_qdrant_client::test_fastembed"]["outcome"] == "skipped"
+    totals = summary(cases, ["tests/test_qdrant_client.py::test_points_crud[True]"])
+    assert totals["counts"] == {"passed": 1, "failed": 1, "error": 1, "skipped": 1}
+    assert totals["ran"] == 3
+    assert totals["pass_rate"] == round(1 / 3, 4)
+    assert totals["grpc_tests_left_out"] == 1
