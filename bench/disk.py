@@ -208,7 +208,9 @@ class SagittaHnswSearcher(SagittaSearcher):
     """HNSW segments (vectors in RAM, or on disk with ``on_disk=True``): ``hnsw_ef`` is
     the beam; the best ``max(4k, 32)`` candidates are re-scored on the full vectors."""
 
-    sweep: ClassVar[Sweep] = _ef_settings([16, 32, 64, 128, 256, 512, 768, 1024, 1536, 2048])
+    sweep: ClassVar[Sweep] = _ef_settings(
+        [16, 32, 64, 128, 256, 512, 768, 1024, 1536, 2048]
+    )
 
 
 def build_sagitta_hnsw(
