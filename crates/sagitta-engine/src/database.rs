@@ -1,6 +1,6 @@
 //! A database: a directory of named collections (`collections/<name>/`) and a manifest that
-//! lists them. Creating or dropping a collection republishes the manifest atomically, so a
-//! crash leaves the old list or the new one.
+//! lists them and their aliases. Creating or dropping a collection, or changing aliases,
+//! republishes the manifest atomically, so a crash leaves the old list or the new one.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -10,13 +10,12 @@ use parking_lot::{Mutex, RwLock};
 use sagitta_storage::fs::{FileSystem, LockGuard};
 use sagitta_storage::manifest;
 
+use crate::aliases::{self, AliasAction, Aliases};
 use crate::collection::{Collection, CollectionConfig, ImportProgress, ImportReport, ImportSource};
 use crate::error::{EngineError, Result};
+pub use crate::names::{check_collection_name, MAX_COLLECTION_NAME_BYTES};
 use crate::optimizer::{Optimizer, OptimizerPolicy};
 use crate::point::Point;
-
-/// Longest collection name.
-pub const MAX_COLLECTION_NAME_BYTES: usize = 255;
 
 pub struct Database {
     /// First, so dropping the database stops the background thread before anything else.
@@ -24,6 +23,8 @@ pub struct Database {
     fs: Arc<dyn FileSystem>,
     root: PathBuf,
     collections: Arc<RwLock<BTreeMap<String, Arc<Collection>>>>,
+    /// Alias → collection; changed only while the `collections` write lock is held.
+    aliases: RwLock<Aliases>,
     policy: OptimizerPolicy,
     /// See [`DatabaseOptions::stripe_dirs`].
     stripe_dirs: Vec<PathBuf>,
@@ -61,25 +62,6 @@ impl Default for DatabaseOptions {
     }
 }
 
-/// Names are 1..=255 bytes of ASCII letters, digits, `_`, `-` and `.` (not `.` or `..`),
-/// so a name is always one safe path component.
-pub fn check_collection_name(name: &str) -> Result<()> {
-    let valid = !name.is_empty()
-        && name.len() <= MAX_COLLECTION_NAME_BYTES
-        && name != "."
-        && name != ".."
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.');
-    if valid {
-        Ok(())
-    } else {
-        Err(EngineError::InvalidCollectionName {
-            name: name.to_string(),
-        })
-    }
-}
-
 impl Database {
     /// Opens (or creates) the database in `root`, opening every listed collection, with
     /// the background optimizer running.
@@ -101,21 +83,16 @@ impl Database {
             fs.create_dir_all(&directory.join("collections"))?;
             stripe_locks.push(fs.lock_exclusive(&directory.join(LOCK_FILE))?);
         }
-        let names: Vec<String> = match manifest::load(fs.as_ref(), root)? {
-            None => Vec::new(),
-            Some(bytes) => String::from_utf8(bytes)
-                .map_err(|_| EngineError::Corrupt {
+        let (names, aliases) = match manifest::load(fs.as_ref(), root)? {
+            None => (Vec::new(), Aliases::new()),
+            Some(bytes) => aliases::parse_manifest(&String::from_utf8(bytes).map_err(|_| {
+                EngineError::Corrupt {
                     reason: format!("{}: database manifest is not UTF-8", root.display()),
-                })?
-                .lines()
-                .map(str::to_string)
-                .collect(),
+                }
+            })?)?,
         };
         let mut collections = BTreeMap::new();
         for name in names {
-            check_collection_name(&name).map_err(|_| EngineError::Corrupt {
-                reason: format!("database manifest lists an invalid name {name:?}"),
-            })?;
             let collection = Collection::open_striped(
                 fs.as_ref(),
                 &Self::directory(root, &name),
@@ -133,6 +110,7 @@ impl Database {
             fs,
             root: root.to_path_buf(),
             collections,
+            aliases: RwLock::new(aliases),
             policy: options.policy,
             stripe_dirs: options.stripe_dirs,
             importing: Mutex::new(HashSet::new()),
@@ -145,9 +123,10 @@ impl Database {
         root.join("collections").join(name)
     }
 
-    fn publish(&self, names: impl Iterator<Item = String>) -> Result<()> {
-        let list: Vec<String> = names.collect();
-        manifest::publish(self.fs.as_ref(), &self.root, list.join("\n").as_bytes())?;
+    /// Publishes the manifest listing `names` and `aliases`.
+    fn publish<'a>(&self, names: impl Iterator<Item = &'a str>, aliases: &Aliases) -> Result<()> {
+        let text = aliases::manifest_text(names, aliases);
+        manifest::publish(self.fs.as_ref(), &self.root, text.as_bytes())?;
         Ok(())
     }
 
@@ -163,14 +142,69 @@ impl Database {
         self.collections.read().keys().cloned().collect()
     }
 
+    /// Collection `name`, or the collection alias `name` points at.
     pub fn collection(&self, name: &str) -> Result<Arc<Collection>> {
-        self.collections
-            .read()
-            .get(name)
+        let collections = self.collections.read();
+        let found = match collections.get(name) {
+            Some(collection) => Some(collection),
+            None => self
+                .aliases
+                .read()
+                .get(name)
+                .and_then(|target| collections.get(target)),
+        };
+        found
             .cloned()
             .ok_or_else(|| EngineError::CollectionNotFound {
                 path: name.to_string(),
             })
+    }
+
+    /// The name of the collection `name` refers to: itself, or its alias's target.
+    pub fn resolve(&self, name: &str) -> Option<String> {
+        if self.collections.read().contains_key(name) {
+            return Some(name.to_string());
+        }
+        self.aliases.read().get(name).cloned()
+    }
+
+    /// Every alias and the collection it points at, sorted by alias.
+    pub fn aliases(&self) -> Vec<(String, String)> {
+        let aliases = self.aliases.read();
+        aliases
+            .iter()
+            .map(|(a, c)| (a.clone(), c.clone()))
+            .collect()
+    }
+
+    /// Applies alias changes in order (Qdrant's `POST /collections/aliases`), all or
+    /// nothing: the first that fails (an alias of a missing collection, one named as a
+    /// collection, a rename of a missing alias) leaves every alias as it was. Published
+    /// durably before returning.
+    pub fn update_aliases(&self, actions: &[AliasAction]) -> Result<()> {
+        let collections = self.collections.write();
+        let mut current = self.aliases.write();
+        let importing = self.importing.lock();
+        let exists = |name: &str| collections.contains_key(name);
+        let taken = |name: &str| exists(name) || importing.contains(name);
+        let next = aliases::apply(&current, actions, exists, taken)?;
+        drop(importing);
+        self.publish(collections.keys().map(String::as_str), &next)?;
+        *current = next;
+        Ok(())
+    }
+
+    /// Refuses `name` for a new collection when an alias has it (Qdrant's message).
+    fn check_not_an_alias(&self, name: &str) -> Result<()> {
+        if self.aliases.read().contains_key(name) {
+            return Err(EngineError::NameInUse {
+                reason: format!(
+                    "Can't create collection with name {name}. Alias with the same name \
+                     already exists"
+                ),
+            });
+        }
+        Ok(())
     }
 
     pub fn create_collection(
@@ -180,6 +214,7 @@ impl Database {
     ) -> Result<Arc<Collection>> {
         check_collection_name(name)?;
         let mut collections = self.collections.write();
+        self.check_not_an_alias(name)?;
         if collections.contains_key(name) || self.importing.lock().contains(name) {
             return Err(EngineError::CollectionExists {
                 path: name.to_string(),
@@ -196,7 +231,8 @@ impl Database {
             &stripes,
         )?);
         collection.set_policy(self.policy.clone());
-        self.publish(collections.keys().cloned().chain([name.to_string()]))?;
+        let names = collections.keys().map(String::as_str).chain([name]);
+        self.publish(names, &self.aliases.read())?;
         collections.insert(name.to_string(), Arc::clone(&collection));
         Ok(collection)
     }
@@ -229,6 +265,7 @@ impl Database {
         check_collection_name(name)?;
         {
             let collections = self.collections.read();
+            self.check_not_an_alias(name)?;
             if collections.contains_key(name) || !self.importing.lock().insert(name.to_string()) {
                 return Err(EngineError::CollectionExists {
                     path: name.to_string(),
@@ -273,7 +310,8 @@ impl Database {
         let collection = Arc::new(collection);
         collection.set_policy(self.policy.clone());
         let mut collections = self.collections.write();
-        self.publish(collections.keys().cloned().chain([name.to_string()]))?;
+        let names = collections.keys().map(String::as_str).chain([name]);
+        self.publish(names, &self.aliases.read())?;
         collections.insert(name.to_string(), Arc::clone(&collection));
         Ok((collection, report))
     }
@@ -327,7 +365,17 @@ impl Database {
                 path: name.to_string(),
             });
         };
-        self.publish(collections.keys().filter(|n| *n != name).cloned())?;
+        // the collection's aliases go with it, in the same publication
+        let mut aliases = self.aliases.write();
+        let mut kept = aliases.clone();
+        kept.retain(|_, target| target != name);
+        let names = collections
+            .keys()
+            .map(String::as_str)
+            .filter(|n| *n != name);
+        self.publish(names, &kept)?;
+        *aliases = kept;
+        drop(aliases);
         collections.remove(name);
         collection.close();
         Collection::remove_striped_files(

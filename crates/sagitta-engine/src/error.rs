@@ -56,6 +56,12 @@ pub enum EngineError {
     CollectionNotFound { path: String },
     #[error("payload index on field {field:?}: {reason}")]
     InvalidPayloadIndex { field: String, reason: String },
+    #[error("alias `{alias}` does not exist")]
+    AliasNotFound { alias: String },
+    /// A name asked for that a collection or an alias already has, or that is not a valid
+    /// name; `reason` says which, in Qdrant's words where it has them.
+    #[error("{reason}")]
+    NameInUse { reason: String },
     #[error("collection data is corrupt: {reason}")]
     Corrupt { reason: String },
     #[error("{operation} cancelled before it finished; nothing was published")]

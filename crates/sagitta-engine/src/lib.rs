@@ -14,6 +14,7 @@
 //! always a prefix of the log — exactly what replay rebuilds.
 #![deny(unsafe_code)]
 
+pub mod aliases;
 mod buffer;
 pub mod codec;
 pub mod collection;
@@ -21,6 +22,7 @@ pub mod database;
 pub mod datetime;
 pub mod error;
 pub mod filter;
+mod names;
 pub mod optimizer;
 pub mod payload_index;
 pub mod point;
@@ -31,6 +33,7 @@ mod shard;
 mod shard_manifest;
 mod shard_state;
 
+pub use aliases::AliasAction;
 pub use collection::{
     Collection, CollectionConfig, CollectionStatus, Datatype, Health, ImportProgress, ImportReport,
     ImportSource, SegmentKindName, StorageConfig, DEFAULT_PARTITION_SIZE,

@@ -171,6 +171,8 @@ pub async fn update(
 ) -> ApiResult<Response> {
     let started = Instant::now();
     collection(&state, &name)?;
+    // an alias's settings are its collection's
+    let name = state.database.resolve(&name).unwrap_or(name);
     if let Some(optimizers) = request.checked()? {
         let mut echoed = state.echoed.lock();
         let entry = echoed.entry(name).or_default();
@@ -208,6 +210,7 @@ pub async fn info(
 ) -> ApiResult<Response> {
     let started = Instant::now();
     let target = collection(&state, &name)?;
+    let name = state.database.resolve(&name).unwrap_or(name);
     let echoed = state.echoed.lock().get(&name).cloned().unwrap_or_default();
     let result = read(&state, move || Ok(collection_info(&target, &echoed))).await?;
     Ok(ok(result, started))

@@ -65,8 +65,12 @@ impl ApiError {
             | EngineError::ParameterOutOfRange { .. }
             | EngineError::BatchTooLarge { .. }
             | EngineError::InvalidCollectionName { .. }
-            | EngineError::InvalidPayloadIndex { .. } => {
+            | EngineError::InvalidPayloadIndex { .. }
+            | EngineError::NameInUse { .. } => {
                 ApiError::bad_request(format!("Wrong input: {error}"))
+            }
+            EngineError::AliasNotFound { alias } => {
+                ApiError::not_found(format!("Not found: Alias `{alias}` does not exist!"))
             }
             EngineError::Storage(StorageError::Locked { .. }) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, error.to_string())

@@ -18,6 +18,7 @@
 //! the engine sees points, filters and search requests.
 #![deny(unsafe_code)]
 
+mod aliases;
 pub mod auth;
 pub mod body;
 mod collections;
@@ -129,6 +130,9 @@ pub fn router(state: SharedState) -> Router {
         .route("/metrics", get(metrics::prometheus))
         .route("/telemetry", get(metrics::telemetry))
         .route("/collections", get(collections::list))
+        .route("/collections/aliases", post(aliases::change))
+        .route("/aliases", get(aliases::list))
+        .route("/collections/{name}/aliases", get(aliases::of_collection))
         .route(
             "/collections/{name}",
             get(collections::info)
@@ -143,6 +147,27 @@ pub fn router(state: SharedState) -> Router {
             "/collections/{name}/index/{field}",
             delete(collections::delete_index),
         )
+        .merge(point_routes())
+        // A known path with a method it does not answer: 405 in the envelope (501 for a
+        // Qdrant endpoint this server lacks whose path collides with one of these).
+        .method_not_allowed_fallback(method_not_allowed)
+        // Route layers run after routing, so the metrics see the route template; the
+        // fallback (404) is neither authenticated nor counted.
+        .route_layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state),
+            auth::check_api_key,
+        ))
+        .route_layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state),
+            metrics::record,
+        ))
+        .fallback(no_route);
+    api.with_state(state)
+}
+
+/// The `/collections/{name}/points...` routes.
+fn point_routes() -> Router<SharedState> {
+    Router::new()
         .route(
             "/collections/{name}/points",
             put(points::upsert).post(points::retrieve),
@@ -173,30 +198,12 @@ pub fn router(state: SharedState) -> Router {
             "/collections/{name}/points/payload/clear",
             post(points::clear_payload),
         )
-        // A known path with a method it does not answer: 405 in the envelope (501 for a
-        // Qdrant endpoint this server lacks whose path collides with one of these).
-        .method_not_allowed_fallback(method_not_allowed)
-        // Route layers run after routing, so the metrics see the route template; the
-        // fallback (404) is neither authenticated nor counted.
-        .route_layer(axum::middleware::from_fn_with_state(
-            Arc::clone(&state),
-            auth::check_api_key,
-        ))
-        .route_layer(axum::middleware::from_fn_with_state(
-            Arc::clone(&state),
-            metrics::record,
-        ))
-        .fallback(no_route);
-    api.with_state(state)
 }
 
 /// Qdrant endpoints SagittaDB does not implement: (path pattern, what it does). `*`
 /// matches one segment, a trailing `**` any rest. Consulted only for requests no route
 /// answers, so a pattern never shadows an endpoint that exists.
-const UNSUPPORTED_QDRANT_ENDPOINTS: [(&str, &str); 18] = [
-    ("/aliases", "collection aliases"),
-    ("/collections/aliases", "collection aliases"),
-    ("/collections/*/aliases", "collection aliases"),
+const UNSUPPORTED_QDRANT_ENDPOINTS: [(&str, &str); 15] = [
     (
         "/collections/*/points/vectors",
         "updating or deleting vectors of stored points",
@@ -271,7 +278,7 @@ async fn no_route(method: axum::http::Method, uri: axum::http::Uri) -> Response 
 
 /// The methods each route template of [`router`] answers (`get` answers HEAD too), for the
 /// `Allow` header and the message of a 405. A unit test checks it against the router.
-const ROUTE_METHODS: [(&str, &str); 24] = [
+const ROUTE_METHODS: [(&str, &str); 27] = [
     ("/", "GET, HEAD"),
     ("/healthz", "GET, HEAD"),
     ("/livez", "GET, HEAD"),
@@ -279,6 +286,9 @@ const ROUTE_METHODS: [(&str, &str); 24] = [
     ("/metrics", "GET, HEAD"),
     ("/telemetry", "GET, HEAD"),
     ("/collections", "GET, HEAD"),
+    ("/collections/aliases", "POST"),
+    ("/aliases", "GET, HEAD"),
+    ("/collections/{name}/aliases", "GET, HEAD"),
     ("/collections/{name}", "GET, HEAD, PUT, PATCH, DELETE"),
     ("/collections/{name}/exists", "GET, HEAD"),
     ("/collections/{name}/reopen", "POST"),
@@ -423,7 +433,7 @@ mod tests {
 
     #[test]
     fn unsupported_endpoints_match_by_segment() {
-        assert!(unsupported_qdrant_endpoint("/collections/aliases").is_some());
+        assert!(unsupported_qdrant_endpoint("/collections/a/points/batch").is_some());
         assert!(unsupported_qdrant_endpoint("/collections/a/snapshots").is_some());
         assert!(unsupported_qdrant_endpoint("/collections/a/snapshots/s1/recover").is_some());
         assert!(unsupported_qdrant_endpoint("/collections/a/points/recommend/batch").is_some());

@@ -78,14 +78,11 @@ async fn colliding_and_unknown_routes_answer_in_the_envelope() {
     // another method (`/collections/{name}`, `/collections/{name}/points/{id}`) or match
     // none: 501, naming the request and the feature.
     for (method, path, feature) in [
-        ("POST", "/collections/aliases", "alias"),
         ("PUT", "/collections/docs/points/vectors", "vector"),
         ("POST", "/collections/docs/points/vectors/delete", "vector"),
         ("POST", "/collections/docs/points/batch", "batch"),
         ("POST", "/collections/docs/points/recommend", "recommend"),
         ("POST", "/collections/docs/points/search/groups", "group"),
-        ("GET", "/collections/docs/aliases", "alias"),
-        ("GET", "/aliases", "alias"),
         ("POST", "/collections/docs/snapshots", "snapshot"),
         ("GET", "/cluster", "cluster"),
     ] {
