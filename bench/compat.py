@@ -90,9 +90,23 @@ def start_server(binary: Path, data_dir: Path, log: Path) -> subprocess.Popen:
     raise SystemExit(f"sagitta serve did not answer on port {PORT}; see {log}")
 
 
+def _reason(message: str) -> str:
+    """The first line of a failure message, with the server's error text when the line
+    only gives the HTTP status (qdrant-client puts the body on a later line)."""
+    lines = message.strip().splitlines()
+    reason = lines[0][:300] if lines else ""
+    marker = '"error":"'
+    at = message.find(marker)
+    if at >= 0:
+        error = message[at + len(marker) :].split('"}', 1)[0]
+        reason = f"{reason} | {error[:300]}"
+    return reason
+
+
 def outcomes(junit_xml: Path) -> dict[str, dict]:
     """Each test case of a JUnit XML report: ``outcome`` (passed, failed, error, skipped)
-    and, unless passed, ``reason`` (the first line of the message)."""
+    and, unless passed, ``reason`` (the first line of the message and the server's
+    error text)."""
     cases: dict[str, dict] = {}
     for case in ElementTree.parse(junit_xml).getroot().iter("testcase"):
         name = f"{case.get('classname', '')}::{case.get('name', '')}"
@@ -100,10 +114,10 @@ def outcomes(junit_xml: Path) -> dict[str, dict]:
         for tag in ("failure", "error", "skipped"):
             found = case.find(tag)
             if found is not None:
-                message = found.get("message") or (found.text or "")
+                message = (found.get("message") or "") + "\n" + (found.text or "")
                 result = {
                     "outcome": "failed" if tag == "failure" else tag,
-                    "reason": message.strip().splitlines()[0][:300] if message else "",
+                    "reason": _reason(message),
                 }
                 break
         cases[name] = result

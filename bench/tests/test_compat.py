@@ -13,7 +13,8 @@ REPORT = """<?xml version="1.0" encoding="utf-8"?>
   <failure message="AssertionError: scores differ&#10;second line">trace</failure>
 </testcase>
 <testcase classname="tests.test_qdrant_client" name="test_aliases">
-  <error message="qdrant_client.http.exceptions.UnexpectedResponse: 404">trace</error>
+  <error message="qdrant_client.http.exceptions.UnexpectedResponse: 404">Raw response content:
+b'{"status":{"error":"Not found: Collection `x` doesn't exist!"},"time":0.0}'</error>
 </testcase>
 <testcase classname="tests.test_qdrant_client" name="test_fastembed">
   <skipped message="fastembed is not installed" />
@@ -48,7 +49,12 @@ def test_junit_report_becomes_outcomes_and_a_pass_rate(tmp_path: Path):
     }
     failed = cases["tests.congruence_tests.test_search::test_search"]
     assert failed == {"outcome": "failed", "reason": "AssertionError: scores differ"}
-    assert cases["tests.test_qdrant_client::test_aliases"]["outcome"] == "error"
+    aliases = cases["tests.test_qdrant_client::test_aliases"]
+    assert aliases["outcome"] == "error"
+    assert aliases["reason"] == (
+        "qdrant_client.http.exceptions.UnexpectedResponse: 404 | "
+        "Not found: Collection `x` doesn't exist!"
+    )
     assert cases["tests.test_qdrant_client::test_fastembed"]["outcome"] == "skipped"
     totals = summary(cases, ["tests/test_qdrant_client.py::test_points_crud[True]"])
     assert totals["counts"] == {"passed": 1, "failed": 1, "error": 1, "skipped": 1}

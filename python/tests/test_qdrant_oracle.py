@@ -16,6 +16,7 @@ same questions and compares the answers:
 
 Filters use every condition SagittaDB supports (must / should / must_not / min_should,
 match value / any / except / text / text_any, numeric and datetime range, geo_radius,
+geo_bounding_box, geo_polygon (with holes), values_count,
 has_id, has_vector, is_empty, is_null, `nested` over arrays of objects, filters nested up
 to depth 3, dotted keys, quoted keys
 (`"k.v"`) and array paths `a[]`, `a[0]`, `a[].b`, `a[0][1]`). A 400 from SagittaDB where
@@ -28,7 +29,8 @@ not the integer 1 for `match` or `range`; `match.text` only looks at strings (Py
 would look into lists and dicts, or raise on a number); and `match.except` never matches a
 null (Python's `None not in [...]` holds); a `nested` condition looks at the objects of the
 array at its key only (local mode would also look at scalars, and at an object found
-without an array).
+without an array); and `values_count` holds when one value's count meets every bound
+(local mode lets each bound be met by a different value).
 
 `SAGITTA_ORACLE_EXAMPLES` (default 60) sets the number of examples, `SAGITTA_ORACLE_SEED`
 a seed (without it the run is derandomized: the same examples every time).
@@ -98,6 +100,31 @@ def _strict_nested(nested_filter: models.Filter, values: list[Any]) -> bool:
     )
 
 
+def _count(value: Any) -> int:
+    if value is None:
+        return 0
+    return len(value) if isinstance(value, list) else 1
+
+
+def _strict_values_count(
+    condition: models.ValuesCount, values: list[Any] | None
+) -> bool:
+    """Qdrant's server: some value at the key (as it is) has a count within every bound;
+    local mode lets each bound be met by a different value."""
+    if values is None:
+        return False
+    bounds = [
+        (condition.lt, lambda count, x: count < x),
+        (condition.gt, lambda count, x: count > x),
+        (condition.gte, lambda count, x: count >= x),
+        (condition.lte, lambda count, x: count <= x),
+    ]
+    return any(
+        all(bound is None or holds(_count(value), bound) for bound, holds in bounds)
+        for value in values
+    )
+
+
 def oracle_filter(filter_json: dict) -> models.Filter:
     """`filter_json` as the oracle is asked it: a `nested` key names the array's elements
     (`a` is `a[]`, as Qdrant's server reads it; local mode would also enter an object)."""
@@ -122,6 +149,7 @@ def _strict_oracle() -> Iterator[None]:
         patch.setattr(payload_filters, "check_match", _strict_match)
         patch.setattr(payload_filters, "check_range", _strict_range)
         patch.setattr(payload_filters, "check_nested_filter", _strict_nested)
+        patch.setattr(payload_filters, "check_values_count", _strict_values_count)
         yield
 
 
@@ -279,6 +307,48 @@ DATE_BOUNDS = st.sampled_from(
 )
 
 
+# Box and polygon edges lie off the grid of LATITUDES x LONGITUDES, so no point is on an
+# edge (where floating point, not semantics, would decide); some boxes cross the
+# antimeridian (left edge east of the right one).
+BOX_LATITUDES = [53.0, 52.51, 50.0, 1.0, -1.0]
+BOX_LONGITUDES = [13.405, 14.0, 3.0, 1.0, -1.0, 179.0, -179.0]
+BOXES = st.builds(
+    lambda top, bottom, left, right: {
+        "top_left": {"lat": top, "lon": left},
+        "bottom_right": {"lat": bottom, "lon": right},
+    },
+    st.sampled_from(BOX_LATITUDES),
+    st.sampled_from(BOX_LATITUDES),
+    st.sampled_from(BOX_LONGITUDES),
+    st.sampled_from(BOX_LONGITUDES),
+)
+
+
+def _ring(corners: list[tuple[float, float]]) -> dict:
+    """A closed ring of (lat, lon) corners."""
+    points = [{"lat": lat, "lon": lon} for lat, lon in corners]
+    return {"points": [*points, points[0]]}
+
+
+POLYGONS = st.sampled_from(
+    [
+        # around Berlin's two points, around all of Europe's, a triangle over Paris
+        {"exterior": _ring([(52.0, 13.0), (53.0, 13.0), (53.0, 14.0), (52.0, 14.0)])},
+        {"exterior": _ring([(40.0, 1.0), (60.0, 1.0), (60.0, 20.0), (40.0, 20.0)])},
+        {"exterior": _ring([(48.0, 2.0), (50.0, 2.2), (48.1, 3.0)])},
+        # Europe with a hole around Berlin's points
+        {
+            "exterior": _ring([(40.0, 1.0), (60.0, 1.0), (60.0, 20.0), (40.0, 20.0)]),
+            "interiors": [
+                _ring([(52.0, 13.0), (53.0, 13.0), (53.0, 14.0), (52.0, 14.0)])
+            ],
+        },
+        # around (0, 0)
+        {"exterior": _ring([(-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0)])},
+    ]
+)
+
+
 def _leaf_conditions(n_points: int) -> st.SearchStrategy[dict]:
     def field(kind: str, bodies: st.SearchStrategy) -> st.SearchStrategy[dict]:
         return st.tuples(PATHS, bodies).map(lambda kb: {"key": kb[0], kind: kb[1]})
@@ -317,6 +387,14 @@ def _leaf_conditions(n_points: int) -> st.SearchStrategy[dict]:
                 st.sampled_from(LATITUDES),
                 st.sampled_from(LONGITUDES),
                 st.sampled_from(RADII),
+            ),
+        ),
+        field("geo_bounding_box", BOXES),
+        field("geo_polygon", POLYGONS),
+        field(
+            "values_count",
+            st.dictionaries(
+                st.sampled_from(RANGE_OPS), st.integers(0, 3), min_size=1, max_size=2
             ),
         ),
         st.lists(st.integers(1, n_points + 2), max_size=3, unique=True).map(

@@ -11,13 +11,16 @@
 //! A condition is exactly one of: a field condition `{"key": k, "match": {"value": v} |
 //! {"any": [..]} | {"except": [..]} | {"text": ".."} | {"text_any": ".."} | {"phrase":
 //! ".."}}`, `{"key": k, "range": {"gt"|"gte"|"lt"|"lte": number or RFC 3339 datetime}}`,
-//! `{"key": k, "geo_radius": {"center": {"lat", "lon"}, "radius": meters}}`; `{"has_id":
+//! `{"key": k, "geo_radius": {"center": {"lat", "lon"}, "radius": meters}}`, `{"key": k,
+//! "geo_bounding_box": {"top_left", "bottom_right"}}`, `{"key": k, "geo_polygon":
+//! {"exterior": {"points": [..]}, "interiors": [..]}}` (strict: an edge is outside; see
+//! [`crate::geo`]), `{"key": k, "values_count": {"lt"|"gt"|"gte"|"lte": n}}`; `{"has_id":
 //! [ids]}`, `{"has_vector": ""}` (the unnamed vector every point has), `{"is_empty": {"key":
 //! k}}`, `{"is_null": {"key": k}}`, `{"nested": {"key": k, "filter": {..}}}`; or a filter
 //! object (`{}` included: it matches everything). Two kinds in one condition, an unknown
-//! field, or a kind Qdrant defines that is not evaluated here (`values_count`,
-//! `geo_bounding_box`, `geo_polygon`) is an error, never ignored; a field whose value is
-//! `null` is absent.
+//! field, or a field condition's `is_empty` / `is_null` form is an error, never ignored; a
+//! field whose value is `null` is absent. `values_count` counts each value at the key as it
+//! is (an array its elements, a null none), as Qdrant's server does.
 //!
 //! Keys are paths in Qdrant's syntax ([`KeyPath`]): `a.b`, `a[0]`, `a[]`, `a[].b`,
 //! `a[0][1]`, `"quoted.key"`. A dotted key does not enter arrays: `[]` does. A field
@@ -60,6 +63,33 @@ pub struct Filter {
 pub struct MinShould {
     pub conditions: Vec<Condition>,
     pub min_count: usize,
+}
+
+/// The bounds of a `values_count` condition.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CountBounds {
+    pub lt: Option<u64>,
+    pub gt: Option<u64>,
+    pub gte: Option<u64>,
+    pub lte: Option<u64>,
+}
+
+impl CountBounds {
+    fn contains(&self, count: u64) -> bool {
+        self.lt.is_none_or(|x| count < x)
+            && self.gt.is_none_or(|x| count > x)
+            && self.gte.is_none_or(|x| count >= x)
+            && self.lte.is_none_or(|x| count <= x)
+    }
+
+    /// The count of one value: an array's length, 0 for a null, else 1.
+    fn count(value: &Value) -> u64 {
+        match value {
+            Value::Null => 0,
+            Value::Array(elements) => elements.len() as u64,
+            _ => 1,
+        }
+    }
 }
 
 /// Mean Earth radius in meters (IUGG), for `geo_radius`.
@@ -111,6 +141,20 @@ pub enum Condition {
         latitude: f64,
         longitude: f64,
         radius_meters: f64,
+    },
+    GeoBoundingBox {
+        key: KeyPath,
+        area: crate::geo::BoundingBox,
+    },
+    GeoPolygon {
+        key: KeyPath,
+        area: crate::geo::Polygon,
+    },
+    /// `values_count`: some value at `key` (an array counts its elements, a null none,
+    /// anything else one) has a count within `bounds`, as Qdrant's server checks it.
+    ValuesCount {
+        key: KeyPath,
+        bounds: CountBounds,
     },
     HasId(HashSet<PointId>),
     /// `has_vector` of the unnamed vector: every point has it.
@@ -274,15 +318,16 @@ fn as_object<'a>(value: &'a Value, path: &str, what: &str) -> Result<&'a Map<Str
 }
 
 /// Field-condition kinds (beside `key`) SagittaDB evaluates.
-const FIELD_KINDS: [&str; 3] = ["match", "range", "geo_radius"];
-/// Field-condition kinds Qdrant defines that SagittaDB does not evaluate.
-const UNSUPPORTED_FIELD_KINDS: [&str; 5] = [
+const FIELD_KINDS: [&str; 6] = [
+    "match",
+    "range",
+    "geo_radius",
     "geo_bounding_box",
     "geo_polygon",
     "values_count",
-    "is_empty",
-    "is_null",
 ];
+/// Field-condition kinds Qdrant defines that SagittaDB does not evaluate.
+const UNSUPPORTED_FIELD_KINDS: [&str; 2] = ["is_empty", "is_null"];
 /// Conditions that are one field of their own.
 const OTHER_KINDS: [&str; 5] = ["has_id", "has_vector", "is_empty", "is_null", "nested"];
 /// `match` kinds.
@@ -523,6 +568,13 @@ fn field_condition(key: &Value, fields: &[(&str, &Value)], path: &str) -> Result
         "match" => parse_match(body, key, &kind_path),
         "range" => parse_range(body, key, &kind_path),
         "geo_radius" => parse_geo_radius(body, key, &kind_path),
+        "geo_bounding_box" => crate::geo::BoundingBox::parse(body)
+            .map(|area| Condition::GeoBoundingBox { key, area })
+            .map_err(|error| geo_invalid(&kind_path, error)),
+        "geo_polygon" => crate::geo::Polygon::parse(body)
+            .map(|area| Condition::GeoPolygon { key, area })
+            .map_err(|error| geo_invalid(&kind_path, error)),
+        "values_count" => parse_values_count(body, key, &kind_path),
         "is_empty" | "is_null" => Err(invalid(
             &kind_path,
             format!(
@@ -729,6 +781,39 @@ fn parse_geo_radius(value: &Value, key: KeyPath, path: &str) -> Result<Condition
         longitude,
         radius_meters,
     })
+}
+
+fn geo_invalid(path: &str, error: crate::geo::GeoError) -> EngineError {
+    if error.field.is_empty() {
+        invalid(path, error.reason)
+    } else {
+        invalid(&format!("{path}.{}", error.field), error.reason)
+    }
+}
+
+/// `values_count`: `lt`, `gt`, `gte`, `lte`, each a non-negative integer or null, at least
+/// one given.
+fn parse_values_count(value: &Value, key: KeyPath, path: &str) -> Result<Condition> {
+    let object = as_object(value, path, "lt, gt, gte or lte")?;
+    only_fields(object, &["lt", "gt", "gte", "lte"], path)?;
+    let bound = |name: &str| -> Result<Option<u64>> {
+        match object.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) => value.as_u64().map(Some).ok_or_else(|| {
+                invalid(&format!("{path}.{name}"), "must be a non-negative integer")
+            }),
+        }
+    };
+    let bounds = CountBounds {
+        lt: bound("lt")?,
+        gt: bound("gt")?,
+        gte: bound("gte")?,
+        lte: bound("lte")?,
+    };
+    if bounds == CountBounds::default() {
+        return Err(invalid(path, "needs at least one of lt, gt, gte, lte"));
+    }
+    Ok(Condition::ValuesCount { key, bounds })
 }
 
 /// Great-circle distance in meters between two (latitude, longitude) points in degrees.
@@ -972,6 +1057,27 @@ fn scalar_equals(value: &Value, scalar: &Scalar) -> bool {
 }
 
 impl Condition {
+    /// A geo condition: some value of the field is a point inside its area.
+    fn holds_geo(&self, payload: Option<&Value>, work: &Work) -> bool {
+        let (key, inside): (&KeyPath, &dyn Fn(crate::geo::Point) -> bool) = match self {
+            // strictly inside the circle, as Qdrant
+            Condition::GeoRadius {
+                key,
+                latitude,
+                longitude,
+                radius_meters,
+            } => (key, &|(lon, lat)| {
+                haversine_meters((*latitude, *longitude), (lat, lon)) < *radius_meters
+            }),
+            Condition::GeoBoundingBox { key, area } => (key, &|point| area.contains(point)),
+            Condition::GeoPolygon { key, area } => (key, &|point| area.contains(point)),
+            _ => unreachable!("holds_geo is called for geo conditions only"),
+        };
+        any_value(payload, key, work, &mut |v| {
+            crate::geo::payload_point(v).is_some_and(inside)
+        })
+    }
+
     fn holds(&self, id: Option<&PointId>, payload: Option<&Value>, work: &Work) -> bool {
         work.step();
         match self {
@@ -1000,20 +1106,13 @@ impl Condition {
                     .and_then(parse_timestamp)
                     .is_some_and(|seconds| bounds.contains(seconds))
             }),
-            Condition::GeoRadius {
-                key,
-                latitude,
-                longitude,
-                radius_meters,
-            } => any_value(payload, key, work, &mut |v| match (
-                v.get("lat").and_then(Value::as_f64),
-                v.get("lon").and_then(Value::as_f64),
-            ) {
-                // strictly inside the circle, as Qdrant
-                (Some(lat), Some(lon)) => {
-                    haversine_meters((*latitude, *longitude), (lat, lon)) < *radius_meters
-                }
-                _ => false,
+            Condition::GeoRadius { .. }
+            | Condition::GeoBoundingBox { .. }
+            | Condition::GeoPolygon { .. } => self.holds_geo(payload, work),
+            // the values as they are (an array at the key is one value), as Qdrant's
+            // server reads them; a missing key matches nothing
+            Condition::ValuesCount { key, bounds } => any_leaf_of(payload, key, work, &mut |v| {
+                bounds.contains(CountBounds::count(v))
             }),
             Condition::MatchTextAny { key, words } => any_value(
                 payload,

@@ -22,6 +22,7 @@ pub mod database;
 pub mod datetime;
 pub mod error;
 pub mod filter;
+pub mod geo;
 mod names;
 pub mod optimizer;
 pub mod payload_index;

@@ -615,19 +615,42 @@ fn a_condition_is_exactly_one_kind() {
             vec!["unknown"],
         ),
         (
-            json!({"key": "a", "values_count": {"gt": 1}}),
+            json!({"key": "a", "values_count": {}}),
             "filter.must[0].values_count",
-            vec!["not supported"],
+            vec!["at least one"],
+        ),
+        (
+            json!({"key": "a", "values_count": {"gt": -1}}),
+            "filter.must[0].values_count.gt",
+            vec!["non-negative integer"],
+        ),
+        (
+            json!({"key": "a", "values_count": {"gt": 1, "eq": 2}}),
+            "filter.must[0].values_count.eq",
+            vec!["unknown"],
         ),
         (
             json!({"key": "a", "geo_bounding_box": {}}),
-            "filter.must[0].geo_bounding_box",
-            vec!["not supported"],
+            "filter.must[0].geo_bounding_box.top_left",
+            vec!["required"],
+        ),
+        (
+            json!({"key": "a", "geo_bounding_box": {"top_left": {"lon": 200, "lat": 0},
+                                                    "bottom_right": {"lon": 0, "lat": 0}}}),
+            "filter.must[0].geo_bounding_box.top_left.lon",
+            vec!["-180..=180"],
         ),
         (
             json!({"key": "a", "geo_polygon": {}}),
-            "filter.must[0].geo_polygon",
-            vec!["not supported"],
+            "filter.must[0].geo_polygon.exterior",
+            vec!["required"],
+        ),
+        (
+            json!({"key": "a", "geo_polygon": {"exterior": {"points": [
+                {"lon": 0, "lat": 0}, {"lon": 1, "lat": 0}, {"lon": 1, "lat": 1},
+                {"lon": 0, "lat": 1}]}}}),
+            "filter.must[0].geo_polygon.exterior.points",
+            vec!["first and the last"],
         ),
         (
             json!({"key": "a", "is_empty": true}),
