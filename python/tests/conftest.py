@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import sagittadb
+from qdrant_client import QdrantClient
 from server_process import running_server
 
 # The repository root, for test_rag's `import rag` wherever pytest is started from.
@@ -27,3 +28,13 @@ def database(request, tmp_path, server):
     if request.param == "embedded":
         return sagittadb.open(tmp_path / "db")
     return sagittadb.connect(server.url)
+
+
+@pytest.fixture(scope="module")
+def clients(server):
+    """qdrant-client on the module's server, and on its local mode (the oracle)."""
+    remote = QdrantClient(url=server.url, prefer_grpc=False, timeout=30)
+    local = QdrantClient(":memory:")
+    yield remote, local
+    remote.close()
+    local.close()

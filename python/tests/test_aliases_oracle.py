@@ -13,7 +13,6 @@ batch all or nothing, local mode up to the failure).
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 
 import pytest
 from qdrant_client import QdrantClient, models
@@ -21,15 +20,6 @@ from qdrant_client.http.exceptions import UnexpectedResponse
 
 COLLECTIONS = ["docs", "docs_v2", "chat"]
 ALIASES = ["live", "staging", "old"]
-
-
-@pytest.fixture(scope="module")
-def clients(server) -> Iterator[tuple[QdrantClient, QdrantClient]]:
-    remote = QdrantClient(url=server.url, prefer_grpc=False, timeout=30)
-    local = QdrantClient(":memory:")
-    yield remote, local
-    remote.close()
-    local.close()
 
 
 def _make(client: QdrantClient, name: str, points: int) -> None:

@@ -20,6 +20,7 @@
 
 mod aliases;
 pub mod auth;
+mod batch;
 pub mod body;
 mod collections;
 pub mod config;
@@ -185,6 +186,7 @@ fn point_routes() -> Router<SharedState> {
         )
         .route("/collections/{name}/points/scroll", post(points::scroll))
         .route("/collections/{name}/points/count", post(points::count))
+        .route("/collections/{name}/points/batch", post(batch::batch))
         .route("/collections/{name}/points/delete", post(points::delete))
         .route(
             "/collections/{name}/points/payload",
@@ -203,7 +205,7 @@ fn point_routes() -> Router<SharedState> {
 /// Qdrant endpoints SagittaDB does not implement: (path pattern, what it does). `*`
 /// matches one segment, a trailing `**` any rest. Consulted only for requests no route
 /// answers, so a pattern never shadows an endpoint that exists.
-const UNSUPPORTED_QDRANT_ENDPOINTS: [(&str, &str); 15] = [
+const UNSUPPORTED_QDRANT_ENDPOINTS: [(&str, &str); 14] = [
     (
         "/collections/*/points/vectors",
         "updating or deleting vectors of stored points",
@@ -212,7 +214,6 @@ const UNSUPPORTED_QDRANT_ENDPOINTS: [(&str, &str); 15] = [
         "/collections/*/points/vectors/delete",
         "updating or deleting vectors of stored points",
     ),
-    ("/collections/*/points/batch", "batched update operations"),
     (
         "/collections/*/points/recommend/**",
         "recommendation search",
@@ -278,7 +279,7 @@ async fn no_route(method: axum::http::Method, uri: axum::http::Uri) -> Response 
 
 /// The methods each route template of [`router`] answers (`get` answers HEAD too), for the
 /// `Allow` header and the message of a 405. A unit test checks it against the router.
-const ROUTE_METHODS: [(&str, &str); 27] = [
+const ROUTE_METHODS: [(&str, &str); 28] = [
     ("/", "GET, HEAD"),
     ("/healthz", "GET, HEAD"),
     ("/livez", "GET, HEAD"),
@@ -301,6 +302,7 @@ const ROUTE_METHODS: [(&str, &str); 27] = [
     ("/collections/{name}/points/search", "POST"),
     ("/collections/{name}/points/search/batch", "POST"),
     ("/collections/{name}/points/scroll", "POST"),
+    ("/collections/{name}/points/batch", "POST"),
     ("/collections/{name}/points/count", "POST"),
     ("/collections/{name}/points/delete", "POST"),
     ("/collections/{name}/points/payload", "POST, PUT"),
@@ -433,7 +435,7 @@ mod tests {
 
     #[test]
     fn unsupported_endpoints_match_by_segment() {
-        assert!(unsupported_qdrant_endpoint("/collections/a/points/batch").is_some());
+        assert!(unsupported_qdrant_endpoint("/collections/a/facet").is_some());
         assert!(unsupported_qdrant_endpoint("/collections/a/snapshots").is_some());
         assert!(unsupported_qdrant_endpoint("/collections/a/snapshots/s1/recover").is_some());
         assert!(unsupported_qdrant_endpoint("/collections/a/points/recommend/batch").is_some());

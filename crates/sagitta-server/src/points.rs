@@ -61,7 +61,7 @@ fn without_point(filter: Option<Filter>, id: PointId) -> Filter {
 }
 
 /// A write slot, or 429 with `Retry-After` when every slot is taken.
-fn write_slot(state: &SharedState) -> ApiResult<OwnedSemaphorePermit> {
+pub(crate) fn write_slot(state: &SharedState) -> ApiResult<OwnedSemaphorePermit> {
     Arc::clone(&state.write_slots)
         .try_acquire_owned()
         .map_err(|_| {
@@ -125,7 +125,7 @@ pub async fn upsert(
 /// upserts.
 static WRITE_ORDER: [RwLock<()>; 64] = [const { RwLock::new(()) }; 64];
 
-fn write_order(collection: &str) -> &'static RwLock<()> {
+pub(crate) fn write_order(collection: &str) -> &'static RwLock<()> {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     collection.hash(&mut hasher);
     #[allow(clippy::cast_possible_truncation)] // the remainder is below 64
@@ -145,7 +145,7 @@ fn shared(lock: &'static RwLock<()>) -> RwLockReadGuard<'static, ()> {
     lock.read().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn exclusive(lock: &'static RwLock<()>) -> RwLockWriteGuard<'static, ()> {
+pub(crate) fn exclusive(lock: &'static RwLock<()>) -> RwLockWriteGuard<'static, ()> {
     lock.write().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -153,7 +153,7 @@ fn exclusive(lock: &'static RwLock<()>) -> RwLockWriteGuard<'static, ()> {
 /// one by one: a point that exists is replaced unless `mode` is `insert_only` or its
 /// current state fails `update_filter`; a new point is inserted unless `mode` is
 /// `update_only`. An earlier point of the same batch counts as existing.
-fn admitted(
+pub(crate) fn admitted(
     collection: &Collection,
     points: Vec<Point>,
     mode: UpdateMode,
@@ -637,7 +637,7 @@ pub async fn retrieve_one(
 }
 
 /// The ids a selector names: the listed ones, or those its filter matches now.
-fn selected_ids(
+pub(crate) fn selected_ids(
     collection: &Collection,
     points: Option<Vec<IdInput>>,
     filter: Option<&Value>,
@@ -718,7 +718,7 @@ async fn change_payload(
     Ok(ok(update_result(&state, wait), started))
 }
 
-fn refuse_nested_key(request: &SetPayloadRequest) -> ApiResult<()> {
+pub(crate) fn refuse_nested_key(request: &SetPayloadRequest) -> ApiResult<()> {
     match &request.key {
         Some(key) => Err(ApiError::bad_request(format!(
             "Wrong input: `key` = {key:?}: setting a payload under a nested key is not \

@@ -1,0 +1,95 @@
+//! `POST /collections/{c}/points/batch`: operations applied in order, one answer each; a
+//! list with a bad operation anywhere (a wrong dimension, a bad filter, a nested payload
+//! key, `update_vectors`) is refused whole, naming the operation, before anything is
+//! applied. (Its semantics against qdrant-client's local mode: python/tests/
+//! test_batch_oracle.py.)
+
+mod support;
+
+use axum::http::StatusCode;
+use serde_json::json;
+use support::server;
+
+#[tokio::test]
+async fn operations_apply_in_order_and_a_bad_one_refuses_the_list() {
+    let server = server();
+    server
+        .ok(
+            "PUT",
+            "/collections/docs",
+            json!({"vectors": {"size": 2, "distance": "Dot"}}),
+        )
+        .await;
+    let result = server
+        .ok(
+            "POST",
+            "/collections/docs/points/batch?wait=true",
+            json!({"operations": [
+                {"upsert": {"points": [{"id": 1, "vector": [1.0, 0.0], "payload": {"k": "a"}},
+                                       {"id": 2, "vector": [0.0, 1.0], "payload": {"k": "b"}}]}},
+                {"set_payload": {"payload": {"seen": true}, "filter":
+                    {"must": [{"key": "k", "match": {"value": "a"}}]}}},
+                {"delete": {"points": [2]}},
+                {"upsert": {"batch": {"ids": [3], "vectors": [[0.5, 0.5]]}}},
+                {"delete_payload": {"keys": ["k"], "points": [1]}},
+            ]}),
+        )
+        .await;
+    assert_eq!(result.as_array().unwrap().len(), 5);
+    assert!(result
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["status"] == "completed"));
+    let points = server
+        .ok(
+            "POST",
+            "/collections/docs/points",
+            json!({"ids": [1, 2, 3], "with_payload": true}),
+        )
+        .await;
+    let points = points.as_array().unwrap();
+    assert_eq!(points.len(), 2, "{points:?}");
+    assert_eq!(points[0]["id"], 1);
+    assert_eq!(points[0]["payload"], json!({"seen": true}));
+    assert_eq!(points[1]["id"], 3);
+
+    for (operation, words) in [
+        (
+            json!({"upsert": {"points": [{"id": 9, "vector": [1.0, 2.0, 3.0]}]}}),
+            "operations[1].upsert",
+        ),
+        (
+            json!({"delete": {"filter": {"must": [{"key": "k", "range": {"gt": "x"}}]}}}),
+            "operations[1].delete.filter",
+        ),
+        (
+            json!({"set_payload": {"payload": {"a": 1}, "points": [1], "key": "x.y"}}),
+            "`key`",
+        ),
+        (
+            json!({"update_vectors": {"points": [{"id": 1, "vector": [1.0, 1.0]}]}}),
+            "operations[1]",
+        ),
+    ] {
+        let reply = server
+            .call(
+                "POST",
+                "/collections/docs/points/batch?wait=true",
+                json!({"operations": [{"delete": {"points": [1, 3]}}, operation]}),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{}", reply.body);
+        let error = reply.body["status"]["error"].as_str().unwrap();
+        assert!(error.contains(words), "{error}");
+        assert_eq!(server.count("docs").await, 2, "nothing applied: {error}");
+    }
+    let reply = server
+        .call(
+            "POST",
+            "/collections/missing/points/batch",
+            json!({"operations": []}),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::NOT_FOUND);
+}
