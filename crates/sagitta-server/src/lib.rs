@@ -26,6 +26,7 @@ mod collections;
 pub mod config;
 pub mod connections;
 pub mod error;
+mod facet;
 mod health;
 pub mod metrics;
 mod points;
@@ -142,6 +143,7 @@ pub fn router(state: SharedState) -> Router {
                 .delete(collections::drop),
         )
         .route("/collections/{name}/exists", get(collections::exists))
+        .route("/collections/{name}/facet", post(facet::facet))
         .route("/collections/{name}/reopen", post(health::reopen))
         .route("/collections/{name}/index", put(collections::create_index))
         .route(
@@ -205,7 +207,7 @@ fn point_routes() -> Router<SharedState> {
 /// Qdrant endpoints SagittaDB does not implement: (path pattern, what it does). `*`
 /// matches one segment, a trailing `**` any rest. Consulted only for requests no route
 /// answers, so a pattern never shadows an endpoint that exists.
-const UNSUPPORTED_QDRANT_ENDPOINTS: [(&str, &str); 14] = [
+const UNSUPPORTED_QDRANT_ENDPOINTS: [(&str, &str); 13] = [
     (
         "/collections/*/points/vectors",
         "updating or deleting vectors of stored points",
@@ -225,7 +227,6 @@ const UNSUPPORTED_QDRANT_ENDPOINTS: [(&str, &str); 14] = [
         "/collections/*/points/search/matrix/**",
         "distance matrices",
     ),
-    ("/collections/*/facet", "facet counts"),
     ("/collections/*/snapshots/**", "snapshots"),
     ("/collections/*/shards/**", "shard keys and shard snapshots"),
     ("/snapshots/**", "snapshots"),
@@ -279,7 +280,7 @@ async fn no_route(method: axum::http::Method, uri: axum::http::Uri) -> Response 
 
 /// The methods each route template of [`router`] answers (`get` answers HEAD too), for the
 /// `Allow` header and the message of a 405. A unit test checks it against the router.
-const ROUTE_METHODS: [(&str, &str); 28] = [
+const ROUTE_METHODS: [(&str, &str); 29] = [
     ("/", "GET, HEAD"),
     ("/healthz", "GET, HEAD"),
     ("/livez", "GET, HEAD"),
@@ -292,6 +293,7 @@ const ROUTE_METHODS: [(&str, &str); 28] = [
     ("/collections/{name}/aliases", "GET, HEAD"),
     ("/collections/{name}", "GET, HEAD, PUT, PATCH, DELETE"),
     ("/collections/{name}/exists", "GET, HEAD"),
+    ("/collections/{name}/facet", "POST"),
     ("/collections/{name}/reopen", "POST"),
     ("/collections/{name}/index", "PUT"),
     ("/collections/{name}/index/{field}", "DELETE"),
@@ -435,7 +437,7 @@ mod tests {
 
     #[test]
     fn unsupported_endpoints_match_by_segment() {
-        assert!(unsupported_qdrant_endpoint("/collections/a/facet").is_some());
+        assert!(unsupported_qdrant_endpoint("/collections/a/points/recommend").is_some());
         assert!(unsupported_qdrant_endpoint("/collections/a/snapshots").is_some());
         assert!(unsupported_qdrant_endpoint("/collections/a/snapshots/s1/recover").is_some());
         assert!(unsupported_qdrant_endpoint("/collections/a/points/recommend/batch").is_some());

@@ -2,6 +2,7 @@
 //! per shard (`shard-<i>.wal`). Points go to shard `routing_hash(id) % shard_count`.
 
 mod config;
+mod facet;
 mod import;
 mod read;
 
@@ -29,6 +30,7 @@ pub use config::{
     MAX_DIMENSION, MAX_LIMIT, MAX_PAGE_CACHE_MB, MAX_PARTITION_SIZE, MAX_PAYLOAD_BYTES, MAX_SHARDS,
     MAX_STRIPE_DIRS, MAX_VECTOR_NORM, MIN_PARTITION_SIZE,
 };
+pub use facet::FacetValue;
 pub use import::{ImportProgress, ImportReport, ImportSource};
 
 /// The shard a point belongs to.

@@ -28,7 +28,7 @@ mod select;
 mod upsert;
 mod vectors;
 
-pub use fields::NullOnly;
+pub use fields::{NoShardKeys, NullOnly};
 pub use ids::{IdInput, IdOutput};
 pub use output::{record_output, scored_output, RecordOutput, ScoredPointOutput, SearchHits};
 pub use requests::{
