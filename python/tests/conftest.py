@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import sagittadb
-from qdrant_client import QdrantClient
+from qdrant_client import QdrantClient, models
 from server_process import running_server
 
 # The repository root, for test_rag's `import rag` wherever pytest is started from.
@@ -38,3 +38,15 @@ def clients(server):
     yield remote, local
     remote.close()
     local.close()
+
+
+def recreate(client: QdrantClient, name: str, size: int, distance: str) -> None:
+    """A fresh, empty collection `name` through qdrant-client (`distance`: Qdrant's name)."""
+    if client.collection_exists(name):
+        client.delete_collection(name)
+    client.create_collection(
+        name,
+        vectors_config=models.VectorParams(
+            size=size, distance=models.Distance(distance)
+        ),
+    )

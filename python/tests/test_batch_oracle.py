@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from conftest import recreate
 from qdrant_client import QdrantClient, models
 
 COLLECTION = "batch_oracle"
@@ -95,12 +96,7 @@ def test_batches_match_local_mode(clients, seed):
     remote, local = clients
     rng = random.Random(seed)
     for client in (remote, local):
-        if client.collection_exists(COLLECTION):
-            client.delete_collection(COLLECTION)
-        client.create_collection(
-            COLLECTION,
-            vectors_config=models.VectorParams(size=3, distance=models.Distance.EUCLID),
-        )
+        recreate(client, COLLECTION, 3, "Euclid")
     for step in range(12):
         # one operation at a time decides on the points as they are then: ids chosen from
         # the local state before the batch may be deleted by an earlier operation of it

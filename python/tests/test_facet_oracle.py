@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from conftest import recreate
 from qdrant_client import models
 from qdrant_client.http.exceptions import UnexpectedResponse
 
@@ -42,12 +43,7 @@ def test_facets_match_local_mode(clients, seed):
         for i in range(60)
     ]
     for client in (remote, local):
-        if client.collection_exists(COLLECTION):
-            client.delete_collection(COLLECTION)
-        client.create_collection(
-            COLLECTION,
-            vectors_config=models.VectorParams(size=2, distance=models.Distance.DOT),
-        )
+        recreate(client, COLLECTION, 2, "Dot")
         for field, schema in [
             ("colour", models.PayloadSchemaType.KEYWORD),
             ("n", models.PayloadSchemaType.INTEGER),

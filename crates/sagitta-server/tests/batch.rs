@@ -8,18 +8,12 @@ mod support;
 
 use axum::http::StatusCode;
 use serde_json::json;
-use support::server;
+use support::{empty_collection, server};
 
 #[tokio::test]
 async fn operations_apply_in_order_and_a_bad_one_refuses_the_list() {
     let server = server();
-    server
-        .ok(
-            "PUT",
-            "/collections/docs",
-            json!({"vectors": {"size": 2, "distance": "Dot"}}),
-        )
-        .await;
+    empty_collection(&server, "docs", 2).await;
     let result = server
         .ok(
             "POST",

@@ -6,18 +6,12 @@ mod support;
 
 use axum::http::StatusCode;
 use serde_json::json;
-use support::server;
+use support::{empty_collection, server};
 
 #[tokio::test]
 async fn facet_counts_an_indexed_field_and_refuses_bad_requests() {
     let server = server();
-    server
-        .ok(
-            "PUT",
-            "/collections/docs",
-            json!({"vectors": {"size": 2, "distance": "Dot"}}),
-        )
-        .await;
+    empty_collection(&server, "docs", 2).await;
     server
         .ok(
             "PUT",

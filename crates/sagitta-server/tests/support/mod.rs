@@ -138,3 +138,14 @@ pub async fn make_collection(server: &Server, name: &str, dim: usize, count: u64
         )
         .await;
 }
+
+/// An empty collection `name` of `dim`-d vectors compared by dot product.
+pub async fn empty_collection(server: &Server, name: &str, dim: usize) {
+    server
+        .ok(
+            "PUT",
+            &format!("/collections/{name}"),
+            json!({"vectors": {"size": dim, "distance": "Dot"}}),
+        )
+        .await;
+}
