@@ -8,6 +8,7 @@ spoken over a SagittaDB server's REST API (Qdrant's contract), e.g. one started 
 Results have the embedded backend's shapes: hits are dicts with ``id``, ``score``,
 ``payload`` (``None`` for a point without one) and, when asked, ``vector``. HTTP errors
 become the embedded backend's exceptions: 404 for a collection → ``CollectionNotFoundError``,
+404 for a payload change naming a missing point → ``PointNotFoundError``,
 409 → ``CollectionExistsError``, a dimension error → ``DimensionError``, other 400/413/422
 → ``InvalidParameterError``, 401/403 → ``AuthenticationError``, 5xx → ``StorageError``. A
 429 (the server's write queue is full) is retried after its ``Retry-After``.
@@ -35,6 +36,7 @@ from ._native import (
     CollectionNotFoundError,
     DimensionError,
     InvalidParameterError,
+    PointNotFoundError,
     SagittaError,
     StorageError,
 )
@@ -68,6 +70,8 @@ def _error_for(response: httpx.Response) -> SagittaError:
     text = f"{message} (HTTP {status})"
     if status == 404 and "Collection" in message:
         return CollectionNotFoundError(text)
+    if status == 404 and "No point with id" in message:
+        return PointNotFoundError(text)
     if status == 409:
         return CollectionExistsError(text)
     if status in (401, 403):

@@ -29,6 +29,12 @@ create_exception!(
 );
 create_exception!(
     _native,
+    PointNotFoundError,
+    SagittaError,
+    "A payload change named a point that does not exist (nothing was changed)."
+);
+create_exception!(
+    _native,
     CollectionExistsError,
     SagittaError,
     "A collection of that name already exists."
@@ -55,9 +61,12 @@ fn to_python_error(error: EngineError) -> PyErr {
         | EngineError::BatchTooLarge { .. }
         | EngineError::InvalidCollectionName { .. }
         | EngineError::InvalidFilter { .. }
-        | EngineError::InvalidPayloadIndex { .. } => InvalidParameterError::new_err(message),
+        | EngineError::InvalidPayloadIndex { .. }
+        | EngineError::NameInUse { .. } => InvalidParameterError::new_err(message),
         EngineError::CollectionExists { .. } => CollectionExistsError::new_err(message),
-        EngineError::CollectionNotFound { .. } => CollectionNotFoundError::new_err(message),
+        EngineError::CollectionNotFound { .. } | EngineError::AliasNotFound { .. } => {
+            CollectionNotFoundError::new_err(message)
+        }
         EngineError::Corrupt { .. } => FormatError::new_err(message),
         EngineError::Storage(_) => StorageError::new_err(message),
         EngineError::Index(_) | EngineError::Cancelled { .. } => SagittaError::new_err(message),
@@ -511,7 +520,9 @@ impl Collection {
         overwrite: bool,
     ) -> PyResult<()> {
         let text = payload_text(payload)?;
+        let named_only = filter.is_none();
         let ids = self.target_ids(ids, filter)?;
+        self.require_existing(&ids, named_only)?;
         py.allow_threads(|| {
             if overwrite {
                 self.inner.overwrite_payload(&ids, &text, wait)
@@ -520,6 +531,23 @@ impl Collection {
             }
         })
         .map_err(to_python_error)
+    }
+
+    /// Raises `PointNotFoundError` when a payload change names, by id alone (`named`), a
+    /// point that does not exist, before anything changes, as Qdrant's server (and so the
+    /// remote backend) refuses it; ids given beside a filter select, missing or not.
+    fn require_existing(&self, ids: &[PointId], named: bool) -> PyResult<()> {
+        if !named {
+            return Ok(());
+        }
+        for id in ids {
+            if self.inner.get(id).map_err(to_python_error)?.is_none() {
+                return Err(PointNotFoundError::new_err(format!(
+                    "No point with id {id} found"
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// The points named by `ids` plus those matched by `filter` (resolved now).
@@ -706,7 +734,9 @@ impl Collection {
     }
 
     /// Merges the keys of `payload` into the payload of the points named by `ids` and/or
-    /// matched by `filter`.
+    /// matched by `filter`. Ids given alone must all exist (else `PointNotFoundError`,
+    /// nothing changed: Qdrant's rule); beside a filter they select. The same holds for
+    /// `overwrite_payload` and `delete_payload`.
     #[pyo3(signature = (payload, ids = None, filter = None, wait = true))]
     fn set_payload(
         &self,
@@ -743,7 +773,9 @@ impl Collection {
         filter: Option<&Bound<'_, PyAny>>,
         wait: bool,
     ) -> PyResult<()> {
+        let named_only = filter.is_none();
         let ids = self.target_ids(ids, filter)?;
+        self.require_existing(&ids, named_only)?;
         py.allow_threads(|| self.inner.delete_payload_keys(&ids, &keys, wait))
             .map_err(to_python_error)
     }
@@ -1040,5 +1072,6 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
         py.get_type::<CollectionExistsError>(),
     )?;
     module.add("StorageError", py.get_type::<StorageError>())?;
+    module.add("PointNotFoundError", py.get_type::<PointNotFoundError>())?;
     Ok(())
 }

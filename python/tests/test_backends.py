@@ -172,10 +172,13 @@ class Model(RuleBasedStateMachine):
 
     @rule(ids=ids, value=st.integers(0, 9), overwrite=st.booleans())
     def change_payload(self, ids, value, overwrite):
-        if overwrite:
-            self.collection.overwrite_payload({"g": value % 4}, ids=ids)
-        else:
-            self.collection.set_payload({"h": value}, ids=ids)
+        change = (
+            (lambda: self.collection.overwrite_payload({"g": value % 4}, ids=ids))
+            if overwrite
+            else (lambda: self.collection.set_payload({"h": value}, ids=ids))
+        )
+        if self.refused_for_a_missing_point(ids, change):
+            return
         for point_id in ids:
             if point_id in self.points:
                 row, payload = self.points[point_id]
@@ -186,12 +189,26 @@ class Model(RuleBasedStateMachine):
 
     @rule(ids=ids)
     def drop_group_key(self, ids):
-        self.collection.delete_payload(["g"], ids=ids)
+        def change():
+            self.collection.delete_payload(["g"], ids=ids)
+
+        if self.refused_for_a_missing_point(ids, change):
+            return
         for point_id in ids:
             if point_id in self.points:
                 row, payload = self.points[point_id]
                 rest = {k: v for k, v in (payload or {}).items() if k != "g"}
                 self.points[point_id] = (row, rest or None)
+
+    def refused_for_a_missing_point(self, ids, change) -> bool:
+        """Runs a payload change by ids; when one of them names no point, both backends
+        refuse it whole with `PointNotFoundError` (as Qdrant's server does)."""
+        if all(point_id in self.points for point_id in ids):
+            change()
+            return False
+        with pytest.raises(sagittadb.PointNotFoundError):
+            change()
+        return True
 
     @staticmethod
     def group_filter(group):

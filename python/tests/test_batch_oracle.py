@@ -5,9 +5,9 @@ operations, by ids or by filter, applied in order; after each batch both hold th
 points with the same payloads and vectors.
 
 Local mode's batch ignores an upsert's `update_mode` (its plain upsert honours it), so the
-batches here use `update_filter` for conditional upserts; and local mode raises a KeyError
-for a payload change naming a missing id (SagittaDB skips the id), so ids are drawn from
-the points that exist."""
+batches here use `update_filter` for conditional upserts; and a payload change naming a
+missing id fails in both, differently (a 404 from the server, as Qdrant's; a KeyError in
+local mode), so ids are drawn from the points that exist."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ use crate::body::{wait_flag, JsonBody};
 use crate::collections::{blocking, collection, update_result, Path};
 use crate::error::{ApiError, ApiResult};
 use crate::points::{
-    admitted, exclusive, refuse_nested_key, selected_ids, write_order, write_slot,
+    admitted, exclusive, refuse_nested_key, require_existing, selected_ids, write_order, write_slot,
 };
 use crate::response::ok;
 use crate::wire::{
@@ -171,7 +171,9 @@ fn apply(
         }
         Step::Delete(selection) => target.delete(&ids(selection)?, wait).map_err(engine)?,
         Step::Payload(selection, change) => {
+            let named = selection.points.is_some();
             let ids = ids(selection)?;
+            require_existing(target, name, &ids, named)?;
             match change {
                 Change::Set(payload) => target.set_payload(&ids, &payload, wait),
                 Change::Overwrite(payload) => target.overwrite_payload(&ids, &payload, wait),

@@ -661,6 +661,31 @@ pub(crate) fn selected_ids(
     }
 }
 
+/// Refuses a payload change naming a point that does not exist, as Qdrant does (404 "No
+/// point with id .. found"), before anything is changed. `named` is false when the ids
+/// came from a filter (those exist).
+pub(crate) fn require_existing(
+    collection: &Collection,
+    name: &str,
+    ids: &[PointId],
+    named: bool,
+) -> ApiResult<()> {
+    if !named {
+        return Ok(());
+    }
+    for id in ids {
+        let found = collection
+            .get(id)
+            .map_err(|error| ApiError::from_engine(error, name))?;
+        if found.is_none() {
+            return Err(ApiError::not_found(format!(
+                "Not found: No point with id {id} found"
+            )));
+        }
+    }
+    Ok(())
+}
+
 pub async fn delete(
     State(state): State<SharedState>,
     Path(name): Path<String>,
@@ -706,7 +731,9 @@ async fn change_payload(
     blocking(move || {
         let _slot = slot;
         let _order = shared(write_order(&name));
+        let named = selector.0.is_some();
         let ids = selected_ids(&target, selector.0, selector.1.as_ref(), max_points)?;
+        require_existing(&target, &name, &ids, named)?;
         match &change {
             PayloadChange::Set(payload) => target.set_payload(&ids, payload, wait),
             PayloadChange::Overwrite(payload) => target.overwrite_payload(&ids, payload, wait),

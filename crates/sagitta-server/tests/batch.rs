@@ -1,7 +1,8 @@
 //! `POST /collections/{c}/points/batch`: operations applied in order, one answer each; a
 //! list with a bad operation anywhere (a wrong dimension, a bad filter, a nested payload
 //! key, `update_vectors`) is refused whole, naming the operation, before anything is
-//! applied. (Its semantics against qdrant-client's local mode: python/tests/
+//! applied. Payload changes naming a missing point are refused (404), there and in the
+//! single-operation endpoints. (Its semantics against qdrant-client's local mode: python/tests/
 //! test_batch_oracle.py.)
 
 mod support;
@@ -77,6 +78,49 @@ async fn operations_apply_in_order_and_a_bad_one_refuses_the_list() {
         let error = reply.body["status"]["error"].as_str().unwrap();
         assert!(error.contains(words), "{error}");
         assert_eq!(server.count("docs").await, 2, "nothing applied: {error}");
+    }
+    // a payload change naming a missing point is refused whole, as Qdrant does (404)
+    for (method, path, body) in [
+        (
+            "POST",
+            "/collections/docs/points/payload",
+            json!({"payload": {"x": 1}, "points": [1, 99]}),
+        ),
+        (
+            "PUT",
+            "/collections/docs/points/payload",
+            json!({"payload": {"x": 1}, "points": [1, 99]}),
+        ),
+        (
+            "POST",
+            "/collections/docs/points/payload/delete",
+            json!({"keys": ["seen"], "points": [99, 1]}),
+        ),
+        (
+            "POST",
+            "/collections/docs/points/payload/clear",
+            json!({"points": [1, 99]}),
+        ),
+        (
+            "POST",
+            "/collections/docs/points/batch",
+            json!({"operations": [
+            {"set_payload": {"payload": {"x": 1}, "points": [1, 99]}}]}),
+        ),
+    ] {
+        let reply = server.call(method, path, body).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::NOT_FOUND,
+            "{path}: {}",
+            reply.body
+        );
+        let error = reply.body["status"]["error"].as_str().unwrap();
+        assert!(error.contains("No point with id 99 found"), "{error}");
+        let point = server
+            .ok("GET", "/collections/docs/points/1", json!({}))
+            .await;
+        assert_eq!(point["payload"], json!({"seen": true}), "{path}");
     }
     let reply = server
         .call(
