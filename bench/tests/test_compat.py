@@ -3,7 +3,7 @@ report becomes outcomes and a pass rate."""
 
 from pathlib import Path
 
-from bench.compat import outcomes, summary
+from bench.compat import markdown, outcomes, summary
 from bench.compat_plugin import needs_grpc
 
 REPORT = """<?xml version="1.0" encoding="utf-8"?>
@@ -61,3 +61,24 @@ def test_junit_report_becomes_outcomes_and_a_pass_rate(tmp_path: Path):
     assert totals["ran"] == 3
     assert totals["pass_rate"] == round(1 / 3, 4)
     assert totals["grpc_tests_left_out"] == 1
+
+
+def test_markdown_lists_every_test_that_did_not_pass(tmp_path: Path):
+    report = tmp_path / "junit.xml"
+    report.write_text(REPORT, encoding="utf-8")
+    cases = outcomes(report)
+    left_out = ["tests/test_qdrant_client.py::test_points_crud[True]"]
+    text = markdown(
+        {
+            "suite": "qdrant-client tests",
+            "suite_commit": "abc",
+            "tests": cases,
+            "summary": summary(cases, left_out),
+            "grpc_tests_left_out": left_out,
+        }
+    )
+    assert "1 of 3 tests that need no gRPC pass" in text
+    assert "`tests.congruence_tests.test_search::test_search`" in text
+    assert "Not found: Collection `x` doesn't exist!" in text
+    assert "test_points_crud[True]" in text
+    assert "test_points_crud[False]" not in text.split("## Left out")[0]

@@ -377,7 +377,7 @@ impl SegmentRead for DiskSegment {
         let deleted = self.is_deleted();
         let selective = self
             .listing
-            .is_selective(filter, candidates.as_ref(), &deleted);
+            .is_selective(filter, candidates.as_ref(), &deleted, 0);
         let passes = |position: u32| self.listing.passes(position, filter, &deleted);
         let mut stats = SearchStats::default();
         let reader = self.reader();

@@ -492,8 +492,10 @@ impl SegmentRead for HnswSegment {
     /// (negated similarity, squared L2). The planner: a filter estimated to pass fewer than
     /// [`super::listing::EXACT_SCAN_FRACTION`] of the points is answered by an exact scan
     /// of the points that pass — a graph walk would have to visit most of the graph to find
-    /// them and its recall collapses — otherwise HNSW (SQ8 traversal, exact re-scoring)
-    /// with the filter inside the search.
+    /// them and its recall collapses — and so are passing points whose vectors total at most
+    /// [`super::listing::FULL_SCAN_BYTES`] (Qdrant's `full_scan_threshold`: exact answers
+    /// where a scan is cheap); otherwise HNSW (SQ8 traversal, exact re-scoring) with the
+    /// filter inside the search.
     fn search(
         &self,
         query: &[f32],
@@ -503,9 +505,13 @@ impl SegmentRead for HnswSegment {
         strategy: Strategy,
     ) -> Result<Vec<(f32, Point)>> {
         let candidates = filter.and_then(|f| self.listing.candidates(f));
-        let selective = self
-            .listing
-            .is_selective(filter, candidates.as_ref(), &self.is_deleted());
+        let exact_points = super::listing::FULL_SCAN_BYTES / (4 * self.index.dim().max(1));
+        let selective = self.listing.is_selective(
+            filter,
+            candidates.as_ref(),
+            &self.is_deleted(),
+            exact_points,
+        );
         let Some(ef) = strategy.beam(k).filter(|_| !selective) else {
             return self.exact_search(query, k, filter, candidates, distance);
         };

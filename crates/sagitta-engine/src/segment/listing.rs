@@ -29,6 +29,10 @@ const TOMBSTONES_MAGIC: &[u8; 8] = b"SAGTOMB1";
 /// A filter passing fewer than this fraction of a segment's points is answered by an exact
 /// scan of those points instead of a search of the index.
 pub(crate) const EXACT_SCAN_FRACTION: f64 = 0.05;
+/// Bytes of vectors below which a search scans them exactly instead of walking the index:
+/// Qdrant's default `full_scan_threshold` (10,000 KiB), so a small collection, or a filter
+/// passing few points, gets exact answers as it does in Qdrant.
+pub(crate) const FULL_SCAN_BYTES: usize = 10_000 * 1024;
 /// Positions sampled to estimate a filter's selectivity.
 const SELECTIVITY_SAMPLE: usize = 512;
 
@@ -180,19 +184,22 @@ impl Listing {
         }
     }
 
-    /// Whether a search with `filter` should scan the passing points exactly: the payload
-    /// indexes' candidates, or an evenly spaced sample of up to [`SELECTIVITY_SAMPLE`]
-    /// positions, show fewer than [`EXACT_SCAN_FRACTION`] of the points passing.
+    /// Whether a search with `filter` should scan the passing points exactly: the points
+    /// passing — the payload indexes' candidates, or estimated from an evenly spaced sample
+    /// of up to [`SELECTIVITY_SAMPLE`] positions, or every position without a filter — are
+    /// fewer than [`EXACT_SCAN_FRACTION`] of the points, or at most `exact_points` (Qdrant's
+    /// `full_scan_threshold`: so few that a scan costs little and is exact).
     pub fn is_selective(
         &self,
         filter: Option<&Filter>,
         candidates: Option<&Vec<u32>>,
         deleted: Deleted<'_>,
+        exact_points: usize,
     ) -> bool {
         let count = self.ids.len();
         #[allow(clippy::cast_precision_loss)]
-        match (candidates, filter) {
-            (Some(positions), _) => (positions.len() as f64) < EXACT_SCAN_FRACTION * count as f64,
+        let passing = match (candidates, filter) {
+            (Some(positions), _) => positions.len() as f64,
             (None, Some(filter)) if count > 0 => {
                 let step = (count / SELECTIVITY_SAMPLE).max(1);
                 let (mut sampled, mut passed) = (0usize, 0usize);
@@ -200,10 +207,15 @@ impl Listing {
                     sampled += 1;
                     passed += usize::from(self.passes(position, Some(filter), deleted));
                 }
-                (passed as f64 / sampled as f64) < EXACT_SCAN_FRACTION
+                count as f64 * passed as f64 / sampled as f64
             }
-            _ => false,
-        }
+            _ => count as f64,
+        };
+        #[allow(clippy::cast_precision_loss)]
+        let few = passing < EXACT_SCAN_FRACTION * count as f64 && filter.is_some();
+        #[allow(clippy::cast_precision_loss)]
+        let small = passing <= exact_points as f64;
+        few || small
     }
 
     /// Live ids passing `filter`, in no particular order.
