@@ -4,7 +4,9 @@ Two writers, each on its own id range and its own payload `writer` value, perfor
 `wait=true` a random mix of every write kind: upsert, delete by ids, delete by filter,
 set payload (by ids or by filter), overwrite payload, delete payload keys, clear payload
 and payload index creation. Each keeps a model of every field of every point of its
-range; an operation enters the model once its 200 has arrived.
+range; an operation enters the model once its 200 has arrived. A payload change naming a
+point that does not exist (now and then one is named on purpose) must be refused with 404
+and change nothing, as Qdrant's server refuses it.
 
 1. Issue 12's reproduction: a bulk load of 21,000 points (64-d, one shard) passes the
    optimizer's seal threshold of 20,000 points; while that seal runs, small mixed writes
@@ -91,6 +93,9 @@ class Operation:
     body: dict
     apply: Callable[[State], None]
     field: str | None = None  # of an index creation
+    # 404: a payload change naming a point that does not exist is refused whole (as
+    # Qdrant's server refuses it), and `apply` then changes nothing
+    expected_status: int = 200
 
     def applied_to(self, state: State) -> State:
         after = dict(state)  # payload dicts are replaced, never changed in place
@@ -115,15 +120,24 @@ def delete_of(ids: list[int]) -> Callable[[State], None]:
 
 
 def payload_change_of(ids: list[int], change) -> Callable[[State], None]:
-    """`change(payload) -> new payload` on each of `ids` that exists (others are ignored)."""
+    """`change(payload) -> new payload` on each of `ids`; nothing at all when one of them
+    does not exist (the server refuses the request with 404)."""
 
     def apply(state: State) -> None:
+        if any(point_id not in state for point_id in ids):
+            return
         for point_id in ids:
-            if point_id in state:
-                vector, payload = state[point_id]
-                state[point_id] = (vector, change(payload))
+            vector, payload = state[point_id]
+            state[point_id] = (vector, change(payload))
 
     return apply
+
+
+def by_ids(operation: Operation, ids: list[int], model: State) -> Operation:
+    """`operation`, a payload change naming `ids`, expecting a 404 when one is absent."""
+    if any(point_id not in model for point_id in ids):
+        operation.expected_status = 404
+    return operation
 
 
 class Writer:
@@ -267,7 +281,10 @@ class Writer:
                 body = {"points": ids, "payload": update}
                 kind = "set payload"
             change = payload_change_of(ids, lambda p: {**p, **update})
-            return Operation(kind, "POST", f"{points_path()}/payload", body, change)
+            operation = Operation(
+                kind, "POST", f"{points_path()}/payload", body, change
+            )
+            return by_ids(operation, ids, self.model)
         if roll < 0.72:
             payload = self.payload()
             if self.rng.random() < 0.15:
@@ -275,9 +292,10 @@ class Writer:
             ids = self.existing(20)
             body = {"points": ids, "payload": payload}
             change = payload_change_of(ids, lambda _: dict(payload))
-            return Operation(
+            operation = Operation(
                 "overwrite payload", "PUT", f"{points_path()}/payload", body, change
             )
+            return by_ids(operation, ids, self.model)
         if roll < 0.86:
             keys = [k for k in PAYLOAD_KEYS if self.rng.random() < 0.5] or ["g"]
             ids = self.existing(20)
@@ -285,20 +303,22 @@ class Writer:
             change = payload_change_of(
                 ids, lambda p: {k: v for k, v in p.items() if k not in keys}
             )
-            return Operation(
+            operation = Operation(
                 "delete payload keys",
                 "POST",
                 f"{points_path()}/payload/delete",
                 body,
                 change,
             )
+            return by_ids(operation, ids, self.model)
         if roll < 0.98:
             ids = self.existing(5)
             body = {"points": ids}
             change = payload_change_of(ids, lambda _: {})
-            return Operation(
+            operation = Operation(
                 "clear payload", "POST", f"{points_path()}/payload/clear", body, change
             )
+            return by_ids(operation, ids, self.model)
         field = self.rng.choice(sorted(INDEXES))
         body = {"field_name": field, "field_schema": INDEXES[field]}
         path = f"/collections/{COLLECTION}/index"
@@ -326,7 +346,7 @@ class Writer:
                     )
                 except httpx.HTTPError:
                     return  # killed: the operation stays in flight
-                if response.status_code != 200:
+                if response.status_code != operation.expected_status:
                     self.unexpected.append(
                         f"{self.name}'s {operation.kind}: {response.status_code} "
                         f"{response.text}"
