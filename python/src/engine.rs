@@ -540,14 +540,12 @@ impl Collection {
         if !named {
             return Ok(());
         }
-        for id in ids {
-            if self.inner.get(id).map_err(to_python_error)?.is_none() {
-                return Err(PointNotFoundError::new_err(format!(
-                    "No point with id {id} found"
-                )));
-            }
+        match self.inner.first_missing(ids).map_err(to_python_error)? {
+            Some(id) => Err(PointNotFoundError::new_err(format!(
+                "No point with id {id} found"
+            ))),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// The points named by `ids` plus those matched by `filter` (resolved now).

@@ -19,7 +19,7 @@ use crate::body::{wait_flag, JsonBody};
 use crate::collections::{blocking, collection, update_result, Path};
 use crate::error::{ApiError, ApiResult};
 use crate::points::{
-    admitted, exclusive, refuse_nested_key, require_existing, selected_ids, write_order, write_slot,
+    admitted, exclusive, refuse_nested_key, selected_ids, write_order, write_slot, PayloadChange,
 };
 use crate::response::ok;
 use crate::wire::{
@@ -61,13 +61,7 @@ enum Step {
         update_filter: Option<Filter>,
     },
     Delete(Selection),
-    Payload(Selection, Change),
-}
-
-enum Change {
-    Set(String),
-    Overwrite(String),
-    DeleteKeys(Vec<String>),
+    Payload(Selection, PayloadChange),
 }
 
 fn selection(
@@ -112,24 +106,24 @@ fn checked(index: usize, operation: Operation, max_points: usize, dim: usize) ->
         )?),
         Operation::SetPayload(request) => {
             refuse_nested_key(&request)?;
-            let payload = Change::Set(request.payload_text()?);
+            let payload = PayloadChange::Set(request.payload_text()?);
             let at = format!("{at}.set_payload");
             Step::Payload(selection(request.points, request.filter, &at)?, payload)
         }
         Operation::OverwritePayload(request) => {
             refuse_nested_key(&request)?;
-            let payload = Change::Overwrite(request.payload_text()?);
+            let payload = PayloadChange::Overwrite(request.payload_text()?);
             let at = format!("{at}.overwrite_payload");
             Step::Payload(selection(request.points, request.filter, &at)?, payload)
         }
         Operation::DeletePayload(request) => {
-            let keys = Change::DeleteKeys(request.keys);
+            let keys = PayloadChange::DeleteKeys(request.keys);
             let at = format!("{at}.delete_payload");
             Step::Payload(selection(request.points, request.filter, &at)?, keys)
         }
         Operation::ClearPayload(selector) => {
             let at = format!("{at}.clear_payload");
-            let cleared = Change::Overwrite("{}".to_string());
+            let cleared = PayloadChange::Overwrite("{}".to_string());
             Step::Payload(selection(selector.points, selector.filter, &at)?, cleared)
         }
         Operation::UpdateVectors(_) | Operation::DeleteVectors(_) => {
@@ -171,15 +165,8 @@ fn apply(
         }
         Step::Delete(selection) => target.delete(&ids(selection)?, wait).map_err(engine)?,
         Step::Payload(selection, change) => {
-            let named = selection.points.is_some();
-            let ids = ids(selection)?;
-            require_existing(target, name, &ids, named)?;
-            match change {
-                Change::Set(payload) => target.set_payload(&ids, &payload, wait),
-                Change::Overwrite(payload) => target.overwrite_payload(&ids, &payload, wait),
-                Change::DeleteKeys(keys) => target.delete_payload_keys(&ids, &keys, wait),
-            }
-            .map_err(engine)?;
+            let selector = (selection.points, selection.filter);
+            change.apply((target, name), selector, wait, max_points)?;
         }
     }
     Ok(())

@@ -661,31 +661,6 @@ pub(crate) fn selected_ids(
     }
 }
 
-/// Refuses a payload change naming a point that does not exist, as Qdrant does (404 "No
-/// point with id .. found"), before anything is changed. `named` is false when the ids
-/// came from a filter (those exist).
-pub(crate) fn require_existing(
-    collection: &Collection,
-    name: &str,
-    ids: &[PointId],
-    named: bool,
-) -> ApiResult<()> {
-    if !named {
-        return Ok(());
-    }
-    for id in ids {
-        let found = collection
-            .get(id)
-            .map_err(|error| ApiError::from_engine(error, name))?;
-        if found.is_none() {
-            return Err(ApiError::not_found(format!(
-                "Not found: No point with id {id} found"
-            )));
-        }
-    }
-    Ok(())
-}
-
 pub async fn delete(
     State(state): State<SharedState>,
     Path(name): Path<String>,
@@ -710,10 +685,40 @@ pub async fn delete(
 }
 
 /// How a payload update changes the selected points.
-enum PayloadChange {
+pub(crate) enum PayloadChange {
     Set(String),
     Overwrite(String),
     DeleteKeys(Vec<String>),
+}
+
+impl PayloadChange {
+    /// Applies the change to collection `name` (`target`): to the points `selector`'s ids
+    /// name — every one must exist, else 404 "No point with id .. found" and nothing is
+    /// changed, as Qdrant refuses it — or to those its filter matches now.
+    pub(crate) fn apply(
+        &self,
+        (target, name): (&Collection, &str),
+        selector: (Option<Vec<IdInput>>, Option<Value>),
+        wait: bool,
+        max_points: usize,
+    ) -> ApiResult<()> {
+        let engine = |error| ApiError::from_engine(error, name);
+        let named = selector.0.is_some();
+        let ids = selected_ids(target, selector.0, selector.1.as_ref(), max_points)?;
+        if named {
+            if let Some(id) = target.first_missing(&ids).map_err(engine)? {
+                return Err(ApiError::not_found(format!(
+                    "Not found: No point with id {id} found"
+                )));
+            }
+        }
+        match self {
+            PayloadChange::Set(payload) => target.set_payload(&ids, payload, wait),
+            PayloadChange::Overwrite(payload) => target.overwrite_payload(&ids, payload, wait),
+            PayloadChange::DeleteKeys(keys) => target.delete_payload_keys(&ids, keys, wait),
+        }
+        .map_err(engine)
+    }
 }
 
 async fn change_payload(
@@ -731,15 +736,7 @@ async fn change_payload(
     blocking(move || {
         let _slot = slot;
         let _order = shared(write_order(&name));
-        let named = selector.0.is_some();
-        let ids = selected_ids(&target, selector.0, selector.1.as_ref(), max_points)?;
-        require_existing(&target, &name, &ids, named)?;
-        match &change {
-            PayloadChange::Set(payload) => target.set_payload(&ids, payload, wait),
-            PayloadChange::Overwrite(payload) => target.overwrite_payload(&ids, payload, wait),
-            PayloadChange::DeleteKeys(keys) => target.delete_payload_keys(&ids, keys, wait),
-        }
-        .map_err(|error| ApiError::from_engine(error, &name))
+        change.apply((&target, &name), selector, wait, max_points)
     })
     .await?;
     Ok(ok(update_result(&state, wait), started))

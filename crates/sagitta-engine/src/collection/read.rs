@@ -24,6 +24,18 @@ impl Collection {
         self.shards[self.shard_of(id)].get(id)
     }
 
+    /// The first of `ids` that names no live point (`None` when every one exists): the
+    /// check before a payload change addressed by id, which Qdrant refuses whole when a
+    /// point is missing.
+    pub fn first_missing(&self, ids: &[PointId]) -> Result<Option<PointId>> {
+        for id in ids {
+            if self.get(id)?.is_none() {
+                return Ok(Some(*id));
+            }
+        }
+        Ok(None)
+    }
+
     /// Checks every shard's ownership invariants (see `Shard::check_invariants`: each
     /// live point in exactly one place, counts that match). O(points): for tests, which
     /// call it after every step of the crash simulation.
