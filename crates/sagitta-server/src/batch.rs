@@ -11,7 +11,7 @@ use std::time::Instant;
 use axum::extract::State;
 use axum::http::Uri;
 use axum::response::Response;
-use sagitta_engine::{Collection, Filter, Point, PointId};
+use sagitta_engine::{Collection, CollectionConfig, Filter, Point, PointId};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -74,9 +74,14 @@ fn selection(
     Ok(Selection { points, filter })
 }
 
-/// Operation `index` checked against the collection's dimension `dim`: a vector of the
-/// wrong size is refused before any operation is applied.
-fn checked(index: usize, operation: Operation, max_points: usize, dim: usize) -> ApiResult<Step> {
+/// Operation `index` checked against the collection's `config`: a vector the engine would
+/// refuse (its dimension, values or norm) is refused before any operation is applied.
+fn checked(
+    index: usize,
+    operation: Operation,
+    max_points: usize,
+    config: &CollectionConfig,
+) -> ApiResult<Step> {
     let at = format!("operations[{index}]");
     Ok(match operation {
         Operation::Upsert(mut request) => {
@@ -85,13 +90,12 @@ fn checked(index: usize, operation: Operation, max_points: usize, dim: usize) ->
             let update_filter =
                 parse_filter(filter.as_ref(), &format!("{at}.upsert.update_filter"))?;
             let points = request.into_points(max_points)?;
-            if let Some(point) = points.iter().find(|point| point.vector.len() != dim) {
-                return Err(ApiError::bad_request(format!(
-                    "Wrong input: `{at}.upsert`: vector dimension error: point {}: expected \
-                     dim {dim}, got {}",
-                    point.id,
-                    point.vector.len()
-                )));
+            for point in &points {
+                config
+                    .check_vector(&point.vector, || point.id.to_string())
+                    .map_err(|error| {
+                        ApiError::bad_request(format!("Wrong input: `{at}.upsert`: {error}"))
+                    })?;
             }
             Step::Upsert {
                 points,
@@ -182,12 +186,12 @@ pub async fn batch(
     let wait = wait_flag(uri.query())?;
     let target = collection(&state, &name)?;
     let max_points = state.config.max_batch_points;
-    let dim = target.config().dim;
+    let config = target.config();
     let steps = request
         .operations
         .into_iter()
         .enumerate()
-        .map(|(index, operation)| checked(index, operation, max_points, dim))
+        .map(|(index, operation)| checked(index, operation, max_points, config))
         .collect::<ApiResult<Vec<Step>>>()?;
     let count = steps.len();
     let slot = write_slot(&state)?;

@@ -189,7 +189,7 @@ impl CollectionConfig {
 
     /// A vector must have the collection's dimension, finite values and a norm of at most
     /// [`MAX_VECTOR_NORM`]; errors name `name()` (a point id, or "query").
-    pub(crate) fn check_vector(&self, vector: &[f32], name: impl Fn() -> String) -> Result<()> {
+    pub fn check_vector(&self, vector: &[f32], name: impl Fn() -> String) -> Result<()> {
         if vector.len() != self.dim {
             return Err(EngineError::WrongVectorDimension {
                 point: name(),
