@@ -67,10 +67,12 @@ impl Collection {
             field: key.to_string(),
             reason: "is not a valid key path".to_string(),
         })?;
-        let ids = match filter {
-            Some(filter) => self.matching_ids(filter),
-            None => self.matching_ids(&Filter::default()),
-        };
+        // without a filter, every live id: no empty filter evaluated on each point
+        let ids: Vec<_> = self
+            .shards
+            .iter()
+            .flat_map(|shard| shard.matching_ids(filter))
+            .collect();
         let mut counts: HashMap<FacetValue, u64> = HashMap::new();
         for id in ids {
             let Some(point) = self.get(&id)? else {
