@@ -65,30 +65,12 @@ pub struct MinShould {
     pub min_count: usize,
 }
 
-/// The bounds of a `values_count` condition.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CountBounds {
-    pub lt: Option<u64>,
-    pub gt: Option<u64>,
-    pub gte: Option<u64>,
-    pub lte: Option<u64>,
-}
-
-impl CountBounds {
-    fn contains(&self, count: u64) -> bool {
-        self.lt.is_none_or(|x| count < x)
-            && self.gt.is_none_or(|x| count > x)
-            && self.gte.is_none_or(|x| count >= x)
-            && self.lte.is_none_or(|x| count <= x)
-    }
-
-    /// The count of one value: an array's length, 0 for a null, else 1.
-    fn count(value: &Value) -> u64 {
-        match value {
-            Value::Null => 0,
-            Value::Array(elements) => elements.len() as u64,
-            _ => 1,
-        }
+/// The count `values_count` gives one value: an array's length, 0 for a null, else 1.
+fn value_count(value: &Value) -> u64 {
+    match value {
+        Value::Null => 0,
+        Value::Array(elements) => elements.len() as u64,
+        _ => 1,
     }
 }
 
@@ -154,7 +136,7 @@ pub enum Condition {
     /// anything else one) has a count within `bounds`, as Qdrant's server checks it.
     ValuesCount {
         key: KeyPath,
-        bounds: CountBounds,
+        bounds: Range<u64>,
     },
     HasId(HashSet<PointId>),
     /// `has_vector` of the unnamed vector: every point has it.
@@ -204,16 +186,18 @@ impl ValueSet {
     }
 }
 
+/// Bounds of a `range` (numbers, or datetimes as epoch seconds) or of a `values_count`
+/// (counts).
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct Range {
-    pub gt: Option<f64>,
-    pub gte: Option<f64>,
-    pub lt: Option<f64>,
-    pub lte: Option<f64>,
+pub struct Range<T = f64> {
+    pub gt: Option<T>,
+    pub gte: Option<T>,
+    pub lt: Option<T>,
+    pub lte: Option<T>,
 }
 
-impl Range {
-    fn contains(&self, value: f64) -> bool {
+impl<T: PartialOrd + Copy> Range<T> {
+    fn contains(&self, value: T) -> bool {
         self.gt.is_none_or(|b| value > b)
             && self.gte.is_none_or(|b| value >= b)
             && self.lt.is_none_or(|b| value < b)
@@ -804,13 +788,13 @@ fn parse_values_count(value: &Value, key: KeyPath, path: &str) -> Result<Conditi
             }),
         }
     };
-    let bounds = CountBounds {
+    let bounds = Range {
         lt: bound("lt")?,
         gt: bound("gt")?,
         gte: bound("gte")?,
         lte: bound("lte")?,
     };
-    if bounds == CountBounds::default() {
+    if bounds == Range::default() {
         return Err(invalid(path, "needs at least one of lt, gt, gte, lte"));
     }
     Ok(Condition::ValuesCount { key, bounds })
@@ -1111,9 +1095,9 @@ impl Condition {
             | Condition::GeoPolygon { .. } => self.holds_geo(payload, work),
             // the values as they are (an array at the key is one value), as Qdrant's
             // server reads them; a missing key matches nothing
-            Condition::ValuesCount { key, bounds } => any_leaf_of(payload, key, work, &mut |v| {
-                bounds.contains(CountBounds::count(v))
-            }),
+            Condition::ValuesCount { key, bounds } => {
+                any_leaf_of(payload, key, work, &mut |v| bounds.contains(value_count(v)))
+            }
             Condition::MatchTextAny { key, words } => any_value(
                 payload,
                 key,
