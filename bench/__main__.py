@@ -33,6 +33,7 @@ DEFAULTS = {
     "queries": 1000,
     "ef_sweep": ",".join(map(str, engines.DEFAULT_EF_SWEEP)),
     "nprobe_sweep": ",".join(map(str, engines.DEFAULT_NPROBE_SWEEP)),
+    "kfactor_sweep": ",".join(map(str, engines.DEFAULT_KFACTOR_SWEEP)),
     "latency_queries": 200,
     "min_seconds": 0.5,
 }
@@ -42,6 +43,7 @@ QUICK = {
     "queries": 200,
     "ef_sweep": "16,32,64,128",
     "nprobe_sweep": "1,4,16",
+    "kfactor_sweep": "2,8",
     "latency_queries": 50,
     "min_seconds": 0.05,
 }
@@ -108,6 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ann.add_argument(
         "--nprobe-sweep", help="comma list for IVF (default 1,2,4,8,16,32,64)"
+    )
+    ann.add_argument(
+        "--kfactor-sweep",
+        help="comma list of refine depths (k_factor × k re-scored) for the IVF engines "
+        "with refinement, crossed with --nprobe-sweep (default 2,4,8,16)",
     )
     ann.add_argument(
         "--engines", default=",".join(engines.ALL_ENGINES), help="comma list"
@@ -218,6 +225,7 @@ def cmd_ann(args: argparse.Namespace, command: str) -> int:
         ef_construction=args.ef_construction,
         ef_sweep=_int_list(args.ef_sweep),
         nprobe_sweep=_int_list(args.nprobe_sweep),
+        kfactor_sweep=_int_list(args.kfactor_sweep),
         latency_queries=args.latency_queries,
         min_seconds=args.min_seconds,
         seed=args.seed,

@@ -118,6 +118,27 @@ def best_qps_at(result: dict, recall: float) -> float | None:
     return None if best is None else best["qps"]
 
 
+def _ratio_to_best_peer(best: dict) -> dict:
+    """For each of ours and each recall floor: the fastest peer there (none of ours) and
+    our best QPS over its; the peer is None when no peer reaches the floor."""
+    peers = {
+        engine: qps for engine, qps in best.items() if not engine.startswith("sagitta-")
+    }
+    ratios: dict = {}
+    for ours in OURS:
+        if ours not in best:
+            continue
+        for key, our_qps in best[ours].items():
+            reached = [(qps[key], peer) for peer, qps in peers.items() if qps[key]]
+            peer_qps, peer = max(reached) if reached else (None, None)
+            value = our_qps / peer_qps if our_qps and peer_qps else None
+            ratios.setdefault(ours, {})[key] = {
+                "peer": peer,
+                "ratio": None if value is None else round(value, 3),
+            }
+    return ratios
+
+
 def summarize(results: list[dict]) -> dict:
     """Best QPS at recall >= 0.95 / 0.99 per engine, and ours / each peer at those recalls."""
     best = {
@@ -140,6 +161,7 @@ def summarize(results: list[dict]) -> dict:
     return {
         "best_qps_at_recall": best,
         "ratio_to_peer": ratios,
+        "ratio_to_best_peer": _ratio_to_best_peer(best),
         "note": "ratio = our best QPS / peer best QPS at the same recall floor; null = the "
         "floor was not reached by one side",
     }
@@ -329,6 +351,12 @@ def format_summary(summary: dict) -> str:
                 for f in floors
             )
             lines.append(f"  {peer:<18} {cells}")
+    for ours, floors_best in summary.get("ratio_to_best_peer", {}).items():
+        cells = ", ".join(
+            f">= {floor}: {entry['ratio']}x {entry['peer']}"
+            for floor, entry in floors_best.items()
+        )
+        lines.append(f"{ours} / best peer: {cells}")
     return "\n".join(lines)
 
 

@@ -25,6 +25,7 @@ import numpy as np
 from bench.datasets import Dataset, recall_at_k
 from bench.engines import (
     DEFAULT_EF_SWEEP,
+    DEFAULT_KFACTOR_SWEEP,
     DEFAULT_NPROBE_SWEEP,
     engine_available,
     make_engine,
@@ -83,6 +84,7 @@ def run_engine(
     ef_construction: int,
     ef_sweep=DEFAULT_EF_SWEEP,
     nprobe_sweep=DEFAULT_NPROBE_SWEEP,
+    kfactor_sweep=DEFAULT_KFACTOR_SWEEP,
     latency_queries: int = 200,
     min_seconds: float = 0.5,
     max_repeats: int = 5,
@@ -111,7 +113,7 @@ def run_engine(
 
     runs = []
     warm = queries[: min(16, queries.shape[0])]
-    for params in engine.sweep(ef_sweep, nprobe_sweep):
+    for params in engine.sweep(ef_sweep, nprobe_sweep, kfactor_sweep):
         engine.search(warm, k, params, threads)
         ids, seconds, repeats = _timed_search(
             engine, queries, k, params, threads, min_seconds, max_repeats
@@ -179,6 +181,7 @@ def run_ann(
     ef_construction: int = 100,
     ef_sweep=DEFAULT_EF_SWEEP,
     nprobe_sweep=DEFAULT_NPROBE_SWEEP,
+    kfactor_sweep=DEFAULT_KFACTOR_SWEEP,
     latency_queries: int = 200,
     min_seconds: float = 0.5,
     seed: int = 42,
@@ -208,6 +211,7 @@ def run_ann(
                 ef_construction=ef_construction,
                 ef_sweep=ef_sweep,
                 nprobe_sweep=nprobe_sweep,
+                kfactor_sweep=kfactor_sweep,
                 latency_queries=latency_queries,
                 min_seconds=min_seconds,
                 seed=seed,

@@ -41,6 +41,37 @@ def test_end_to_end_peers(tmp_path, capsys):
     assert set(doc["summary"]["best_qps_at_recall"]) == {"hnswlib", "faiss-hnsw"}
 
 
+def test_refining_peers_sweep_probes_and_depths(tmp_path):
+    """The IVF peers with exact refinement sweep nprobe × k_factor, and deeper refinement
+    at the widest probe reaches high recall (re-scoring is exact); usearch with re-scoring
+    beats its own int8 results at the same ef."""
+    out = tmp_path / "ann-refine.json"
+    engines = "faiss-ivfpq-fs-refine,faiss-ivf-rabitq,usearch-i8,usearch-i8-rerank"
+    args = ["--nprobe-sweep", "4,64", "--kfactor-sweep", "2,16"]
+    assert main(["ann", *TINY, *args, "--engines", engines, "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    by_engine = {result["engine"]: result for result in doc["results"]}
+    for name in ("faiss-ivfpq-fs-refine", "faiss-ivf-rabitq"):
+        result = by_engine[name]
+        params = [run["search_params"] for run in result["runs"]]
+        assert params == [
+            {"nprobe": p, "k_factor": f} for p in (4, 64) for f in (2, 16)
+        ]
+        recalls = [run["recall_at_k"] for run in result["runs"]]
+        assert recalls[-1] >= 0.95 and recalls[-1] >= recalls[0]
+        report = result["engine_extra"]["memory_report"]
+        assert report["refine_vectors"] == 3000 * 32 * 4
+        assert result["memory_bytes"] == sum(report.values())
+        assert result["index_params"]["factory"].startswith(
+            f"IVF{result['index_params']['nlist']},"
+        )
+    plain = by_engine["usearch-i8"]["runs"]
+    reranked = by_engine["usearch-i8-rerank"]["runs"]
+    assert sum(r["recall_at_k"] for r in reranked) > sum(
+        r["recall_at_k"] for r in plain
+    )
+
+
 def test_unknown_engine_is_rejected(tmp_path):
     with pytest.raises(SystemExit):
         main(["ann", *TINY, "--engines", "nope", "--out", str(tmp_path / "x.json")])
@@ -96,4 +127,22 @@ def test_summary_ratios():
         "0.99": None,
     }
     assert "sagitta-hnsw" not in summary["ratio_to_peer"]
+    assert summary["ratio_to_best_peer"]["sagitta-hnsw-sq8"] == {
+        "0.95": {"peer": "hnswlib", "ratio": 2.0},
+        "0.99": {"peer": None, "ratio": None},
+    }
+
+
+def test_summary_names_the_fastest_peer_at_each_floor():
+    results = [
+        _result("sagitta-hnsw-sq8", [(0.96, 3000.0), (0.995, 1200.0)]),
+        _result("hnswlib", [(0.96, 1000.0), (0.995, 600.0)]),
+        _result("faiss-ivfpq-fs-refine", [(0.96, 1500.0), (0.98, 900.0)]),
+        _result("sagitta-flat", [(1.0, 5000.0)]),
+    ]
+    best = summarize(results)["ratio_to_best_peer"]["sagitta-hnsw-sq8"]
+    assert best == {
+        "0.95": {"peer": "faiss-ivfpq-fs-refine", "ratio": 2.0},
+        "0.99": {"peer": "hnswlib", "ratio": 2.0},
+    }
     assert validate({"schema": "sagitta-bench/1"})  # incomplete -> errors

@@ -51,3 +51,29 @@ def test_sagitta_hnsw_reports_work_per_query(tmp_path):
     small, large = (run["work_per_query"] for run in result["runs"])
     assert 0 < small["traversal_distances"] < large["traversal_distances"]
     assert large["bytes_read"] > small["bytes_read"] > 0
+
+
+def test_first_pass_and_interleaved_variants(tmp_path):
+    """issue 20's variants: interleaved batches give the default's answers (so the same
+    recall at every ef); the 1-bit first pass keeps recall within 0.005, screens rows and
+    scores fewer SQ8 rows, and its codes are in the memory figure."""
+    out = tmp_path / "variants.json"
+    args = ["ann", "--quick", "--n", "4000", "--dim", "48", "--queries", "100"]
+    names = "sagitta-hnsw-sq8,sagitta-hnsw-sq8-b1,sagitta-hnsw-sq8-lanes"
+    engines = ["--engines", names, "--ef-sweep", "16,32,64", "--strict"]
+    assert main([*args, *engines, "--out", str(out), "--no-plot"]) == 0
+    results = {r["engine"]: r for r in json.loads(out.read_text())["results"]}
+    plain = results["sagitta-hnsw-sq8"]["runs"]
+    lanes = results["sagitta-hnsw-sq8-lanes"]["runs"]
+    screened = results["sagitta-hnsw-sq8-b1"]["runs"]
+    assert [r["recall_at_k"] for r in lanes] == [r["recall_at_k"] for r in plain]
+    for base, first in zip(plain, screened, strict=True):
+        assert first["recall_at_k"] >= base["recall_at_k"] - 0.005
+        assert first["work_per_query"]["screened"] > 0
+        assert (
+            first["work_per_query"]["traversal_distances"]
+            < base["work_per_query"]["traversal_distances"]
+        )
+    report = results["sagitta-hnsw-sq8-b1"]["engine_extra"]["memory_report"]
+    assert report["screen"] > 0
+    assert results["sagitta-hnsw-sq8"]["engine_extra"]["memory_report"]["screen"] == 0

@@ -88,10 +88,18 @@ class HnswIndex:
         threads: int = 0,
         rescore: int | None = None,
         exact_traversal: bool = False,
+        first_pass: bool = False,
+        interleave: bool = False,
     ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]: ...
     def search_stats(
-        self, queries: ArrayLike, k: int = 10, ef: int = 64, rescore: int | None = None
+        self,
+        queries: ArrayLike,
+        k: int = 10,
+        ef: int = 64,
+        rescore: int | None = None,
+        first_pass: bool = False,
     ) -> dict[str, float]: ...
+    def enable_first_pass(self, threads: int = 0) -> bool: ...
     def mark_deleted(self, id: int) -> bool: ...
     def memory_bytes(self) -> dict[str, int]: ...
     def save(self, path: str | PathLike[str]) -> None: ...

@@ -510,7 +510,7 @@ impl HnswIndex {
 
     /// Approximate top-k: (ids uint64 nq×k, scores float32 nq×k), closest first.
     /// `rescore`: how many SQ8 candidates are re-scored exactly (default: max(4·k, 32)).
-    #[pyo3(signature = (queries, k = 10, ef = 64, threads = 0, rescore = None, exact_traversal = false))]
+    #[pyo3(signature = (queries, k = 10, ef = 64, threads = 0, rescore = None, exact_traversal = false, first_pass = false, interleave = false))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
         &self,
@@ -521,6 +521,8 @@ impl HnswIndex {
         threads: usize,
         rescore: Option<usize>,
         exact_traversal: bool,
+        first_pass: bool,
+        interleave: bool,
     ) -> PyResult<ResultArrays<'py>> {
         let batch = batch(queries, self.dim(), "queries")?;
         let values = batch.values()?;
@@ -529,6 +531,8 @@ impl HnswIndex {
             ef,
             rescore,
             exact_traversal,
+            first_pass,
+            interleave,
         };
         let results = py
             .allow_threads(|| self.inner.read().search_batch(&values, params, threads))
@@ -538,7 +542,7 @@ impl HnswIndex {
 
     /// Mean work per query over `queries` (single-threaded): distance evaluations during
     /// traversal and exact re-scores, and the bytes of rows they read.
-    #[pyo3(signature = (queries, k = 10, ef = 64, rescore = None))]
+    #[pyo3(signature = (queries, k = 10, ef = 64, rescore = None, first_pass = false))]
     fn search_stats<'py>(
         &self,
         py: Python<'py>,
@@ -546,6 +550,7 @@ impl HnswIndex {
         k: usize,
         ef: usize,
         rescore: Option<usize>,
+        first_pass: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let dim = self.dim();
         let batch = batch(queries, dim, "queries")?;
@@ -555,20 +560,24 @@ impl HnswIndex {
             ef,
             rescore,
             exact_traversal: false,
+            first_pass,
+            interleave: false,
         };
-        let (traversal, rescored) = py
+        let (traversal, rescored, screened) = py
             .allow_threads(|| {
                 let inner = self.inner.read();
-                let mut totals = (0usize, 0usize);
+                let mut totals = (0usize, 0usize, 0usize);
                 for query in values.chunks_exact(dim) {
                     let (_, stats) = inner.search_with_stats(query, params)?;
                     totals.0 += stats.traversal_distance_count;
                     totals.1 += stats.rescore_distance_count;
+                    totals.2 += stats.screened_count;
                 }
                 Ok(totals)
             })
             .map_err(to_python_error)?;
         let inner = self.inner.read();
+        let screen_row_bytes = inner.screen_row_bytes();
         let traversal_row_bytes = match inner.sq8_scale() {
             Some(_) => sagitta_index::quantizer::Sq8Quantizer::stride_for(dim),
             None => dim * 4,
@@ -580,13 +589,26 @@ impl HnswIndex {
         {
             dict.set_item("traversal_distances", traversal as f64 / rows)?;
             dict.set_item("rescore_distances", rescored as f64 / rows)?;
+            dict.set_item("screened", screened as f64 / rows)?;
             dict.set_item(
                 "bytes_read",
-                (traversal * traversal_row_bytes + rescored * dim * 4) as f64 / rows,
+                (traversal * traversal_row_bytes + screened * screen_row_bytes + rescored * dim * 4)
+                    as f64
+                    / rows,
             )?;
         }
         dict.set_item("traversal_row_bytes", traversal_row_bytes)?;
+        dict.set_item("screen_row_bytes", screen_row_bytes)?;
         Ok(dict)
+    }
+
+    /// Codes every row for the 1-bit first pass (`search(..., first_pass=True)`); rows
+    /// added later are coded as they come. False without trained SQ8 codes or when done
+    /// already. Not saved: a loaded index needs this call again.
+    #[pyo3(signature = (threads = 0))]
+    fn enable_first_pass(&self, py: Python<'_>, threads: usize) -> PyResult<bool> {
+        py.allow_threads(|| self.inner.write().enable_first_pass(threads))
+            .map_err(to_python_error)
     }
 
     /// Marks an id deleted (never returned again). Returns False if unknown or already deleted.
@@ -594,12 +616,13 @@ impl HnswIndex {
         self.inner.read().mark_deleted(id)
     }
 
-    /// Memory by part: graph, codes, vectors, index (what traversal touches) and total.
+    /// Memory by part: graph, codes, screen (1-bit first-pass rows), vectors, index (what traversal touches) and total.
     fn memory_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let usage = self.inner.read().memory_usage();
         let dict = PyDict::new(py);
         dict.set_item("graph", usage.graph_bytes)?;
         dict.set_item("codes", usage.codes_bytes)?;
+        dict.set_item("screen", usage.screen_bytes)?;
         dict.set_item("vectors", usage.vectors_bytes)?;
         dict.set_item("index", usage.index_bytes())?;
         dict.set_item("total", usage.total_bytes())?;

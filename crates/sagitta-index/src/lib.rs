@@ -18,6 +18,7 @@ pub mod metric;
 pub mod partition;
 pub mod quantizer;
 pub mod rabitq;
+mod random;
 mod serial;
 mod threads;
 mod top_k;

@@ -21,8 +21,9 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::error::{IndexError, Result};
-use crate::hnsw::{assign, sample_centroids, Space, SplitMix64};
+use crate::hnsw::{assign, sample_centroids, Space};
 use crate::limits::{check_range, MAX_DIMENSION, MAX_POINTS};
+use crate::random::SplitMix64;
 use crate::threads::{effective_threads, for_each_chunk};
 
 /// Nearest centroids kept per row for the balanced assignment.

@@ -38,7 +38,7 @@
 //! norms and inner products are kept. Everything is drawn from a seed stored with the codes.
 
 use crate::error::Result;
-use crate::hnsw::SplitMix64;
+use crate::random::SplitMix64;
 
 /// Rounds of sign flips and Hadamard transforms in the rotation.
 const ROUNDS: usize = 3;
@@ -560,6 +560,40 @@ impl RabitqQuery {
         debug_assert_eq!(code.len(), self.words);
         let weighted = sagitta_kernels::kernels().binary_dot_planes(&self.planes, self.bits, code);
         self.estimate_from(weighted, factors.norm, quantizer.scan_terms(code, factors))
+    }
+
+    /// [`RabitqQuery::estimate`] with the code's query-independent terms given (its
+    /// residual `norm`, `1 / fit` and its share of the bound, [`ScanTerms`]); the code's
+    /// set bits are counted here. One kernel call and a few flops: the HNSW screen's cost
+    /// per neighbor.
+    #[inline]
+    pub fn estimate_with(
+        &self,
+        code: &[u64],
+        norm: f32,
+        inverse_fit: f32,
+        spread: f32,
+    ) -> (f32, f32) {
+        debug_assert_eq!(code.len(), self.words);
+        let mut weighted = [0u32];
+        sagitta_kernels::kernels().binary_dot_planes_batch(
+            &self.planes,
+            self.bits,
+            code,
+            &mut weighted,
+        );
+        let weighted = weighted[0];
+        #[allow(clippy::cast_precision_loss)]
+        let set = code.iter().map(|word| word.count_ones()).sum::<u32>() as f32;
+        self.estimate_from(
+            weighted,
+            norm,
+            ScanTerms {
+                set,
+                inverse_fit,
+                spread,
+            },
+        )
     }
 
     /// The estimate and bound of [`RabitqQuery::estimate`] from an extended code: `code`

@@ -375,3 +375,146 @@ fn a_loaded_index_takes_points_up_to_its_capacity() {
         assert_eq!(hits[0].label, 1_000, "{codes:?}");
     }
 }
+
+fn recall_at(
+    index: &HnswIndex,
+    queries: &[f32],
+    truth: &[Vec<usize>],
+    ef: usize,
+    first_pass: bool,
+) -> f64 {
+    let mut params = HnswSearchParams::new(10, ef);
+    params.first_pass = first_pass;
+    let results = index.search_batch(queries, params, 2).unwrap();
+    recall(&results.ids, truth, 10)
+}
+
+#[test]
+fn the_first_pass_keeps_recall_and_skips_code_rows() {
+    let base = clustered(COUNT, DIM, 21);
+    let queries = clustered(200, DIM, 22);
+    for metric in [Metric::Cosine, Metric::Dot, Metric::L2] {
+        let truth = brute_force(metric, &base, &queries, DIM, 10);
+        let mut index = build(metric, Quantization::Sq8, &base, 2);
+        assert!(index.enable_first_pass(2).unwrap());
+        assert!(
+            !index.enable_first_pass(2).unwrap(),
+            "a second call does nothing"
+        );
+        for ef in [16, 32, 64] {
+            let plain = recall_at(&index, &queries, &truth, ef, false);
+            let screened = recall_at(&index, &queries, &truth, ef, true);
+            eprintln!("{metric:?} ef {ef}: recall {plain} without the first pass, {screened} with");
+            assert!(
+                screened >= plain - 0.005,
+                "{metric:?} ef {ef}: first pass recall {screened} < {plain} - 0.005"
+            );
+        }
+        // the pass does screen: fewer SQ8 rows scored than without it
+        let mut with = HnswSearchParams::new(10, 64);
+        with.first_pass = true;
+        let without = HnswSearchParams::new(10, 64);
+        let (mut scored_with, mut scored_without, mut screened) = (0, 0, 0);
+        for query in queries.chunks_exact(DIM) {
+            let (_, stats) = index.search_with_stats(query, with).unwrap();
+            scored_with += stats.traversal_distance_count;
+            screened += stats.screened_count;
+            let (_, stats) = index.search_with_stats(query, without).unwrap();
+            scored_without += stats.traversal_distance_count;
+            assert_eq!(stats.screened_count, 0);
+        }
+        eprintln!("{metric:?}: {scored_without} SQ8 rows without, {scored_with} with, {screened} screened");
+        assert!(screened > 0 && scored_with < scored_without, "{metric:?}");
+        // a saved and loaded index codes its rows again (they are not stored): same answers
+        let mut bytes = Vec::new();
+        index.save(&mut bytes).unwrap();
+        let mut loaded = HnswIndex::load(&mut bytes.as_slice()).unwrap();
+        let (_, stats) = loaded.search_with_stats(&queries[..DIM], with).unwrap();
+        assert_eq!(stats.screened_count, 0, "the codes are not saved");
+        assert!(loaded.enable_first_pass(1).unwrap());
+        for query in queries.chunks_exact(DIM).take(20) {
+            let (hits, stats) = loaded.search_with_stats(query, with).unwrap();
+            assert!(
+                stats.screened_count > 0,
+                "{metric:?}: loaded index has no first pass"
+            );
+            assert_eq!(hits, index.search(query, with).unwrap(), "{metric:?}");
+        }
+    }
+}
+
+#[test]
+fn the_first_pass_codes_rows_added_after_it_and_needs_sq8() {
+    let base = clustered(COUNT, DIM, 31);
+    let queries = clustered(50, DIM, 32);
+    let mut params = small_params();
+    params.quantization = Quantization::Sq8;
+    let mut index = HnswIndex::new(params, COUNT).unwrap();
+    let half = COUNT / 2;
+    let labels: Vec<u64> = (0..COUNT as u64).collect();
+    index.add(&base[..half * DIM], &labels[..half], 2).unwrap();
+    assert!(index.enable_first_pass(2).unwrap());
+    // rows added after the call are coded as they are published
+    index.add(&base[half * DIM..], &labels[half..], 2).unwrap();
+    let mut search = HnswSearchParams::new(10, 32);
+    search.first_pass = true;
+    let truth = brute_force(Metric::L2, &base, &queries, DIM, 10);
+    let results = index.search_batch(&queries, search, 2).unwrap();
+    assert!(recall(&results.ids, &truth, 10) >= RECALL_FLOOR);
+    // queries among the late rows: an uncoded row is never screened out, so the pass
+    // saves SQ8 scores there only if the late rows were coded
+    let without = HnswSearchParams::new(10, 32);
+    let (mut scored_with, mut scored_without) = (0, 0);
+    for query in base[(COUNT - 100) * DIM..].chunks_exact(DIM) {
+        scored_with += index
+            .search_with_stats(query, search)
+            .unwrap()
+            .1
+            .traversal_distance_count;
+        scored_without += index
+            .search_with_stats(query, without)
+            .unwrap()
+            .1
+            .traversal_distance_count;
+    }
+    eprintln!("late rows: {scored_without} SQ8 scores without the pass, {scored_with} with");
+    assert!(scored_with * 10 < scored_without * 9);
+    // without SQ8 codes there is nothing to screen with
+    let mut plain = build(Metric::L2, Quantization::None, &base, 2);
+    assert!(!plain.enable_first_pass(2).unwrap());
+    assert_eq!(plain.memory_usage().screen_bytes, 0);
+}
+
+#[test]
+fn interleaved_batches_answer_as_single_queries_do() {
+    let base = clustered(COUNT, DIM, 41);
+    // more queries than lanes, and not a multiple of them
+    let queries = clustered(4 * sagitta_index::hnsw::LANES + 3, DIM, 42);
+    for metric in [Metric::Cosine, Metric::Dot, Metric::L2] {
+        let index = build(metric, Quantization::Sq8, &base, 2);
+        for label in (0..COUNT as u64).step_by(7) {
+            index.mark_deleted(label);
+        }
+        for (ef, rescore) in [(16, None), (64, None), (40, Some(12))] {
+            let mut params = HnswSearchParams::new(10, ef);
+            params.rescore = rescore;
+            for threads in [1, 2] {
+                let batch = index.search_batch(&queries, params, threads).unwrap();
+                for (row, query) in queries.chunks_exact(DIM).enumerate() {
+                    let single = index.search(query, params).unwrap();
+                    let labels: Vec<u64> = single.iter().map(|hit| hit.label).collect();
+                    let scores: Vec<f32> = single.iter().map(|hit| hit.score).collect();
+                    assert_eq!(&batch.ids[row * 10..row * 10 + labels.len()], &labels[..]);
+                    assert_eq!(
+                        &batch.scores[row * 10..row * 10 + scores.len()],
+                        &scores[..]
+                    );
+                    assert!(
+                        labels.iter().all(|label| label % 7 != 0),
+                        "deleted returned"
+                    );
+                }
+            }
+        }
+    }
+}

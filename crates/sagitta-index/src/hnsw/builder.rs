@@ -311,6 +311,9 @@ impl HnswIndex {
                 .write_row(node, &row)
                 .expect("node ids are handed out once");
         }
+        if let Some(store) = self.bits.get() {
+            store.write(node, vector);
+        }
         self.labels[node].store(label, Ordering::Release);
         let node = u32::try_from(node).expect("node < MAX_POINTS");
         self.graph.init_node(node, self.random_level(node));
@@ -319,7 +322,7 @@ impl HnswIndex {
     /// Level of a node: floor(-ln(U) / ln(m)), U a hash of (seed, node) — deterministic
     /// whatever the thread interleaving.
     fn random_level(&self, node: u32) -> usize {
-        let x = super::order::splitmix64(
+        let x = crate::random::splitmix64(
             self.params.seed ^ (u64::from(node).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
         );
         #[allow(clippy::cast_precision_loss)]
@@ -353,6 +356,7 @@ impl HnswIndex {
                     .collect();
                 let (_, norm_squared) = store.quantizer.row_aux(row);
                 let scorer = Sq8Scorer {
+                    screen: None,
                     query: &query,
                     query_norm_squared: norm_squared,
                     store,

@@ -8,11 +8,14 @@
 mod builder;
 pub use builder::{AddProgress, LinkOrder, SQ8_TRAINING_ROWS_MIN};
 mod format;
+mod interleave;
 pub use format::Codes;
+pub use interleave::LANES;
 mod labels;
 mod load;
 mod order;
-pub(crate) use order::{assign, sample_centroids, Space, SplitMix64};
+mod screen;
+pub(crate) use order::{assign, sample_centroids, Space};
 pub use order::{locality_order, permute_rows, ORDERED_BATCH_MIN_ROWS};
 mod search;
 mod storage;
@@ -102,6 +105,8 @@ pub struct MemoryUsage {
     pub graph_bytes: usize,
     /// SQ8 code rows (0 without quantization).
     pub codes_bytes: usize,
+    /// 1-bit first-pass code rows with their factors (0 without SQ8 or without the rows).
+    pub screen_bytes: usize,
     /// Full-precision f32 rows (traversal without quantization, re-scoring with it).
     pub vectors_bytes: usize,
 }
@@ -110,13 +115,13 @@ impl MemoryUsage {
     /// What traversal touches: graph + codes with SQ8, graph + vectors without.
     pub fn index_bytes(&self) -> usize {
         if self.codes_bytes > 0 {
-            self.graph_bytes + self.codes_bytes
+            self.graph_bytes + self.codes_bytes + self.screen_bytes
         } else {
             self.graph_bytes + self.vectors_bytes
         }
     }
     pub fn total_bytes(&self) -> usize {
-        self.graph_bytes + self.codes_bytes + self.vectors_bytes
+        self.graph_bytes + self.codes_bytes + self.screen_bytes + self.vectors_bytes
     }
 }
 
@@ -130,6 +135,9 @@ pub struct HnswIndex {
     graph: Graph,
     vectors: AppendSlab<f32>,
     sq8: OnceLock<Sq8Store>,
+    /// 1-bit codes for the SQ8 walk's first pass ([`screen`]); set with `sq8` when the
+    /// rows are in memory.
+    bits: OnceLock<screen::BitStore>,
     labels: Vec<AtomicU64>,
     label_to_node: RwLock<labels::LabelMap>,
     deleted: DeletedSet,
@@ -156,6 +164,7 @@ impl HnswIndex {
             graph: Graph::new(params.m, capacity),
             vectors: AppendSlab::new(capacity, AppendSlab::<f32>::aligned_stride(params.dim)),
             sq8: OnceLock::new(),
+            bits: OnceLock::new(),
             labels,
             label_to_node: RwLock::new(labels::LabelMap::default()),
             deleted: DeletedSet::new(capacity),
@@ -190,6 +199,11 @@ impl HnswIndex {
         self.sq8.get().map(|store| store.quantizer.scale())
     }
 
+    /// Bytes of one 1-bit first-pass row ([`screen`]), 0 without the first pass.
+    pub fn screen_row_bytes(&self) -> usize {
+        self.bits.get().map_or(0, screen::BitStore::row_bytes)
+    }
+
     /// Grows capacity to at least `capacity` points (never shrinks).
     pub fn reserve(&mut self, capacity: usize) -> Result<()> {
         check_range("capacity", capacity, 0, MAX_POINTS)?;
@@ -202,6 +216,9 @@ impl HnswIndex {
         }
         if let Some(store) = self.sq8.get_mut() {
             store.codes.grow(capacity);
+        }
+        if let Some(store) = self.bits.get_mut() {
+            store.grow(capacity);
         }
         self.labels
             .resize_with(capacity, || AtomicU64::new(crate::MISSING_ID));
@@ -216,6 +233,7 @@ impl HnswIndex {
                 + self.label_to_node.read().memory_bytes()
                 + self.deleted.memory_bytes(),
             codes_bytes: self.sq8.get().map_or(0, |store| store.codes.memory_bytes()),
+            screen_bytes: self.bits.get().map_or(0, screen::BitStore::memory_bytes),
             vectors_bytes: self.vectors.memory_bytes(),
         }
     }

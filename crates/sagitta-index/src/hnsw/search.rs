@@ -5,6 +5,7 @@ use std::cell::Cell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use super::screen::BitScreen;
 use super::storage::{F32Scorer, Scorer, Sq8Scorer, Sq8Store};
 use super::HnswIndex;
 use crate::error::Result;
@@ -40,6 +41,12 @@ pub struct HnswSearchParams {
     pub rescore: Option<usize>,
     /// Traverse on f32 even when SQ8 codes exist.
     pub exact_traversal: bool,
+    /// With SQ8: screen neighbors on their 1-bit codes first ([`super::screen`]) where the
+    /// index has them ([`HnswIndex::enable_first_pass`]). Off by default (slower here).
+    pub first_pass: bool,
+    /// Batch searches walk [`super::LANES`] queries at a time on each thread
+    /// ([`super::interleave`]; same answers). Off by default: slower here.
+    pub interleave: bool,
 }
 
 impl HnswSearchParams {
@@ -49,6 +56,8 @@ impl HnswSearchParams {
             ef,
             rescore: None,
             exact_traversal: false,
+            first_pass: false,
+            interleave: false,
         }
     }
 
@@ -77,6 +86,9 @@ pub struct SearchStats {
     pub traversal_distance_count: usize,
     /// Exact f32 re-scores after an SQ8 traversal.
     pub rescore_distance_count: usize,
+    /// Neighbors scored on their 1-bit codes by the first pass (those it keeps are
+    /// scored on SQ8 too, and counted in `traversal_distance_count`).
+    pub screened_count: usize,
 }
 
 /// One result: internal node, external label, score (similarity, or squared L2 distance).
@@ -147,7 +159,7 @@ impl HnswIndex {
         params: HnswSearchParams,
     ) -> Result<(Vec<SearchHit>, SearchStats)> {
         let prepared = self.prepare_query(query, params)?;
-        let counts = [Cell::new(0), Cell::new(0)];
+        let counts = [Cell::new(0), Cell::new(0), Cell::new(0)];
         let hits =
             self.search_prepared(&prepared, &mut Vec::new(), params, &|_| true, Some(&counts));
         Ok((
@@ -155,6 +167,7 @@ impl HnswIndex {
             SearchStats {
                 traversal_distance_count: counts[0].get(),
                 rescore_distance_count: counts[1].get(),
+                screened_count: counts[2].get(),
             },
         ))
     }
@@ -173,7 +186,20 @@ impl HnswIndex {
         let threads = effective_threads(threads, query_count);
         let results = parking_lot::Mutex::new(SearchResults::new(query_count, params.k));
         let chunk = (query_count / (threads * 8)).clamp(1, 64);
+        let lanes = self
+            .sq8
+            .get()
+            .filter(|_| params.interleave && !params.exact_traversal && !params.first_pass);
         for_each_chunk(query_count, chunk, threads, |start, end| {
+            if let Some(store) = lanes {
+                let prepared = self.prepared_rows(&queries[start * dim..end * dim]);
+                let rows: Vec<&[f32]> = prepared.chunks_exact(dim).collect();
+                let mut found = Vec::with_capacity(rows.len());
+                self.search_lanes(store, &rows, params, &mut found);
+                let local: Vec<(usize, Vec<SearchHit>)> = (start..end).zip(found).collect();
+                results.lock().fill(local, params.k);
+                return Ok(());
+            }
             let mut prepared = vec![0.0f32; dim];
             let mut query_codes = Vec::new();
             let mut local: Vec<(usize, Vec<SearchHit>)> = Vec::with_capacity(end - start);
@@ -188,16 +214,24 @@ impl HnswIndex {
                     self.search_prepared(&prepared, &mut query_codes, params, &|_| true, None);
                 local.push((index, hits));
             }
-            let mut guard = results.lock();
-            for (index, hits) in local {
-                for (slot, hit) in hits.into_iter().enumerate() {
-                    guard.ids[index * params.k + slot] = hit.label;
-                    guard.scores[index * params.k + slot] = hit.score;
-                }
-            }
+            results.lock().fill(local, params.k);
             Ok::<(), crate::IndexError>(())
         })?;
         Ok(results.into_inner())
+    }
+
+    /// `queries` (row-major) as the search sees them: normalized for cosine.
+    fn prepared_rows(&self, queries: &[f32]) -> Vec<f32> {
+        let mut prepared = queries.to_vec();
+        if self.params.metric == Metric::Cosine {
+            for (row, query) in prepared
+                .chunks_exact_mut(self.params.dim)
+                .zip(queries.chunks_exact(self.params.dim))
+            {
+                normalize_into(query, row);
+            }
+        }
+        prepared
     }
 
     fn search_prepared(
@@ -206,7 +240,7 @@ impl HnswIndex {
         query_codes: &mut Vec<u8>,
         params: HnswSearchParams,
         accept: &impl Fn(u32) -> bool,
-        counts: Option<&[Cell<usize>; 2]>,
+        counts: Option<&[Cell<usize>; 3]>,
     ) -> Vec<SearchHit> {
         let Some((entry, max_level)) = self.entry_snapshot() else {
             return Vec::new();
@@ -228,25 +262,9 @@ impl HnswIndex {
                     distance_count: counts.map(|c| &c[1]),
                     ..exact
                 };
-                let found = self.sq8_candidates(
-                    store,
-                    query,
-                    query_codes,
-                    params,
-                    &accept_live,
-                    counts.map(|c| &c[0]),
-                );
-                let mut rescored: Vec<Neighbor> = found
-                    .iter()
-                    .filter_map(|candidate| {
-                        rescorer.distance(candidate.id).map(|distance| Neighbor {
-                            distance,
-                            id: candidate.id,
-                        })
-                    })
-                    .collect();
-                rescored.sort_unstable();
-                rescored
+                let found =
+                    self.sq8_candidates(store, query, query_codes, params, &accept_live, counts);
+                rescore_in_order(&rescorer, &found)
             }
             _ => self.beam(&exact, entry, max_level, ef, &accept_live),
         };
@@ -262,7 +280,8 @@ impl HnswIndex {
     }
 
     /// The SQ8 walk: the best `rescore` candidates ([`HnswSearchParams::rescore`], at least
-    /// `k`) among the nodes `accept` takes, closest first by their code distance.
+    /// `k`) among the nodes `accept` takes, closest first by their code distance. `counts`
+    /// (when statistics are asked for): SQ8 scores, re-scores (unused here), screens.
     fn sq8_candidates(
         &self,
         store: &Sq8Store,
@@ -270,7 +289,7 @@ impl HnswIndex {
         query_codes: &mut Vec<u8>,
         params: HnswSearchParams,
         accept: &impl Fn(u32) -> bool,
-        distance_count: Option<&Cell<usize>>,
+        counts: Option<&[Cell<usize>; 3]>,
     ) -> Vec<Neighbor> {
         let Some((entry, max_level)) = self.entry_snapshot() else {
             return Vec::new();
@@ -283,7 +302,12 @@ impl HnswIndex {
             store,
             kernels: self.kernels(),
             metric: self.params.metric,
-            distance_count,
+            distance_count: counts.map(|c| &c[0]),
+            screen: self
+                .bits
+                .get()
+                .filter(|_| params.first_pass)
+                .map(|bits| bits.screen(query, self.params.metric, counts.map(|c| &c[2]))),
         };
         let ef = params.ef.max(params.k);
         let mut found = self.beam(&scorer, entry, max_level, ef, accept);
@@ -417,6 +441,9 @@ impl HnswIndex {
                         fresh.push(*id);
                     }
                 }
+                if let Some(screen) = scorer.screen().filter(|_| results.is_full()) {
+                    screen_fresh(screen, &mut fresh, results.threshold());
+                }
                 for id in fresh.iter().take(PREFETCH_AHEAD) {
                     scorer.prefetch(*id);
                 }
@@ -439,4 +466,53 @@ impl HnswIndex {
             results.into_sorted()
         })
     }
+}
+
+/// Keeps the `fresh` neighbors whose first-pass lower bound is below `threshold` (the
+/// beam's worst as the expansion began; it only falls during one, so this keeps a
+/// superset of what could enter). Every row is prefetched first: a 1-bit row is a line or
+/// two, so the misses of one expansion overlap instead of queueing behind a window.
+fn screen_fresh(screen: &BitScreen<'_>, fresh: &mut Vec<u32>, threshold: f32) {
+    for id in fresh.iter() {
+        screen.prefetch(*id);
+    }
+    fresh.retain(|id| {
+        screen
+            .lower_bound(*id)
+            .is_none_or(|bound| bound < threshold)
+    });
+}
+
+impl SearchResults {
+    /// Writes each query's hits into its row of `k` slots.
+    fn fill(&mut self, found: Vec<(usize, Vec<SearchHit>)>, k: usize) {
+        for (index, hits) in found {
+            for (slot, hit) in hits.into_iter().enumerate() {
+                self.ids[index * k + slot] = hit.label;
+                self.scores[index * k + slot] = hit.score;
+            }
+        }
+    }
+}
+
+/// `candidates` re-scored by `exact`, closest first; rows are prefetched a window ahead (a
+/// 384-d f32 row is 24 lines, usually in DRAM: the vectors are the index's largest part).
+pub(crate) fn rescore_in_order(exact: &F32Scorer<'_>, candidates: &[Neighbor]) -> Vec<Neighbor> {
+    for candidate in candidates.iter().take(PREFETCH_AHEAD) {
+        exact.prefetch(candidate.id);
+    }
+    let mut rescored = Vec::with_capacity(candidates.len());
+    for (index, candidate) in candidates.iter().enumerate() {
+        if let Some(ahead) = candidates.get(index + PREFETCH_AHEAD) {
+            exact.prefetch(ahead.id);
+        }
+        if let Some(distance) = exact.distance(candidate.id) {
+            rescored.push(Neighbor {
+                distance,
+                id: candidate.id,
+            });
+        }
+    }
+    rescored.sort_unstable();
+    rescored
 }

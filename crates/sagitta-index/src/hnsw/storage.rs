@@ -14,6 +14,7 @@ use std::sync::OnceLock;
 use parking_lot::Mutex;
 use sagitta_kernels::{AppendSlab, Kernels};
 
+use super::screen::BitScreen;
 use crate::metric::Metric;
 use crate::quantizer::Sq8Quantizer;
 
@@ -237,6 +238,10 @@ pub(crate) trait Scorer {
     /// `None` when the node's rows are not yet published.
     fn distance(&self, node: u32) -> Option<f32>;
     fn prefetch(&self, node: u32);
+    /// The cheaper first pass, if this scorer has one ([`super::screen`]).
+    fn screen(&self) -> Option<&BitScreen<'_>> {
+        None
+    }
 }
 
 /// Exact scoring against f32 rows.
@@ -278,9 +283,15 @@ pub(crate) struct Sq8Scorer<'a> {
     pub kernels: &'static Kernels,
     pub metric: Metric,
     pub distance_count: Option<&'a Cell<usize>>,
+    /// The 1-bit first pass of a search (none while building).
+    pub screen: Option<BitScreen<'a>>,
 }
 
 impl Scorer for Sq8Scorer<'_> {
+    #[inline]
+    fn screen(&self) -> Option<&BitScreen<'_>> {
+        self.screen.as_ref()
+    }
     #[inline]
     fn distance(&self, node: u32) -> Option<f32> {
         let row = self.store.codes.row(node as usize)?;
