@@ -426,6 +426,15 @@ impl Rabitq {
         }
     }
 
+    /// [`ScanTerms::spread`] of a code from its `1 / fit` alone (`ε₀ · √(1/fit² − 1) /
+    /// √(P − 1)`), for callers that store `1 / fit` and not the spread.
+    #[inline]
+    pub fn spread_of(&self, inverse_fit: f32) -> f32 {
+        #[allow(clippy::cast_precision_loss)]
+        let sqrt_padded_less_one = ((self.padded - 1) as f32).sqrt();
+        EPSILON0 * (inverse_fit * inverse_fit - 1.0).max(0.0).sqrt() / sqrt_padded_less_one
+    }
+
     /// A code's share of its bound, `epsilon · √((1 − fit²) / fit²) / √(P − 1)`: the
     /// estimate's error in units of `⟨o, q'⟩` at that confidence (`fit` > 0).
     fn spread(&self, epsilon: f32, fit: f32) -> f32 {
@@ -562,18 +571,11 @@ impl RabitqQuery {
         self.estimate_from(weighted, factors.norm, quantizer.scan_terms(code, factors))
     }
 
-    /// [`RabitqQuery::estimate`] with the code's query-independent terms given (its
-    /// residual `norm`, `1 / fit` and its share of the bound, [`ScanTerms`]); the code's
-    /// set bits are counted here. One kernel call and a few flops: the HNSW screen's cost
-    /// per neighbor.
+    /// [`RabitqQuery::estimate`] with the code's query-independent [`ScanTerms`] given
+    /// (computed once per code, as the disk index's scan does): one kernel call and a few
+    /// flops, the HNSW first pass's cost per neighbor.
     #[inline]
-    pub fn estimate_with(
-        &self,
-        code: &[u64],
-        norm: f32,
-        inverse_fit: f32,
-        spread: f32,
-    ) -> (f32, f32) {
+    pub fn estimate_with(&self, code: &[u64], norm: f32, terms: ScanTerms) -> (f32, f32) {
         debug_assert_eq!(code.len(), self.words);
         let mut weighted = [0u32];
         sagitta_kernels::kernels().binary_dot_planes_batch(
@@ -582,18 +584,7 @@ impl RabitqQuery {
             code,
             &mut weighted,
         );
-        let weighted = weighted[0];
-        #[allow(clippy::cast_precision_loss)]
-        let set = code.iter().map(|word| word.count_ones()).sum::<u32>() as f32;
-        self.estimate_from(
-            weighted,
-            norm,
-            ScanTerms {
-                set,
-                inverse_fit,
-                spread,
-            },
-        )
+        self.estimate_from(weighted[0], norm, terms)
     }
 
     /// The estimate and bound of [`RabitqQuery::estimate`] from an extended code: `code`
@@ -761,6 +752,14 @@ mod tests {
                 for row in data.chunks_exact(dim) {
                     let factors = quantizer.encode(row, &centroid, &mut scratch, &mut code);
                     let (estimate, bound) = prepared.estimate(&quantizer, &code, factors);
+                    // the HNSW first pass's path: stored terms, the spread from 1 / fit
+                    let terms = quantizer.scan_terms(&code, factors);
+                    let spread = quantizer.spread_of(terms.inverse_fit);
+                    assert!((spread - terms.spread).abs() <= 1e-5 * terms.spread.max(1.0));
+                    let with =
+                        prepared.estimate_with(&code, factors.norm, ScanTerms { spread, ..terms });
+                    assert!((with.0 - estimate).abs() <= 1e-4 * estimate.abs().max(1.0));
+                    assert!((with.1 - bound).abs() <= 1e-4 * bound.abs().max(1.0));
                     let truth = squared_distance(row, query);
                     total += 1;
                     outside += usize::from((estimate - truth).abs() > bound);

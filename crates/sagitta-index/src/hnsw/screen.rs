@@ -25,14 +25,15 @@ use sagitta_kernels::AppendSlab;
 use super::HnswIndex;
 use crate::error::{IndexError, Result};
 use crate::metric::Metric;
-use crate::rabitq::{Rabitq, RabitqQuery};
+use crate::rabitq::{Rabitq, RabitqQuery, ScanTerms};
 use crate::threads::{effective_threads, for_each_chunk};
 
 /// The rotation's seed (any fixed value: the codes are never stored).
 const SCREEN_SEED: u64 = 0x5C4E_E171_F1A5_7BA5;
 
-/// Words of factors after a row's code: `‖x − c‖`, `1 / fit`, the bound's spread and
-/// `‖x‖²`, as f32 bits two to a word.
+/// Words of factors after a row's code: `‖x − c‖`, `1 / fit`, the code's set bits and
+/// `‖x‖²`, as f32 bits two to a word (the bound's spread follows from `1 / fit`; the set
+/// bits are stored because the index crate's `count_ones` has no POPCNT to compile to).
 const FACTOR_WORDS: usize = 2;
 
 /// One 1-bit code row per node, with its factors: `code_words + 2` u64s, so a 384-d row
@@ -80,7 +81,7 @@ impl BitStore {
         let terms = self.rabitq.scan_terms(&row[..words], factors);
         let norm_squared: f32 = vector.iter().map(|v| v * v).sum();
         row[words] = pack(factors.norm, terms.inverse_fit);
-        row[words + 1] = pack(terms.spread, norm_squared);
+        row[words + 1] = pack(terms.set, norm_squared);
         let _ = self.rows.write_row(node, &row);
     }
 
@@ -146,10 +147,13 @@ impl BitScreen<'_> {
         }
         let words = self.store.rabitq.code_words();
         let (norm, inverse_fit) = unpack(row[words]);
-        let (spread, norm_squared) = unpack(row[words + 1]);
-        let (estimate, bound) = self
-            .query
-            .estimate_with(&row[..words], norm, inverse_fit, spread);
+        let (set, norm_squared) = unpack(row[words + 1]);
+        let terms = ScanTerms {
+            set,
+            inverse_fit,
+            spread: self.store.rabitq.spread_of(inverse_fit),
+        };
+        let (estimate, bound) = self.query.estimate_with(&row[..words], norm, terms);
         let squared = estimate - bound;
         Some(match self.metric {
             Metric::L2 => squared,
