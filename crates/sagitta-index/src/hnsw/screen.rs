@@ -1,6 +1,6 @@
 //! The 1-bit first pass of an SQ8 search (issue 20 §2): every node also keeps a 1-bit
-//! RaBitQ code of its vector against one centroid (the mean of the quantizer's training
-//! rows), and the layer-0 beam scores a visited node's fresh neighbors on those codes
+//! RaBitQ code of its vector against one centroid (the mean of up to 50,000 of the rows
+//! when the pass is enabled), and the layer-0 beam scores a visited node's fresh neighbors on those codes
 //! first. A neighbor whose distance **lower bound** (estimate minus RaBitQ's error bound)
 //! cannot beat the beam's current worst is dropped without reading its SQ8 row; only the
 //! rest are scored on SQ8 as before.
