@@ -28,6 +28,7 @@ SAGITTA_ENGINES = (
     "sagitta-hnsw-sq8",
     "sagitta-hnsw-sq8-b1",
     "sagitta-hnsw-sq8-lanes",
+    "sagitta-hnsw-sq8-shuffled",
 )
 PEER_ENGINES = (
     "hnswlib",
@@ -47,6 +48,7 @@ _MODULES = {
     "sagitta-hnsw-sq8": "sagittadb",
     "sagitta-hnsw-sq8-b1": "sagittadb",
     "sagitta-hnsw-sq8-lanes": "sagittadb",
+    "sagitta-hnsw-sq8-shuffled": "sagittadb",
     "hnswlib": "hnswlib",
     "faiss-hnsw": "faiss",
     "faiss-ivf": "faiss",
@@ -611,6 +613,9 @@ class SagittaHnswEngine(_SagittaEngine):
         # pass (coded after the build, inside the build time) and interleaved batches
         self.first_pass = name.endswith("-b1")
         self.interleave = name.endswith("-lanes")
+        # rows placed cluster by cluster either way; linked in that order (the default)
+        # or in a seeded random one
+        self.link_order = "shuffled" if name.endswith("-shuffled") else "clustered"
 
     @property
     def index_params(self) -> dict:
@@ -620,6 +625,7 @@ class SagittaHnswEngine(_SagittaEngine):
             "quantization": self.quantization,
             "first_pass": self.first_pass,
             "interleave": self.interleave,
+            "link_order": self.link_order,
         }
 
     def build(self, base, metric, threads):
@@ -632,7 +638,7 @@ class SagittaHnswEngine(_SagittaEngine):
             capacity=base.shape[0],
             seed=self.seed,
         )
-        index.add(base, threads=threads)
+        index.add(base, threads=threads, link_order=self.link_order)
         if self.first_pass:
             index.enable_first_pass(threads=threads)
         self.index = index
@@ -684,6 +690,7 @@ _CLASSES = {
     "sagitta-hnsw-sq8": SagittaHnswEngine,
     "sagitta-hnsw-sq8-b1": SagittaHnswEngine,
     "sagitta-hnsw-sq8-lanes": SagittaHnswEngine,
+    "sagitta-hnsw-sq8-shuffled": SagittaHnswEngine,
     "hnswlib": HnswlibEngine,
     "faiss-hnsw": FaissHnswEngine,
     "faiss-ivf": FaissIvfEngine,

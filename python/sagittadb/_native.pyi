@@ -79,6 +79,7 @@ class HnswIndex:
         ids: ArrayLike | None = None,
         threads: int = 0,
         progress: bool | Callable[[int, int], None] | None = None,
+        link_order: str = "clustered",
     ) -> None: ...
     def search(
         self,

@@ -341,7 +341,7 @@ impl HnswIndex {
         &self,
         mut values: Vec<f32>,
         given: Option<Vec<u64>>,
-        rows: usize,
+        (rows, link): (usize, LinkOrder),
         threads: usize,
         counter: &AddProgress,
     ) -> Result<(), IndexError> {
@@ -368,13 +368,11 @@ impl HnswIndex {
         }
         loop {
             // A batch refused for capacity changed nothing (the counter included).
-            match self.inner.read().add_in_order(
-                &values,
-                &labels,
-                threads,
-                Some(counter),
-                LinkOrder::AsGiven,
-            ) {
+            match self
+                .inner
+                .read()
+                .add_in_order(&values, &labels, threads, Some(counter), link)
+            {
                 Err(IndexError::CapacityExceeded { .. }) => {}
                 other => break other,
             }
@@ -465,7 +463,8 @@ impl HnswIndex {
     /// exception it raises, or `KeyboardInterrupt`, is raised once the add has finished:
     /// a half-linked batch would leave rows no search reaches, so the add is never cut
     /// short.
-    #[pyo3(signature = (vectors, ids = None, threads = 0, progress = None))]
+    #[pyo3(signature = (vectors, ids = None, threads = 0, progress = None, link_order = "clustered"))]
+    #[allow(clippy::too_many_arguments)]
     fn add(
         &self,
         py: Python<'_>,
@@ -473,7 +472,17 @@ impl HnswIndex {
         ids: Option<&Bound<'_, PyAny>>,
         threads: usize,
         progress: Option<PyObject>,
+        link_order: &str,
     ) -> PyResult<()> {
+        let link = match link_order {
+            "clustered" => LinkOrder::AsGiven,
+            "shuffled" => LinkOrder::Shuffled,
+            other => {
+                return Err(InvalidParameterError::new_err(format!(
+                    "link_order: unknown order `{other}`, expected `clustered` or `shuffled`"
+                )))
+            }
+        };
         let dim = self.dim();
         let batch = batch(vectors, dim, "vectors")?;
         let given = ids
@@ -494,7 +503,7 @@ impl HnswIndex {
         let counter = AddProgress::new();
         let mut reporter = Reporter::new(callback.clone());
         let (added, failure) = reporter.run(
-            || self.add_rows(values, given, rows, threads, &counter),
+            || self.add_rows(values, given, (rows, link), threads, &counter),
             || (counter.linked(), rows),
             || {}, // never cut short: see the docstring
         );

@@ -76,7 +76,7 @@ def test_a_large_batch_is_placed_by_cluster_and_keeps_every_id_with_its_vector()
     given = np.random.default_rng(3).permutation(10 * count)[:count].astype(np.uint64)
     for ids in (given, None):
         index = sagittadb.HnswIndex(16, metric="l2", capacity=count)
-        index.add(base, ids=ids)
+        index.add(base, ids=ids, link_order="shuffled" if ids is None else "clustered")
         expected = given if ids is not None else np.arange(count, dtype=np.uint64)
         sample = np.arange(0, count, 37)
         found, scores = index.search(base[sample], k=1, ef=64)
@@ -165,6 +165,9 @@ def test_bad_input_names_the_field_and_stores_nothing():
         sagittadb.HnswIndex(4, metric="hamming")
     with pytest.raises(sagittadb.InvalidParameterError, match="quantization"):
         sagittadb.HnswIndex(4, quantization="pq")
+    with pytest.raises(sagittadb.InvalidParameterError, match="link_order"):
+        index.add(np.ones((1, 4), dtype=np.float32), link_order="random")
+    assert len(index) == 0
     index.add(np.ones((1, 4), dtype=np.float32))
     with pytest.raises(sagittadb.InvalidParameterError, match="`ef`"):
         index.search(np.ones(4, dtype=np.float32), k=1, ef=0)

@@ -518,3 +518,28 @@ fn interleaved_batches_answer_as_single_queries_do() {
         }
     }
 }
+
+#[test]
+fn a_shuffled_link_order_builds_a_graph_that_finds_every_row() {
+    use sagitta_index::hnsw::LinkOrder;
+    let base = clustered(COUNT, DIM, 51);
+    let queries = clustered(100, DIM, 52);
+    let truth = brute_force(Metric::Cosine, &base, &queries, DIM, 10);
+    let mut params = HnswParams::new(DIM, Metric::Cosine);
+    params.m = 12;
+    params.ef_construction = 80;
+    let index = HnswIndex::new(params, COUNT).unwrap();
+    let labels: Vec<u64> = (0..COUNT as u64).collect();
+    index
+        .add_in_order(&base, &labels, 2, None, LinkOrder::Shuffled)
+        .unwrap();
+    let results = index
+        .search_batch(&queries, HnswSearchParams::new(10, 64), 2)
+        .unwrap();
+    assert!(recall(&results.ids, &truth, 10) >= RECALL_FLOOR);
+    // every row was linked: each finds itself first
+    for (row, vector) in base.chunks_exact(DIM).enumerate().step_by(97) {
+        let hits = index.search(vector, HnswSearchParams::new(1, 32)).unwrap();
+        assert_eq!(hits[0].label, row as u64);
+    }
+}

@@ -73,6 +73,11 @@ pub enum LinkOrder {
     /// Rows are linked in the order given: for callers that already placed them in
     /// [`super::locality_order`] (which also keeps each cluster's rows together in memory).
     AsGiven,
+    /// Rows are linked in a random order drawn from the index's seed: for callers that
+    /// placed them in [`super::locality_order`] but want the graph of a random insertion
+    /// order (more links between clusters: higher recall at a given ef, a slower build;
+    /// BENCHMARKS.md, issue 20).
+    Shuffled,
 }
 
 impl HnswIndex {
@@ -137,11 +142,22 @@ impl HnswIndex {
                 super::order::locality_order(&prepared, self.params.dim, threads)
             }
             LinkOrder::AsGiven => None,
+            LinkOrder::Shuffled => Some(self.shuffled(rows)),
         };
         if cancelled() {
             return Err(IndexError::Cancelled);
         }
         self.link_batch(first, rows, order.as_deref(), threads, progress)
+    }
+
+    /// `0..rows` in a random order drawn from the index's seed (Fisher–Yates).
+    fn shuffled(&self, rows: usize) -> Vec<u32> {
+        let mut order: Vec<u32> = (0..u32::try_from(rows).expect("< MAX_POINTS")).collect();
+        let mut random = crate::random::SplitMix64(self.params.seed ^ 0x0005_4A7F_7E11);
+        for last in (1..order.len()).rev() {
+            order.swap(last, random.below(last + 1));
+        }
+        order
     }
 
     /// The rows of a batch as they are stored: normalized (a copy) for cosine, so that rows,
