@@ -14,12 +14,17 @@ const COUNT: usize = 4_000;
 /// quantizer or re-scoring drops far below it), not a speed test.
 const RECALL_FLOOR: f64 = 0.95;
 
-fn build(metric: Metric, quantization: Quantization, base: &[f32], threads: usize) -> HnswIndex {
+/// The tests' graph parameters: m 12, ef_construction 80.
+fn params_for(metric: Metric, quantization: Quantization) -> HnswParams {
     let mut params = HnswParams::new(DIM, metric);
     params.quantization = quantization;
     params.m = 12;
     params.ef_construction = 80;
-    let index = HnswIndex::new(params, base.len() / DIM).unwrap();
+    params
+}
+
+fn build(metric: Metric, quantization: Quantization, base: &[f32], threads: usize) -> HnswIndex {
+    let index = HnswIndex::new(params_for(metric, quantization), base.len() / DIM).unwrap();
     let labels: Vec<u64> = (0..(base.len() / DIM) as u64).collect();
     index.add(base, &labels, threads).unwrap();
     index
@@ -47,10 +52,7 @@ fn hnsw_recall_meets_floor_for_every_metric_and_quantization() {
 }
 
 fn small_params() -> HnswParams {
-    let mut params = HnswParams::new(DIM, Metric::L2);
-    params.m = 12;
-    params.ef_construction = 80;
-    params
+    params_for(Metric::L2, HnswParams::new(DIM, Metric::L2).quantization)
 }
 
 #[test]
@@ -525,10 +527,7 @@ fn a_shuffled_link_order_builds_a_graph_that_finds_every_row() {
     let base = clustered(COUNT, DIM, 51);
     let queries = clustered(100, DIM, 52);
     let truth = brute_force(Metric::Cosine, &base, &queries, DIM, 10);
-    let mut params = HnswParams::new(DIM, Metric::Cosine);
-    params.m = 12;
-    params.ef_construction = 80;
-    let index = HnswIndex::new(params, COUNT).unwrap();
+    let index = HnswIndex::new(params_for(Metric::Cosine, Quantization::Sq8), COUNT).unwrap();
     let labels: Vec<u64> = (0..COUNT as u64).collect();
     index
         .add_in_order(&base, &labels, 2, None, LinkOrder::Shuffled)

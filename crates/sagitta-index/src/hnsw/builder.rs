@@ -290,28 +290,32 @@ impl HnswIndex {
                 operation: "training the quantizer",
             });
         }
-        let dim = self.params.dim;
-        let step = (count / SQ8_TRAINING_ROWS_MAX).max(1);
-        let mut sample = Vec::with_capacity(count.min(SQ8_TRAINING_ROWS_MAX) * dim);
-        for node in (0..count).step_by(step) {
-            let node = u32::try_from(node).expect("< MAX_POINTS");
-            let vector = self.vector(node).ok_or_else(|| {
-                IndexError::format(format!("node {node} is still being inserted"))
-            })?;
-            sample.extend_from_slice(vector);
-        }
-        let store = Sq8Store::new(Sq8Quantizer::train(&sample, dim), capacity);
+        let sample = self.strided_sample(count, SQ8_TRAINING_ROWS_MAX)?;
+        let store = Sq8Store::new(Sq8Quantizer::train(&sample, self.params.dim), capacity);
         let mut row = vec![0i8; store.quantizer.stride()];
         for node in 0..count {
-            let vector = self
-                .vector(u32::try_from(node).expect("< MAX_POINTS"))
-                .ok_or_else(|| {
-                    IndexError::format(format!("node {node} is still being inserted"))
-                })?;
-            store.quantizer.encode_row(vector, &mut row);
+            store.quantizer.encode_row(self.stored_row(node)?, &mut row);
             store.codes.write_row(node, &row).expect("fresh slab");
         }
         Ok(store)
+    }
+
+    /// The stored rows of an evenly strided selection of at most about `max` of nodes
+    /// `0..count`, back to back (what the quantizer and the first pass's centroid are
+    /// taken over).
+    pub(crate) fn strided_sample(&self, count: usize, max: usize) -> Result<Vec<f32>> {
+        let step = (count / max).max(1);
+        let mut sample = Vec::with_capacity(count.min(max) * self.params.dim);
+        for node in (0..count).step_by(step) {
+            sample.extend_from_slice(self.stored_row(node)?);
+        }
+        Ok(sample)
+    }
+
+    /// The stored f32 row of `node`, or a format error when it is not published yet.
+    pub(crate) fn stored_row(&self, node: usize) -> Result<&[f32]> {
+        self.vector(u32::try_from(node).expect("< MAX_POINTS"))
+            .ok_or_else(|| IndexError::format(format!("node {node} is still being inserted")))
     }
 
     /// Writes the vector row, code row, label and level of a new node (not yet linked).

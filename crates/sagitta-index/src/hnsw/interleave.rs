@@ -16,7 +16,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::search::{default_rescore, rescore_in_order, HnswSearchParams, SearchHit};
+use super::search::{rescore_in_order, HnswSearchParams, SearchHit};
 use super::storage::{F32Scorer, Scorer, Sq8Scorer, Sq8Store};
 use super::HnswIndex;
 use crate::top_k::{Neighbor, TopK};
@@ -115,10 +115,7 @@ impl HnswIndex {
                 busy = true;
             }
         }
-        let rescore = params
-            .rescore
-            .unwrap_or_else(|| default_rescore(params.k))
-            .max(params.k);
+        let rescore = params.rescore_depth();
         lanes
             .into_iter()
             .map(|lane| {
@@ -144,19 +141,12 @@ impl HnswIndex {
             fresh: Vec::with_capacity(self.graph.m0),
             step: Step::Done,
         };
-        let Some((entry, max_level)) = self.entry_snapshot() else {
+        let Some(current) = self
+            .entry_snapshot()
+            .and_then(|(entry, max_level)| self.descend(&lane.scorer, entry, max_level))
+        else {
             return lane;
         };
-        let Some(distance) = lane.scorer.distance(entry) else {
-            return lane;
-        };
-        let mut current = Neighbor {
-            distance,
-            id: entry,
-        };
-        for layer in (1..=max_level).rev() {
-            current = self.greedy_step(&lane.scorer, current, layer);
-        }
         visited.insert(current.id);
         lane.candidates.push(Reverse(current));
         if !self.deleted.contains(current.id) {
@@ -223,15 +213,6 @@ impl HnswIndex {
             metric: self.params.metric,
             distance_count: None,
         };
-        let rescored = rescore_in_order(&exact, candidates);
-        rescored
-            .into_iter()
-            .take(params.k)
-            .map(|neighbor| SearchHit {
-                node: neighbor.id,
-                label: self.label(neighbor.id),
-                score: self.params.metric.score_from_distance(neighbor.distance),
-            })
-            .collect()
+        self.hits(rescore_in_order(&exact, candidates), params.k)
     }
 }

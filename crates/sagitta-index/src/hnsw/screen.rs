@@ -187,21 +187,12 @@ impl HnswIndex {
         {
             return Ok(false);
         }
-        let dim = self.params.dim;
-        let row = |node: usize| {
-            self.vector(u32::try_from(node).expect("< MAX_POINTS"))
-                .ok_or_else(|| IndexError::format(format!("node {node} is still being inserted")))
-        };
-        let step = (count / CENTROID_ROWS_MAX).max(1);
-        let mut sample = Vec::with_capacity(count.min(CENTROID_ROWS_MAX) * dim);
-        for node in (0..count).step_by(step) {
-            sample.extend_from_slice(row(node)?);
-        }
-        let store = BitStore::new(&sample, dim, self.capacity())?;
+        let sample = self.strided_sample(count, CENTROID_ROWS_MAX)?;
+        let store = BitStore::new(&sample, self.params.dim, self.capacity())?;
         let threads = effective_threads(threads, count);
         for_each_chunk(count, 4_096, threads, |start, end| {
             for node in start..end {
-                store.write(node, row(node)?);
+                store.write(node, self.stored_row(node)?);
             }
             Ok::<(), IndexError>(())
         })?;

@@ -61,6 +61,14 @@ impl HnswSearchParams {
         }
     }
 
+    /// Candidates an SQ8 walk keeps for the exact re-score: [`HnswSearchParams::rescore`]
+    /// or [`default_rescore`], at least `k`.
+    pub(crate) fn rescore_depth(&self) -> usize {
+        self.rescore
+            .unwrap_or_else(|| default_rescore(self.k))
+            .max(self.k)
+    }
+
     fn validate(&self) -> Result<()> {
         check_range("k", self.k, 1, MAX_EF)?;
         check_range("ef", self.ef, 1, MAX_EF)?;
@@ -268,13 +276,18 @@ impl HnswIndex {
             }
             _ => self.beam(&exact, entry, max_level, ef, &accept_live),
         };
-        candidates
+        self.hits(candidates, params.k)
+    }
+
+    /// The first `k` of `found` (closest first) as hits: labels and scores.
+    pub(crate) fn hits(&self, found: Vec<Neighbor>, k: usize) -> Vec<SearchHit> {
+        found
             .into_iter()
-            .take(params.k)
+            .take(k)
             .map(|neighbor| SearchHit {
                 node: neighbor.id,
                 label: self.label(neighbor.id),
-                score: metric.score_from_distance(neighbor.distance),
+                score: self.params.metric.score_from_distance(neighbor.distance),
             })
             .collect()
     }
@@ -311,11 +324,7 @@ impl HnswIndex {
         };
         let ef = params.ef.max(params.k);
         let mut found = self.beam(&scorer, entry, max_level, ef, accept);
-        let rescore = params
-            .rescore
-            .unwrap_or_else(|| default_rescore(params.k))
-            .max(params.k);
-        found.truncate(rescore);
+        found.truncate(params.rescore_depth());
         found
     }
 
@@ -356,16 +365,9 @@ impl HnswIndex {
         ef: usize,
         accept: &impl Fn(u32) -> bool,
     ) -> Vec<Neighbor> {
-        let Some(distance) = scorer.distance(entry) else {
+        let Some(current) = self.descend(scorer, entry, max_level) else {
             return Vec::new();
         };
-        let mut current = Neighbor {
-            distance,
-            id: entry,
-        };
-        for layer in (1..=max_level).rev() {
-            current = self.greedy_step(scorer, current, layer);
-        }
         self.search_layer(
             scorer,
             &[current],
@@ -375,6 +377,24 @@ impl HnswIndex {
             },
             accept,
         )
+    }
+
+    /// The greedy descent from `entry` (on `max_level`) to the closest node it finds on
+    /// layer 1, where the layer-0 beam starts; `None` when the entry's row is unpublished.
+    pub(crate) fn descend<S: Scorer>(
+        &self,
+        scorer: &S,
+        entry: u32,
+        max_level: usize,
+    ) -> Option<Neighbor> {
+        let mut current = Neighbor {
+            distance: scorer.distance(entry)?,
+            id: entry,
+        };
+        for layer in (1..=max_level).rev() {
+            current = self.greedy_step(scorer, current, layer);
+        }
+        Some(current)
     }
 
     /// Moves to the closest neighbor on `layer` until no neighbor is closer.
