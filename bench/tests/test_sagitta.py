@@ -66,7 +66,11 @@ def test_first_pass_and_interleaved_variants(tmp_path):
     plain = results["sagitta-hnsw-sq8"]["runs"]
     lanes = results["sagitta-hnsw-sq8-lanes"]["runs"]
     screened = results["sagitta-hnsw-sq8-b1"]["runs"]
-    assert [r["recall_at_k"] for r in lanes] == [r["recall_at_k"] for r in plain]
+    # each engine builds its own index with 2 threads (insertion order races), so the
+    # lanes variant is held to the same recall within the build noise; identical answers
+    # on one index are tested in python/tests/test_index.py and the hnsw crate
+    for base, laned in zip(plain, lanes, strict=True):
+        assert abs(laned["recall_at_k"] - base["recall_at_k"]) <= 0.01
     for base, first in zip(plain, screened, strict=True):
         assert first["recall_at_k"] >= base["recall_at_k"] - 0.005
         assert first["work_per_query"]["screened"] > 0
