@@ -27,6 +27,7 @@ SAGITTA_ENGINES = (
     "sagitta-hnsw",
     "sagitta-hnsw-sq8",
     "sagitta-hnsw-sq8-b1",
+    "sagitta-hnsw-sq8-b1walk",
     "sagitta-hnsw-sq8-lanes",
     "sagitta-hnsw-sq8-shuffled",
 )
@@ -47,6 +48,7 @@ _MODULES = {
     "sagitta-hnsw": "sagittadb",
     "sagitta-hnsw-sq8": "sagittadb",
     "sagitta-hnsw-sq8-b1": "sagittadb",
+    "sagitta-hnsw-sq8-b1walk": "sagittadb",
     "sagitta-hnsw-sq8-lanes": "sagittadb",
     "sagitta-hnsw-sq8-shuffled": "sagittadb",
     "hnswlib": "hnswlib",
@@ -611,6 +613,8 @@ class SagittaHnswEngine(_SagittaEngine):
         )
         # issue 20's two search variants, measured beside the default: the 1-bit first
         # pass (coded after the build, inside the build time) and interleaved batches
+        # and walking the graph on those 1-bit codes alone (-b1walk)
+        self.bit_walk = name.endswith("-b1walk")
         self.first_pass = name.endswith("-b1")
         self.interleave = name.endswith("-lanes")
         # rows placed cluster by cluster either way; linked in that order (the default)
@@ -639,7 +643,7 @@ class SagittaHnswEngine(_SagittaEngine):
             seed=self.seed,
         )
         index.add(base, threads=threads, link_order=self.link_order)
-        if self.first_pass:
+        if self.first_pass or self.bit_walk:
             index.enable_first_pass(threads=threads)
         self.index = index
 
@@ -651,6 +655,7 @@ class SagittaHnswEngine(_SagittaEngine):
             threads=threads,
             first_pass=self.first_pass,
             interleave=self.interleave,
+            bit_walk=self.bit_walk,
         )
         return _as_int64_ids(ids)
 
@@ -661,12 +666,17 @@ class SagittaHnswEngine(_SagittaEngine):
             ef=int(search_params["ef"]),
             threads=1,
             first_pass=self.first_pass,
+            bit_walk=self.bit_walk,
         )
         return _as_int64_ids(ids)[0]
 
     def work_per_query(self, queries, k, search_params):
         stats = self.index.search_stats(
-            queries, k, ef=int(search_params["ef"]), first_pass=self.first_pass
+            queries,
+            k,
+            ef=int(search_params["ef"]),
+            first_pass=self.first_pass,
+            bit_walk=self.bit_walk,
         )
         return {key: round(float(value), 1) for key, value in stats.items()}
 
@@ -689,6 +699,7 @@ _CLASSES = {
     "sagitta-hnsw": SagittaHnswEngine,
     "sagitta-hnsw-sq8": SagittaHnswEngine,
     "sagitta-hnsw-sq8-b1": SagittaHnswEngine,
+    "sagitta-hnsw-sq8-b1walk": SagittaHnswEngine,
     "sagitta-hnsw-sq8-lanes": SagittaHnswEngine,
     "sagitta-hnsw-sq8-shuffled": SagittaHnswEngine,
     "hnswlib": HnswlibEngine,

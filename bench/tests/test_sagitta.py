@@ -59,7 +59,10 @@ def test_first_pass_and_interleaved_variants(tmp_path):
     scores fewer SQ8 rows, and its codes are in the memory figure."""
     out = tmp_path / "variants.json"
     args = ["ann", "--quick", "--n", "4000", "--dim", "48", "--queries", "100"]
-    names = "sagitta-hnsw-sq8,sagitta-hnsw-sq8-b1,sagitta-hnsw-sq8-lanes,sagitta-hnsw-sq8-shuffled"
+    names = (
+        "sagitta-hnsw-sq8,sagitta-hnsw-sq8-b1,sagitta-hnsw-sq8-b1walk,"
+        "sagitta-hnsw-sq8-lanes,sagitta-hnsw-sq8-shuffled"
+    )
     engines = ["--engines", names, "--ef-sweep", "16,32,64", "--strict"]
     assert main([*args, *engines, "--out", str(out), "--no-plot"]) == 0
     results = {r["engine"]: r for r in json.loads(out.read_text())["results"]}
@@ -78,6 +81,12 @@ def test_first_pass_and_interleaved_variants(tmp_path):
             first["work_per_query"]["traversal_distances"]
             < base["work_per_query"]["traversal_distances"]
         )
+    # the 1-bit walk scores only the beam's ef nodes on SQ8, the rest on 1-bit codes
+    for run in results["sagitta-hnsw-sq8-b1walk"]["runs"]:
+        work = run["work_per_query"]
+        assert work["traversal_distances"] <= run["search_params"]["ef"]
+        assert work["screened"] > work["traversal_distances"]
+        assert run["recall_at_k"] > 0.5
     shuffled = results["sagitta-hnsw-sq8-shuffled"]
     assert shuffled["index_params"]["link_order"] == "shuffled"
     assert shuffled["runs"][-1]["recall_at_k"] >= 0.9

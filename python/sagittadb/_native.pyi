@@ -91,6 +91,7 @@ class HnswIndex:
         exact_traversal: bool = False,
         first_pass: bool = False,
         interleave: bool = False,
+        bit_walk: bool = False,
     ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]: ...
     def search_stats(
         self,
@@ -99,6 +100,7 @@ class HnswIndex:
         ef: int = 64,
         rescore: int | None = None,
         first_pass: bool = False,
+        bit_walk: bool = False,
     ) -> dict[str, float]: ...
     def enable_first_pass(self, threads: int = 0) -> bool: ...
     def mark_deleted(self, id: int) -> bool: ...

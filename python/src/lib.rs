@@ -519,7 +519,7 @@ impl HnswIndex {
 
     /// Approximate top-k: (ids uint64 nq×k, scores float32 nq×k), closest first.
     /// `rescore`: how many SQ8 candidates are re-scored exactly (default: max(4·k, 32)).
-    #[pyo3(signature = (queries, k = 10, ef = 64, threads = 0, rescore = None, exact_traversal = false, first_pass = false, interleave = false))]
+    #[pyo3(signature = (queries, k = 10, ef = 64, threads = 0, rescore = None, exact_traversal = false, first_pass = false, interleave = false, bit_walk = false))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
         &self,
@@ -532,6 +532,7 @@ impl HnswIndex {
         exact_traversal: bool,
         first_pass: bool,
         interleave: bool,
+        bit_walk: bool,
     ) -> PyResult<ResultArrays<'py>> {
         let batch = batch(queries, self.dim(), "queries")?;
         let values = batch.values()?;
@@ -541,6 +542,7 @@ impl HnswIndex {
             rescore,
             exact_traversal,
             first_pass,
+            bit_walk,
             interleave,
         };
         let results = py
@@ -551,7 +553,8 @@ impl HnswIndex {
 
     /// Mean work per query over `queries` (single-threaded): distance evaluations during
     /// traversal and exact re-scores, and the bytes of rows they read.
-    #[pyo3(signature = (queries, k = 10, ef = 64, rescore = None, first_pass = false))]
+    #[pyo3(signature = (queries, k = 10, ef = 64, rescore = None, first_pass = false, bit_walk = false))]
+    #[allow(clippy::too_many_arguments)]
     fn search_stats<'py>(
         &self,
         py: Python<'py>,
@@ -560,6 +563,7 @@ impl HnswIndex {
         ef: usize,
         rescore: Option<usize>,
         first_pass: bool,
+        bit_walk: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let dim = self.dim();
         let batch = batch(queries, dim, "queries")?;
@@ -570,6 +574,7 @@ impl HnswIndex {
             rescore,
             exact_traversal: false,
             first_pass,
+            bit_walk,
             interleave: false,
         };
         let (traversal, rescored, screened) = py

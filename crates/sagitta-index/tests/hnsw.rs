@@ -446,6 +446,48 @@ fn the_first_pass_keeps_recall_and_skips_code_rows() {
 }
 
 #[test]
+fn the_bit_walk_traverses_on_one_bit_codes_and_scores_the_beam_exactly() {
+    let base = clustered(COUNT, DIM, 41);
+    let queries = clustered(100, DIM, 42);
+    for metric in [Metric::Cosine, Metric::Dot, Metric::L2] {
+        let truth = brute_force(metric, &base, &queries, DIM, 10);
+        let mut index = build(metric, Quantization::Sq8, &base, 2);
+        let mut walk = HnswSearchParams::new(10, 128);
+        walk.bit_walk = true;
+        // without the codes the flag changes nothing
+        let (plain, _) = index.search_with_stats(&queries[..DIM], walk).unwrap();
+        assert_eq!(
+            plain,
+            index
+                .search(&queries[..DIM], HnswSearchParams::new(10, 128))
+                .unwrap()
+        );
+        assert!(index.enable_first_pass(2).unwrap());
+        let results = index.search_batch(&queries, walk, 2).unwrap();
+        let found = recall(&results.ids, &truth, 10);
+        eprintln!("{metric:?}: bit walk recall {found} at ef 128");
+        assert!(found >= RECALL_FLOOR, "{metric:?}: {found}");
+        for query in queries.chunks_exact(DIM).take(10) {
+            let (hits, stats) = index.search_with_stats(query, walk).unwrap();
+            // the walk scores 1-bit codes only; SQ8 re-scores the beam (ef nodes) once
+            assert!(stats.screened_count > 128, "{metric:?}: {stats:?}");
+            assert_eq!(stats.traversal_distance_count, 128, "{metric:?}");
+            assert_eq!(stats.rescore_distance_count, 40, "{metric:?}");
+            for hit in hits {
+                let row = &base[hit.label as usize * DIM..(hit.label as usize + 1) * DIM];
+                let exact = common::reference_distance(metric, query, row);
+                // the score maps back to a distance by its own inverse (a sign)
+                let distance = f64::from(metric.score_from_distance(hit.score));
+                assert!(
+                    (distance - exact).abs() <= 1e-3 * (1.0 + exact.abs()),
+                    "{metric:?}: {distance} vs {exact}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn the_first_pass_codes_rows_added_after_it_and_needs_sq8() {
     let base = clustered(COUNT, DIM, 31);
     let queries = clustered(50, DIM, 32);

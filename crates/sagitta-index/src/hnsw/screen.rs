@@ -22,6 +22,7 @@ use std::cell::Cell;
 
 use sagitta_kernels::AppendSlab;
 
+use super::storage::Scorer;
 use super::HnswIndex;
 use crate::error::{IndexError, Result};
 use crate::metric::Metric;
@@ -141,6 +142,18 @@ impl BitScreen<'_> {
     /// `−⟨x, q⟩` for Cosine and Dot); `None` while its row is unpublished.
     #[inline]
     pub fn lower_bound(&self, node: u32) -> Option<f32> {
+        self.scored(node, 1.0)
+    }
+
+    /// The 1-bit estimate of node `node`'s distance, in the scorers' units.
+    #[inline]
+    pub fn estimate(&self, node: u32) -> Option<f32> {
+        self.scored(node, 0.0)
+    }
+
+    /// The estimate less `bounds` times its RaBitQ error bound, in the scorers' units.
+    #[inline]
+    fn scored(&self, node: u32, bounds: f32) -> Option<f32> {
         let row = self.store.rows.row(node as usize)?;
         if let Some(count) = self.count {
             count.set(count.get() + 1);
@@ -154,7 +167,7 @@ impl BitScreen<'_> {
             spread: self.store.rabitq.spread_of(inverse_fit),
         };
         let (estimate, bound) = self.query.estimate_with(&row[..words], norm, terms);
-        let squared = estimate - bound;
+        let squared = estimate - bounds * bound;
         Some(match self.metric {
             Metric::L2 => squared,
             // ‖x − q‖² = ‖x‖² + ‖q‖² − 2⟨x, q⟩
@@ -169,6 +182,21 @@ impl BitScreen<'_> {
         if let Some(row) = self.store.rows.row(node as usize) {
             sagitta_kernels::prefetch_slice(row);
         }
+    }
+}
+
+/// Traversal on the 1-bit codes alone ([`super::HnswSearchParams::bit_walk`]): the beam
+/// orders nodes by their estimates; the caller scores what it finds on SQ8, then f32.
+pub(crate) struct BitScorer<'a>(pub BitScreen<'a>);
+
+impl Scorer for BitScorer<'_> {
+    #[inline]
+    fn distance(&self, node: u32) -> Option<f32> {
+        self.0.estimate(node)
+    }
+    #[inline]
+    fn prefetch(&self, node: u32) {
+        self.0.prefetch(node);
     }
 }
 

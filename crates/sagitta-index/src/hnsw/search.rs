@@ -5,7 +5,7 @@ use std::cell::Cell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::screen::BitScreen;
+use super::screen::{BitScorer, BitScreen};
 use super::storage::{F32Scorer, Scorer, Sq8Scorer, Sq8Store};
 use super::HnswIndex;
 use crate::error::Result;
@@ -44,6 +44,9 @@ pub struct HnswSearchParams {
     /// With SQ8: screen neighbors on their 1-bit codes first ([`super::screen`]) where the
     /// index has them ([`HnswIndex::enable_first_pass`]). Off by default (slower here).
     pub first_pass: bool,
+    /// With SQ8 and the first pass's codes: walk the graph on the 1-bit codes alone,
+    /// then score the beam's `ef` nodes on SQ8 and the best of those on f32.
+    pub bit_walk: bool,
     /// Batch searches walk [`super::LANES`] queries at a time on each thread
     /// ([`super::interleave`]; same answers). Off by default: slower here.
     pub interleave: bool,
@@ -57,6 +60,7 @@ impl HnswSearchParams {
             rescore: None,
             exact_traversal: false,
             first_pass: false,
+            bit_walk: false,
             interleave: false,
         }
     }
@@ -323,7 +327,19 @@ impl HnswIndex {
                 .map(|bits| bits.screen(query, self.params.metric, counts.map(|c| &c[2]))),
         };
         let ef = params.ef.max(params.k);
-        let mut found = self.beam(&scorer, entry, max_level, ef, accept);
+        let walk = self.bits.get().filter(|_| params.bit_walk);
+        let mut found = match walk {
+            Some(bits) => {
+                let screen = bits.screen(query, self.params.metric, counts.map(|c| &c[2]));
+                let found = self.beam(&BitScorer(screen), entry, max_level, ef, accept);
+                let plain = Sq8Scorer {
+                    screen: None,
+                    ..scorer
+                };
+                rescore_in_order(&plain, &found)
+            }
+            None => self.beam(&scorer, entry, max_level, ef, accept),
+        };
         found.truncate(params.rescore_depth());
         found
     }
@@ -517,7 +533,7 @@ impl SearchResults {
 
 /// `candidates` re-scored by `exact`, closest first; rows are prefetched a window ahead (a
 /// 384-d f32 row is 24 lines, usually in DRAM: the vectors are the index's largest part).
-pub(crate) fn rescore_in_order(exact: &F32Scorer<'_>, candidates: &[Neighbor]) -> Vec<Neighbor> {
+pub(crate) fn rescore_in_order(exact: &impl Scorer, candidates: &[Neighbor]) -> Vec<Neighbor> {
     for candidate in candidates.iter().take(PREFETCH_AHEAD) {
         exact.prefetch(candidate.id);
     }
