@@ -62,7 +62,8 @@ fn to_python_error(error: EngineError) -> PyErr {
         | EngineError::InvalidCollectionName { .. }
         | EngineError::InvalidFilter { .. }
         | EngineError::InvalidPayloadIndex { .. }
-        | EngineError::NameInUse { .. } => InvalidParameterError::new_err(message),
+        | EngineError::NameInUse { .. }
+        | EngineError::InvalidVectors { .. } => InvalidParameterError::new_err(message),
         EngineError::CollectionExists { .. } => CollectionExistsError::new_err(message),
         EngineError::CollectionNotFound { .. } | EngineError::AliasNotFound { .. } => {
             CollectionNotFoundError::new_err(message)

@@ -20,6 +20,7 @@ use crate::codec::Operation;
 use crate::filter::Filter;
 use crate::point::{Distance, Point, PointId};
 use crate::query::{hit_distance, ShardHit};
+use crate::spaces::SpaceSlice;
 
 #[derive(Default)]
 pub(crate) struct Buffer {
@@ -365,7 +366,9 @@ impl Buffer {
     /// filter and with [`BufferPlan::Graph`], HNSW over the indexed slots plus an exact scan
     /// of the rest; with [`BufferPlan::Tail`] only that scan (the caller walked the graph
     /// with its host's); otherwise an exact scan of every slot (a filtered buffer search
-    /// stays exact: the buffer is small and filters can be selective).
+    /// stays exact: the buffer is small and filters can be selective). `dim` is the
+    /// stored vectors' width, `query` a vector of `space` (slots without a vector there are
+    /// skipped).
     #[allow(clippy::too_many_arguments)]
     pub fn search(
         &self,
@@ -374,9 +377,10 @@ impl Buffer {
         filter: Option<&Filter>,
         excluded: Option<&HashSet<PointId>>,
         dim: usize,
-        distance: Distance,
+        space: SpaceSlice,
         plan: BufferPlan,
     ) -> Vec<ShardHit> {
+        let distance = space.distance;
         let kernels = sagitta_kernels::kernels();
         let mut heap: BinaryHeap<Candidate> = BinaryHeap::with_capacity(k + 1);
         let from = match (&self.graph, plan, filter) {
@@ -399,7 +403,9 @@ impl Buffer {
             {
                 continue;
             }
-            let row = &self.vectors[slot * dim..(slot + 1) * dim];
+            let Some(row) = space.of(&self.vectors[slot * dim..(slot + 1) * dim]) else {
+                continue;
+            };
             let candidate = Candidate {
                 distance: match distance {
                     Distance::Euclid => (kernels.l2_squared_f32)(query, row),

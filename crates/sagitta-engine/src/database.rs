@@ -16,6 +16,7 @@ use crate::error::{EngineError, Result};
 pub use crate::names::{check_collection_name, MAX_COLLECTION_NAME_BYTES};
 use crate::optimizer::{Optimizer, OptimizerPolicy};
 use crate::point::Point;
+use crate::spaces::VectorSpaces;
 
 pub struct Database {
     /// First, so dropping the database stops the background thread before anything else.
@@ -212,6 +213,18 @@ impl Database {
         name: &str,
         config: CollectionConfig,
     ) -> Result<Arc<Collection>> {
+        self.create_collection_with_spaces(name, config, VectorSpaces::default())
+    }
+
+    /// [`Database::create_collection`] with named vectors `spaces` (see
+    /// [`Collection::create_with_spaces`]; [`CollectionConfig::named`] gives the
+    /// configuration that goes with them).
+    pub fn create_collection_with_spaces(
+        &self,
+        name: &str,
+        config: CollectionConfig,
+        spaces: VectorSpaces,
+    ) -> Result<Arc<Collection>> {
         check_collection_name(name)?;
         let mut collections = self.collections.write();
         self.check_not_an_alias(name)?;
@@ -224,10 +237,11 @@ impl Database {
         let stripes = stripe_roots(&self.stripe_dirs, name);
         // Leftovers of a create that crashed before the database manifest listed it.
         Collection::remove_striped_files(self.fs.as_ref(), &directory, &stripes)?;
-        let collection = Arc::new(Collection::create_striped(
+        let collection = Arc::new(Collection::create_with_spaces(
             self.fs.as_ref(),
             &directory,
             config,
+            spaces,
             &stripes,
         )?);
         collection.set_policy(self.policy.clone());

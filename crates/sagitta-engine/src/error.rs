@@ -62,6 +62,9 @@ pub enum EngineError {
     /// name; `reason` says which, in Qdrant's words where it has them.
     #[error("{reason}")]
     NameInUse { reason: String },
+    /// A collection's named vectors, or a point's or query's use of them.
+    #[error("{reason}")]
+    InvalidVectors { reason: String },
     #[error("collection data is corrupt: {reason}")]
     Corrupt { reason: String },
     #[error("{operation} cancelled before it finished; nothing was published")]

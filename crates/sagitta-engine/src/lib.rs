@@ -33,6 +33,7 @@ mod segment;
 mod shard;
 mod shard_manifest;
 mod shard_state;
+pub mod spaces;
 
 pub use aliases::AliasAction;
 pub use collection::{
@@ -46,3 +47,4 @@ pub use payload_index::{FieldType, PayloadSchema};
 pub use point::{Distance, Point, PointId};
 pub use policy::OptimizerPolicy;
 pub use query::{ScoredPoint, SearchRequest, Strategy};
+pub use spaces::{VectorSpace, VectorSpaces};

@@ -24,6 +24,8 @@ pub struct SearchRequest<'a> {
     pub filter: Option<&'a Filter>,
     pub score_threshold: Option<f32>,
     pub strategy: Strategy,
+    /// The named vector searched (Qdrant's `using`); `None` for the unnamed one.
+    pub using: Option<&'a str>,
 }
 
 /// How segments are searched.
@@ -49,6 +51,7 @@ impl<'a> SearchRequest<'a> {
             filter: None,
             score_threshold: None,
             strategy: Strategy::Auto,
+            using: None,
         }
     }
 }

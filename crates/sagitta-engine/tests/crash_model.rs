@@ -22,7 +22,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sagitta_engine::{
     Collection, CollectionConfig, Distance, OptimizerPolicy, PointId, SegmentKindName,
-    StorageConfig,
+    StorageConfig, VectorSpace, VectorSpaces,
 };
 use sagitta_storage::sim::SimFileSystem;
 
@@ -61,6 +61,8 @@ struct Simulation {
     trace: bool,
     /// The file a seal or merge is held at: the first one its segment kind writes.
     build_file: &'static str,
+    /// Named vectors (two of [`DIM`]/2 values): upserts leave one of them out at random.
+    named: bool,
 }
 
 const DIRECTORY: &str = "/db/c";
@@ -100,7 +102,17 @@ impl Simulation {
     /// One random write through the engine, recorded in the model.
     fn random_write(&mut self, collection: &Collection) {
         let wait = self.rng.gen_bool(0.5);
-        let operation = Operation::random(&mut self.rng, &mut self.version, IDS, DIM);
+        let mut operation = Operation::random(&mut self.rng, &mut self.version, IDS, DIM);
+        if let (true, Operation::Upsert(points)) = (self.named, &mut operation) {
+            for (_, stored) in points.iter_mut() {
+                // a point without its first or its second named vector (NaNs there)
+                match self.rng.gen_range(0..4) {
+                    0 => stored.vector[..DIM / 2].fill(f32::NAN),
+                    1 => stored.vector[DIM / 2..].fill(f32::NAN),
+                    _ => {}
+                }
+            }
+        }
         let state = self.current();
         if let Operation::DeleteByGroup(group) = operation {
             // the filter finds what the model finds, wherever the points are
@@ -328,9 +340,21 @@ fn simulate(seed: u64, steps: usize, kind: SegmentKindName) -> (usize, usize) {
         SegmentKindName::Disk => (0..rng.gen_range(0..=2))
             .map(|stripe| PathBuf::from(format!("/stripe-{stripe}/c")))
             .collect(),
-        SegmentKindName::Hnsw => Vec::new(),
+        SegmentKindName::Hnsw | SegmentKindName::Spaces => Vec::new(),
     };
-    let mut collection = Collection::create_striped(&fs, directory, config, &stripes).unwrap();
+    let named = kind == SegmentKindName::Spaces;
+    let spaces = if named {
+        let space = |name: &str| VectorSpace {
+            name: name.to_string(),
+            dim: DIM / 2,
+            distance: Distance::Euclid,
+        };
+        VectorSpaces::new(vec![space("a"), space("b")], DIM).unwrap()
+    } else {
+        VectorSpaces::default()
+    };
+    let mut collection =
+        Collection::create_with_spaces(&fs, directory, config, spaces, &stripes).unwrap();
     collection.set_policy(tiny_policy());
     let mut simulation = Simulation {
         rng,
@@ -345,7 +369,9 @@ fn simulate(seed: u64, steps: usize, kind: SegmentKindName) -> (usize, usize) {
         build_file: match kind {
             SegmentKindName::Hnsw => ".hnsw",
             SegmentKindName::Disk => ".records",
+            SegmentKindName::Spaces => ".spaces",
         },
+        named,
     };
     let mut operations = 0;
     for _ in 0..steps {
@@ -427,4 +453,11 @@ fn every_write_kind_in_every_point_state_survives_crashes_and_restarts() {
 #[test]
 fn disk_segments_survive_crashes_and_restarts_in_every_point_state() {
     run_seeds(seed_count() / 2, SegmentKindName::Disk);
+}
+
+/// The same with named vectors: points with both, or only one, of two vectors, sealed
+/// into and merged between segments with one graph per vector.
+#[test]
+fn named_vectors_survive_crashes_and_restarts_in_every_point_state() {
+    run_seeds(seed_count() / 2, SegmentKindName::Spaces);
 }

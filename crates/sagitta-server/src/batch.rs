@@ -11,7 +11,7 @@ use std::time::Instant;
 use axum::extract::State;
 use axum::http::Uri;
 use axum::response::Response;
-use sagitta_engine::{Collection, CollectionConfig, Filter, Point, PointId};
+use sagitta_engine::{Collection, Filter, Point, PointId};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -74,13 +74,13 @@ fn selection(
     Ok(Selection { points, filter })
 }
 
-/// Operation `index` checked against the collection's `config`: a vector the engine would
-/// refuse (its dimension, values or norm) is refused before any operation is applied.
+/// Operation `index` checked against the collection: a vector the engine would refuse
+/// (its dimension, values or norm) is refused before any operation is applied.
 fn checked(
     index: usize,
     operation: Operation,
     max_points: usize,
-    config: &CollectionConfig,
+    collection: &Collection,
 ) -> ApiResult<Step> {
     let at = format!("operations[{index}]");
     Ok(match operation {
@@ -89,13 +89,11 @@ fn checked(
             let filter = request.update_filter.take();
             let update_filter =
                 parse_filter(filter.as_ref(), &format!("{at}.upsert.update_filter"))?;
-            let points = request.into_points(max_points)?;
+            let points = request.into_points(max_points, collection.spaces())?;
             for point in &points {
-                config
-                    .check_vector(&point.vector, || point.id.to_string())
-                    .map_err(|error| {
-                        ApiError::bad_request(format!("Wrong input: `{at}.upsert`: {error}"))
-                    })?;
+                collection.check_point(point).map_err(|error| {
+                    ApiError::bad_request(format!("Wrong input: `{at}.upsert`: {error}"))
+                })?;
             }
             Step::Upsert {
                 points,
@@ -186,12 +184,11 @@ pub async fn batch(
     let wait = wait_flag(uri.query())?;
     let target = collection(&state, &name)?;
     let max_points = state.config.max_batch_points;
-    let config = target.config();
     let steps = request
         .operations
         .into_iter()
         .enumerate()
-        .map(|(index, operation)| checked(index, operation, max_points, config))
+        .map(|(index, operation)| checked(index, operation, max_points, &target))
         .collect::<ApiResult<Vec<Step>>>()?;
     let count = steps.len();
     let slot = write_slot(&state)?;

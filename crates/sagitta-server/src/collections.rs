@@ -10,7 +10,7 @@ use axum::http::request::Parts;
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use sagitta_engine::collection::MAX_SHARDS;
-use sagitta_engine::{Collection, CollectionConfig, Datatype, FieldType};
+use sagitta_engine::{Collection, CollectionConfig, Datatype, FieldType, VectorSpaces};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
@@ -136,17 +136,21 @@ pub async fn create(
     let started = Instant::now();
     let optimizers = request.optimizers_config.clone().unwrap_or_default();
     let checked = request.checked(MAX_SHARDS)?;
-    let config = CollectionConfig {
+    let mut config = CollectionConfig {
         dim: checked.dim,
         distance: checked.distance,
         shard_count: checked.shard_count,
         storage: checked.storage,
     };
+    let spaces = checked.spaces;
+    if spaces.is_named() {
+        config = config.named(&spaces);
+    }
     let database = Arc::clone(&state.database);
     let created_name = name.clone();
     blocking(move || {
         database
-            .create_collection(&created_name, config)
+            .create_collection_with_spaces(&created_name, config, spaces)
             .map(|_| ())
             .map_err(|error| ApiError::from_engine(error, &created_name))
     })
@@ -170,10 +174,10 @@ pub async fn update(
     JsonBody(request): JsonBody<UpdateCollectionRequest>,
 ) -> ApiResult<Response> {
     let started = Instant::now();
-    collection(&state, &name)?;
+    let target = collection(&state, &name)?;
     // an alias's settings are its collection's
     let name = state.database.resolve(&name).unwrap_or(name);
-    if let Some(optimizers) = request.checked()? {
+    if let Some(optimizers) = request.checked(target.spaces())? {
         let mut echoed = state.echoed.lock();
         let entry = echoed.entry(name).or_default();
         if let Some(threads) = optimizers.max_optimization_threads {
@@ -250,7 +254,7 @@ fn collection_info(collection: &Collection, echoed: &crate::EchoedSettings) -> V
         "indexed_vectors_count": status.indexed,
         "segments_count": status.segments,
         "config": {
-            "params": params_info(config),
+            "params": params_info(config, collection.spaces()),
             "hnsw_config": {
                 "m": 16,
                 "ef_construct": 100,
@@ -284,14 +288,26 @@ fn collection_info(collection: &Collection, echoed: &crate::EchoedSettings) -> V
 /// `config.params` of collection info: the vector, shards and replication. `datatype`
 /// and `on_disk` appear only when set to other than their defaults, as Qdrant leaves them
 /// out when unset.
-fn params_info(config: &CollectionConfig) -> Value {
-    let mut vectors = json!({"size": config.dim, "distance": config.distance.name()});
-    if config.storage.datatype != Datatype::Float32 {
-        vectors["datatype"] = json!(config.storage.datatype.name());
-    }
-    if config.storage.vectors_on_disk {
-        vectors["on_disk"] = json!(true);
-    }
+fn params_info(config: &CollectionConfig, spaces: &VectorSpaces) -> Value {
+    let params = |dim: usize, distance: sagitta_engine::Distance| {
+        let mut vector = json!({"size": dim, "distance": distance.name()});
+        if config.storage.datatype != Datatype::Float32 {
+            vector["datatype"] = json!(config.storage.datatype.name());
+        }
+        if config.storage.vectors_on_disk {
+            vector["on_disk"] = json!(true);
+        }
+        vector
+    };
+    let vectors = if spaces.is_named() {
+        let named: Map<String, Value> = spaces
+            .iter()
+            .map(|space| (space.name.clone(), params(space.dim, space.distance)))
+            .collect();
+        Value::Object(named)
+    } else {
+        params(config.dim, config.distance)
+    };
     json!({
         "vectors": vectors,
         "shard_number": config.shard_count,

@@ -66,7 +66,8 @@ impl ApiError {
             | EngineError::BatchTooLarge { .. }
             | EngineError::InvalidCollectionName { .. }
             | EngineError::InvalidPayloadIndex { .. }
-            | EngineError::NameInUse { .. } => {
+            | EngineError::NameInUse { .. }
+            | EngineError::InvalidVectors { .. } => {
                 ApiError::bad_request(format!("Wrong input: {error}"))
             }
             EngineError::AliasNotFound { alias } => {

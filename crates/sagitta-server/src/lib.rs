@@ -31,6 +31,7 @@ mod health;
 pub mod metrics;
 mod points;
 pub mod response;
+mod vectors;
 pub mod wire;
 
 use std::collections::HashMap;
@@ -202,20 +203,20 @@ fn point_routes() -> Router<SharedState> {
             "/collections/{name}/points/payload/clear",
             post(points::clear_payload),
         )
+        .route(
+            "/collections/{name}/points/vectors",
+            put(vectors::update_vectors),
+        )
+        .route(
+            "/collections/{name}/points/vectors/delete",
+            post(vectors::delete_vectors),
+        )
 }
 
 /// Qdrant endpoints SagittaDB does not implement: (path pattern, what it does). `*`
 /// matches one segment, a trailing `**` any rest. Consulted only for requests no route
 /// answers, so a pattern never shadows an endpoint that exists.
-const UNSUPPORTED_QDRANT_ENDPOINTS: [(&str, &str); 13] = [
-    (
-        "/collections/*/points/vectors",
-        "updating or deleting vectors of stored points",
-    ),
-    (
-        "/collections/*/points/vectors/delete",
-        "updating or deleting vectors of stored points",
-    ),
+const UNSUPPORTED_QDRANT_ENDPOINTS: [(&str, &str); 11] = [
     (
         "/collections/*/points/recommend/**",
         "recommendation search",

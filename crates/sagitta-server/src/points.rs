@@ -14,6 +14,7 @@ use sagitta_engine::filter::Condition;
 use sagitta_engine::point::parse_uuid;
 use sagitta_engine::{
     Collection, Database, Filter, Point, PointId, ScoredPoint, SearchRequest, Strategy,
+    VectorSpaces,
 };
 use serde_json::{json, Value};
 use tokio::sync::OwnedSemaphorePermit;
@@ -27,7 +28,7 @@ use crate::wire::{
     IdOutput, PointSelector, QueryBatchRequest, QueryInput, QueryRequest, RecordOutput,
     RetrieveRequest, ScoredPointOutput, ScrollRequest, SearchBatchRequest, SearchHits,
     SearchParamsInput, SearchRequestInput, SearchVectorInput, SetPayloadRequest, UpdateMode,
-    UpsertRequest, VectorInput, WithPayload, WithVector, DEFAULT_VECTOR_NAME,
+    UpsertRequest, VectorInput, VectorPick, WithPayload, WithVector, DEFAULT_VECTOR_NAME,
 };
 use crate::SharedState;
 
@@ -87,7 +88,7 @@ pub async fn upsert(
     let target = collection(&state, &name)?;
     let mode = request.update_mode.unwrap_or_default();
     let update_filter = parse_filter(request.update_filter.take().as_ref(), "update_filter")?;
-    let points = request.into_points(state.config.max_batch_points)?;
+    let points = request.into_points(state.config.max_batch_points, target.spaces())?;
     let slot = write_slot(&state)?;
     let count = blocking(move || {
         let _slot = slot;
@@ -209,7 +210,9 @@ struct Search {
     score_threshold: Option<f32>,
     strategy: Strategy,
     with_payload: WithPayload,
-    with_vector: bool,
+    with_vector: VectorPick,
+    /// The named vector searched (`None`: the unnamed one).
+    using: Option<String>,
 }
 
 /// Where a search's vector comes from.
@@ -227,16 +230,31 @@ enum SearchVector {
 
 /// A search endpoint's request shape.
 trait SearchBody: Send + 'static {
-    /// Checks and converts everything that needs no stored data; `field` prefixes the
-    /// names in errors (`searches[2].`).
-    fn prepare(self, field: &str) -> ApiResult<(SearchVector, Search)>;
+    /// Checks and converts everything that needs no stored data (against the
+    /// collection's named vectors `spaces`); `field` prefixes the names in errors
+    /// (`searches[2].`).
+    fn prepare(self, field: &str, spaces: &VectorSpaces) -> ApiResult<(SearchVector, Search)>;
 
     /// One search's hits as the endpoint answers them.
     fn answer(hits: Vec<ScoredPointOutput>) -> SearchHits;
 }
 
+/// A vector name a request gives (`using`, `vector.name`): one the collection has.
+fn known_name(spaces: &VectorSpaces, name: Option<&str>, field: &str) -> ApiResult<Option<String>> {
+    match name {
+        None => Ok(None),
+        Some(name) if spaces.is_named() && spaces.index_of(name).is_none() => {
+            Err(unknown_vector_name(field, name))
+        }
+        Some(name) if !spaces.is_named() && name != DEFAULT_VECTOR_NAME => {
+            Err(unknown_vector_name(field, name))
+        }
+        Some(name) => Ok(Some(name.to_string())),
+    }
+}
+
 impl SearchBody for QueryRequest {
-    fn prepare(self, field: &str) -> ApiResult<(SearchVector, Search)> {
+    fn prepare(self, field: &str, spaces: &VectorSpaces) -> ApiResult<(SearchVector, Search)> {
         let lookup_vector = self.lookup_from.as_ref().and_then(|l| l.vector.as_deref());
         if let Some(vector) = lookup_vector.filter(|name| *name != DEFAULT_VECTOR_NAME) {
             return Err(unknown_vector_name(
@@ -244,11 +262,7 @@ impl SearchBody for QueryRequest {
                 vector,
             ));
         }
-        if let Some(using) = self.using.as_deref() {
-            if using != DEFAULT_VECTOR_NAME {
-                return Err(unknown_vector_name(&format!("{field}using"), using));
-            }
-        }
+        let mut using = known_name(spaces, self.using.as_deref(), &format!("{field}using"))?;
         let limit = checked_limit(self.limit, field)?;
         let vector = match self.query {
             None => {
@@ -258,6 +272,18 @@ impl SearchBody for QueryRequest {
                 )))
             }
             Some(QueryInput::Vector(vector)) => SearchVector::Given(vector),
+            Some(QueryInput::Named(named)) if spaces.is_named() => {
+                // {"nearest": {"name": vector}}: the one named vector given
+                let [(name, vector)] = <[_; 1]>::try_from(named).map_err(|_| {
+                    ApiError::bad_request(format!(
+                        "Wrong input: `{field}query.nearest`: give one named vector"
+                    ))
+                })?;
+                let vector = VectorInput::Named(vec![(DEFAULT_VECTOR_NAME.to_string(), vector)])
+                    .into_default(&format!("{field}query.nearest.{name}"))?;
+                using = known_name(spaces, Some(&name), &format!("{field}query.nearest"))?;
+                SearchVector::Given(vector)
+            }
             Some(QueryInput::Named(named)) => SearchVector::Given(
                 VectorInput::Named(named).into_default(&format!("{field}query.nearest"))?,
             ),
@@ -280,7 +306,8 @@ impl SearchBody for QueryRequest {
             score_threshold: self.score_threshold,
             strategy: strategy(self.params.as_ref()),
             with_payload: self.with_payload.unwrap_or(WithPayload::Flag(false)),
-            with_vector: WithVector::wanted(self.with_vector.as_ref()),
+            with_vector: WithVector::pick(self.with_vector.as_ref(), spaces)?,
+            using,
         };
         Ok((vector, search))
     }
@@ -291,14 +318,12 @@ impl SearchBody for QueryRequest {
 }
 
 impl SearchBody for SearchRequestInput {
-    fn prepare(self, field: &str) -> ApiResult<(SearchVector, Search)> {
-        let vector = match self.vector {
-            SearchVectorInput::Dense(vector) => vector,
+    fn prepare(self, field: &str, spaces: &VectorSpaces) -> ApiResult<(SearchVector, Search)> {
+        let (vector, using) = match self.vector {
+            SearchVectorInput::Dense(vector) => (vector, None),
             SearchVectorInput::Named { name, vector } => {
-                if name != DEFAULT_VECTOR_NAME {
-                    return Err(unknown_vector_name(&format!("{field}vector.name"), &name));
-                }
-                vector
+                let using = known_name(spaces, Some(&name), &format!("{field}vector.name"))?;
+                (vector, using)
             }
         };
         let search = Search {
@@ -308,7 +333,8 @@ impl SearchBody for SearchRequestInput {
             score_threshold: self.score_threshold,
             strategy: strategy(self.params.as_ref()),
             with_payload: self.with_payload.unwrap_or(WithPayload::Flag(false)),
-            with_vector: WithVector::wanted(self.with_vector.as_ref()),
+            with_vector: WithVector::pick(self.with_vector.as_ref(), spaces)?,
+            using,
         };
         Ok((SearchVector::Given(vector), search))
     }
@@ -364,7 +390,7 @@ async fn answer_searches<R: SearchBody>(
             } else {
                 String::new()
             };
-            request.prepare(&field)
+            request.prepare(&field, target.spaces())
         })
         .collect::<ApiResult<Vec<_>>>()?;
     let database = Arc::clone(&state.database);
@@ -408,7 +434,7 @@ impl QueryTarget<'_> {
                 field,
             } => {
                 let (vector, same_collection) =
-                    self.point_vector(id, lookup_from.as_deref(), &field)?;
+                    self.point_vector(id, lookup_from.as_deref(), &field, search.using.as_deref())?;
                 if same_collection {
                     search.filter = Some(without_point(search.filter, id));
                 }
@@ -424,6 +450,7 @@ impl QueryTarget<'_> {
         id: PointId,
         lookup_from: Option<&str>,
         field: &str,
+        using: Option<&str>,
     ) -> ApiResult<(Vec<f32>, bool)> {
         let source = match lookup_from {
             None => None,
@@ -434,9 +461,8 @@ impl QueryTarget<'_> {
             ),
         };
         let source_name = lookup_from.unwrap_or(self.name);
-        let point = source
-            .as_deref()
-            .unwrap_or(self.collection)
+        let source_collection = source.as_deref().unwrap_or(self.collection);
+        let point = source_collection
             .get(&id)
             .map_err(|error| ApiError::from_engine(error, source_name))?
             .ok_or_else(|| {
@@ -445,7 +471,21 @@ impl QueryTarget<'_> {
                      `{source_name}`"
                 ))
             })?;
-        Ok((point.vector, source_name == self.name))
+        let spaces = source_collection.spaces();
+        if !spaces.is_named() {
+            return Ok((point.vector, source_name == self.name));
+        }
+        let name = using.unwrap_or(DEFAULT_VECTOR_NAME);
+        let part = spaces
+            .index_of(name)
+            .and_then(|index| spaces.split(&point.vector)[index].map(<[f32]>::to_vec))
+            .ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "Wrong input: `{field}query`: point {id} of collection `{source_name}` has \
+                     no vector named {name:?}"
+                ))
+            })?;
+        Ok((part, source_name == self.name))
     }
 }
 
@@ -464,6 +504,7 @@ fn run_searches(
             filter: search.filter.as_ref(),
             score_threshold: search.score_threshold,
             strategy: search.strategy,
+            using: search.using.as_deref(),
         })
         .collect();
     let results = if requests.len() == 1 {
@@ -480,7 +521,14 @@ fn run_searches(
         .zip(searches)
         .map(|(hits, (_, search))| {
             hits.into_iter()
-                .map(|hit| scored_output(hit, &search.with_payload, search.with_vector))
+                .map(|hit| {
+                    scored_output(
+                        hit,
+                        &search.with_payload,
+                        &search.with_vector,
+                        collection.spaces(),
+                    )
+                })
                 .collect()
         })
         .collect())
@@ -545,7 +593,7 @@ pub async fn scroll(
     let filter = parse_filter(request.filter.as_ref(), "filter")?;
     let limit = checked_limit(request.limit, "")?;
     let with_payload = request.with_payload.unwrap_or(WithPayload::Flag(true));
-    let with_vector = WithVector::wanted(request.with_vector.as_ref());
+    let with_vector = WithVector::pick(request.with_vector.as_ref(), target.spaces())?;
     let offset = request.offset.map(|id| id.0);
     let (points, next) = read(&state, move || {
         let (page, next) = target
@@ -553,7 +601,7 @@ pub async fn scroll(
             .map_err(|error| ApiError::from_engine(error, &name))?;
         let page: Vec<RecordOutput> = page
             .into_iter()
-            .map(|point| record_output(point, &with_payload, with_vector))
+            .map(|point| record_output(point, &with_payload, &with_vector, target.spaces()))
             .collect();
         Ok((page, next))
     })
@@ -585,18 +633,21 @@ pub async fn retrieve(
     let target = collection(&state, &name)?;
     check_count("ids", request.ids.len(), state.config.max_batch_points)?;
     let with_payload = request.with_payload.unwrap_or(WithPayload::Flag(true));
-    let with_vector = WithVector::wanted(request.with_vector.as_ref());
-    let records = read(&state, move || {
-        let mut records = Vec::with_capacity(request.ids.len());
-        for id in &request.ids {
-            let point = target
-                .get(&id.0)
-                .map_err(|error| ApiError::from_engine(error, &name))?;
-            records.extend(point.map(|point| record_output(point, &with_payload, with_vector)));
-        }
-        Ok(records)
-    })
-    .await?;
+    let with_vector = WithVector::pick(request.with_vector.as_ref(), target.spaces())?;
+    let records =
+        read(&state, move || {
+            let mut records = Vec::with_capacity(request.ids.len());
+            for id in &request.ids {
+                let point = target
+                    .get(&id.0)
+                    .map_err(|error| ApiError::from_engine(error, &name))?;
+                records.extend(point.map(|point| {
+                    record_output(point, &with_payload, &with_vector, target.spaces())
+                }));
+            }
+            Ok(records)
+        })
+        .await?;
     Ok(ok(records, started))
 }
 
@@ -623,17 +674,22 @@ pub async fn retrieve_one(
     let target = collection(&state, &name)?;
     let id = parse_path_id(&id)?;
     let failed = name.clone();
-    let point = read(&state, move || {
-        target
+    let record = read(&state, move || {
+        let point = target
             .get(&id)
-            .map_err(|error| ApiError::from_engine(error, &failed))
+            .map_err(|error| ApiError::from_engine(error, &failed))?;
+        Ok(point.map(|point| {
+            record_output(
+                point,
+                &WithPayload::Flag(true),
+                &VectorPick::All,
+                target.spaces(),
+            )
+        }))
     })
     .await?
     .ok_or_else(|| ApiError::not_found(format!("Not found: No point with id {id} found")))?;
-    Ok(ok(
-        record_output(point, &WithPayload::Flag(true), true),
-        started,
-    ))
+    Ok(ok(record, started))
 }
 
 /// The ids a selector names: the listed ones, or those its filter matches now.

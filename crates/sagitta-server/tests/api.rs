@@ -451,7 +451,7 @@ async fn bad_requests_are_named_and_store_nothing() {
             )
             .await,
         StatusCode::BAD_REQUEST,
-        &["points[0].vector", "\"text\""],
+        &["points[0].vector", "Not existing vector name error: text"],
     );
     expect(
         server

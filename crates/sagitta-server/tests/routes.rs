@@ -78,8 +78,6 @@ async fn colliding_and_unknown_routes_answer_in_the_envelope() {
     // another method (`/collections/{name}`, `/collections/{name}/points/{id}`) or match
     // none: 501, naming the request and the feature.
     for (method, path, feature) in [
-        ("PUT", "/collections/docs/points/vectors", "vector"),
-        ("POST", "/collections/docs/points/vectors/delete", "vector"),
         ("POST", "/collections/docs/points/recommend", "recommend"),
         ("POST", "/collections/docs/points/search/groups", "group"),
         ("POST", "/collections/docs/snapshots", "snapshot"),

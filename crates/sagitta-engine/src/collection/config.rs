@@ -8,6 +8,7 @@ use crate::error::{EngineError, Result};
 use crate::payload_index::{check_field_name, FieldType, PayloadSchema, MAX_INDEXED_FIELDS};
 use crate::point::{Distance, Point};
 pub use crate::segment::SegmentKindName;
+use crate::spaces::VectorSpaces;
 
 /// Largest vector dimension.
 pub const MAX_DIMENSION: usize = 65_536;
@@ -27,7 +28,9 @@ pub const MAX_PAYLOAD_BYTES: usize = 1 << 20;
 /// Largest `limit` (k) of a search.
 pub const MAX_LIMIT: usize = 10_000;
 
-const CONFIG_VERSION: u8 = 6;
+const CONFIG_VERSION: u8 = 7;
+/// The version before named vectors were recorded (read as none: one unnamed vector).
+const CONFIG_VERSION_UNNAMED: u8 = 6;
 /// The version before `vectors.on_disk` was recorded (read as false: vectors in RAM).
 const CONFIG_VERSION_VECTORS_IN_RAM: u8 = 5;
 /// The version before the partition size was recorded (read as the default, 1,000).
@@ -159,7 +162,7 @@ impl StorageConfig {
             } else {
                 DEFAULT_PARTITION_SIZE
             },
-            vectors_on_disk: version >= CONFIG_VERSION
+            vectors_on_disk: version >= CONFIG_VERSION_UNNAMED
                 && reader.code("vectors_on_disk", |code| match code {
                     0 => Some(false),
                     1 => Some(true),
@@ -218,15 +221,35 @@ impl CollectionConfig {
         Ok(())
     }
 
-    /// Validates and normalizes one point (Cosine vectors are stored unit-length).
-    pub(crate) fn prepare(&self, point: Point) -> Result<Point> {
-        self.check_vector(&point.vector, || EngineError::point(&point.id))?;
+    /// A configuration for named vectors `spaces`: their total size, stored in
+    /// [`SegmentKindName::Spaces`] segments, the rest as `self`.
+    pub fn named(&self, spaces: &VectorSpaces) -> CollectionConfig {
+        CollectionConfig {
+            dim: spaces.total_dim(),
+            distance: spaces.get(0).map_or(self.distance, |space| space.distance),
+            storage: StorageConfig {
+                segment_kind: SegmentKindName::Spaces,
+                ..self.storage
+            },
+            ..*self
+        }
+    }
+
+    /// Validates and normalizes one point (Cosine vectors are stored unit-length). With
+    /// named vectors `spaces`, each space's part is checked and normalized apart; a part
+    /// the point does not have is NaNs throughout ([`crate::spaces`]).
+    pub(crate) fn prepare(&self, spaces: &VectorSpaces, point: Point) -> Result<Point> {
         if let Some(payload) = &point.payload {
             check_payload(&point.id.to_string(), payload)?;
         }
         let mut point = point;
-        if self.distance == Distance::Cosine {
-            normalize(&mut point.vector);
+        if spaces.is_named() {
+            prepare_named(self, spaces, &mut point)?;
+        } else {
+            self.check_vector(&point.vector, || EngineError::point(&point.id))?;
+            if self.distance == Distance::Cosine {
+                normalize(&mut point.vector);
+            }
         }
         if self.storage.datatype == Datatype::Float16 {
             for value in &mut point.vector {
@@ -236,8 +259,40 @@ impl CollectionConfig {
         Ok(point)
     }
 
-    /// The collection manifest: configuration and payload schema (docs/format.md).
+    /// Checks that `spaces` fit this configuration: named vectors are stored side by side
+    /// (`dim` is their total) in segments of the kind that indexes each apart, kept in
+    /// RAM; a collection without them cannot use that kind.
+    pub(crate) fn check_spaces(&self, spaces: &VectorSpaces) -> Result<()> {
+        let named = spaces.is_named();
+        let invalid = |reason: &str| {
+            Err(EngineError::InvalidVectors {
+                reason: reason.to_string(),
+            })
+        };
+        if named && self.dim != spaces.total_dim() {
+            return invalid("the stored width differs from the named vectors' total size");
+        }
+        if named != (self.storage.segment_kind == SegmentKindName::Spaces) {
+            return invalid(if named {
+                "named vectors are kept in RAM segments: `sagitta.segment_kind` must be left unset"
+            } else {
+                "segment kind `spaces` is for collections with named vectors"
+            });
+        }
+        if named && self.storage.vectors_on_disk {
+            return invalid("`on_disk` vectors are not supported with named vectors yet");
+        }
+        Ok(())
+    }
+
+    /// The manifest of a collection without named vectors ([`CollectionConfig::encode_with`]).
     pub(super) fn encode(&self, schema: &PayloadSchema) -> Vec<u8> {
+        self.encode_with(schema, &VectorSpaces::default())
+    }
+
+    /// The collection manifest: configuration, payload schema and named vectors
+    /// (docs/format.md).
+    pub(super) fn encode_with(&self, schema: &PayloadSchema, spaces: &VectorSpaces) -> Vec<u8> {
         let mut out = Writer::new();
         out.u8(CONFIG_VERSION)
             .u8(self.distance.code())
@@ -252,14 +307,23 @@ impl CollectionConfig {
         for (field, kind) in schema {
             out.u8(kind.code()).str_u16(field, "bounded field name");
         }
+        spaces.encode_into(&mut out);
         out.into_bytes()
+    }
+
+    /// [`CollectionConfig::try_decode_with`] without the named vectors.
+    #[cfg(test)]
+    pub(super) fn try_decode(
+        bytes: &[u8],
+    ) -> Result<(CollectionConfig, PayloadSchema), DecodeError> {
+        CollectionConfig::try_decode_with(bytes).map(|(config, schema, _)| (config, schema))
     }
 
     /// Decodes a collection manifest, which must take every byte; a malformed one is an
     /// error naming the byte offset and the field.
-    pub(super) fn try_decode(
+    pub(super) fn try_decode_with(
         bytes: &[u8],
-    ) -> Result<(CollectionConfig, PayloadSchema), DecodeError> {
+    ) -> Result<(CollectionConfig, PayloadSchema, VectorSpaces), DecodeError> {
         let mut reader = Reader::new(bytes);
         let version = reader.version_u8_of(
             "config_version",
@@ -269,6 +333,7 @@ impl CollectionConfig {
                 CONFIG_VERSION_FLOAT32,
                 CONFIG_VERSION_FIXED_PARTITIONS,
                 CONFIG_VERSION_VECTORS_IN_RAM,
+                CONFIG_VERSION_UNNAMED,
                 CONFIG_VERSION,
             ],
         )?;
@@ -310,9 +375,58 @@ impl CollectionConfig {
                 ));
             }
         }
+        let spaces = if version >= CONFIG_VERSION {
+            let at = reader.offset();
+            let spaces = VectorSpaces::decode(&mut reader, MAX_DIMENSION)?;
+            config
+                .check_spaces(&spaces)
+                .map_err(|error| Reader::invalid_at(at, "named vectors", error.to_string()))?;
+            spaces
+        } else {
+            VectorSpaces::default()
+        };
         reader.expect_end("end of collection config")?;
-        Ok((config, schema))
+        Ok((config, schema, spaces))
     }
+}
+
+/// [`CollectionConfig::prepare`] of a point with named vectors.
+fn prepare_named(
+    config: &CollectionConfig,
+    spaces: &VectorSpaces,
+    point: &mut Point,
+) -> Result<()> {
+    if point.vector.len() != config.dim {
+        return Err(EngineError::WrongVectorDimension {
+            point: EngineError::point(&point.id),
+            expected: config.dim,
+            received: point.vector.len(),
+        });
+    }
+    for (index, space) in spaces.iter().enumerate() {
+        let offset = spaces.offset(index);
+        let part = &mut point.vector[offset..offset + space.dim];
+        if part[0].is_nan() {
+            if part.iter().all(|value| value.is_nan()) {
+                continue;
+            }
+            return Err(EngineError::NonFiniteValue {
+                point: format!("{} vector {:?}", EngineError::point(&point.id), space.name),
+                position: 0,
+            });
+        }
+        let check = CollectionConfig {
+            dim: space.dim,
+            ..*config
+        };
+        check.check_vector(part, || {
+            format!("{} vector {:?}", EngineError::point(&point.id), space.name)
+        })?;
+        if space.distance == Distance::Cosine {
+            normalize(part);
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn check_range(name: &'static str, value: usize, min: usize, max: usize) -> Result<()> {
@@ -391,13 +505,22 @@ mod tests {
         let mut expected = vec![CONFIG_VERSION, 1, 3, 0, 0, 0, 2, 0, 0, 0];
         expected.extend_from_slice(&[1, 128, 0, 0, 0, 1, 44, 1, 0, 0, 1]);
         expected.extend_from_slice(&[1, 0, 0, 0, 1, 3, 0, b'a', b'.', b'b']);
+        expected.extend_from_slice(&[0, 0, 0, 0]); // no named vectors
         assert_eq!(bytes, expected);
         assert_eq!(
             CollectionConfig::try_decode(&bytes).ok(),
             Some((config, schema.clone()))
         );
+        // a version 6 manifest (before named vectors were recorded): none
+        let mut six = expected.clone();
+        six[0] = CONFIG_VERSION_UNNAMED;
+        six.truncate(six.len() - 4);
+        assert_eq!(
+            CollectionConfig::try_decode(&six).ok(),
+            Some((config, schema.clone()))
+        );
         // a version 5 manifest (before vectors.on_disk was recorded): in RAM
-        let mut five = expected.clone();
+        let mut five = six.clone();
         five[0] = CONFIG_VERSION_VECTORS_IN_RAM;
         five.remove(20);
         let in_ram = CollectionConfig {
@@ -466,7 +589,7 @@ mod tests {
         let bytes = config.encode(&schema);
         let message = |bytes: &[u8]| CollectionConfig::try_decode(bytes).unwrap_err().to_string();
         assert_eq!(
-            message(&bytes[..bytes.len() - 1]),
+            message(&bytes[..bytes.len() - 5]),
             "at byte 28: field name: truncated (needs 4 bytes, 3 remain)"
         );
         let mut no_dim = bytes.clone();
@@ -504,13 +627,40 @@ mod tests {
         empty_part[28] = b'.';
         assert!(message(&empty_part).starts_with("at byte 26: field name:"));
         assert!(CollectionConfig::try_decode(&[CONFIG_VERSION]).is_err());
+        // named vectors must match the stored width and the segment kind
+        let spaces = VectorSpaces::new(
+            vec![crate::spaces::VectorSpace {
+                name: "text".to_string(),
+                dim: 3,
+                distance: Distance::Dot,
+            }],
+            MAX_DIMENSION,
+        )
+        .unwrap();
+        let named = CollectionConfig {
+            storage: StorageConfig {
+                segment_kind: SegmentKindName::Spaces,
+                ..config.storage
+            },
+            ..config
+        };
+        let bytes = named.encode_with(&schema, &spaces);
+        assert_eq!(
+            CollectionConfig::try_decode_with(&bytes).ok(),
+            Some((named, schema.clone(), spaces.clone()))
+        );
+        let wider = CollectionConfig { dim: 4, ..named };
+        assert!(message(&wider.encode_with(&schema, &spaces))
+            .contains("named vectors: the stored width differs"));
+        assert!(message(&config.encode_with(&schema, &spaces))
+            .contains("`sagitta.segment_kind` must be left unset"));
         assert_eq!(
             message(&[9]),
             format!(
                 "at byte 0: config_version: collection config version 9; this build reads \
                  {CONFIG_VERSION_HNSW_ONLY} and {CONFIG_VERSION_FLOAT32} and \
                  {CONFIG_VERSION_FIXED_PARTITIONS} and {CONFIG_VERSION_VECTORS_IN_RAM} and \
-                 {CONFIG_VERSION}"
+                 {CONFIG_VERSION_UNNAMED} and {CONFIG_VERSION}"
             )
         );
     }
@@ -543,7 +693,9 @@ mod tests {
         let one = PayloadSchema::from([("kind".to_string(), FieldType::Keyword)]);
         let mut twice = config.encode(&one);
         twice[21..25].copy_from_slice(&2u32.to_le_bytes());
+        let no_spaces = twice.split_off(twice.len() - 4);
         twice.extend_from_slice(&[1, 4, 0, b'k', b'i', b'n', b'd']);
+        twice.extend_from_slice(&no_spaces);
         assert_eq!(message(&twice), "at byte 33: field name: \"kind\" twice");
     }
 }

@@ -3,6 +3,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use sagitta_index::hnsw::AddProgress;
 use sagitta_index::IndexError;
@@ -13,6 +14,7 @@ use crate::error::{EngineError, Result};
 use crate::payload_index::PayloadSchema;
 use crate::point::{Distance, Point, PointId};
 use crate::shard::Shard;
+use crate::spaces::VectorSpaces;
 
 use super::config::{CollectionConfig, SegmentKindName};
 use super::{shard_index, shard_path, Collection};
@@ -173,6 +175,7 @@ impl Collection {
         progress: &ImportProgress,
     ) -> Result<(Collection, ImportReport)> {
         config.validate()?;
+        config.check_spaces(&VectorSpaces::default())?;
         if manifest::load(fs, directory)?.is_some() {
             return Err(EngineError::CollectionExists {
                 path: directory.display().to_string(),
@@ -204,7 +207,7 @@ impl Collection {
         let mut per_shard: Vec<Vec<Point>> = vec![Vec::new(); config.shard_count];
         for (position, point) in points.into_iter().enumerate() {
             if last_of[&point.id] == position {
-                let point = config.prepare(point)?;
+                let point = config.prepare(&VectorSpaces::default(), point)?;
                 per_shard[shard_index(&point.id, config.shard_count)].push(point);
             }
         }
@@ -216,7 +219,7 @@ impl Collection {
         };
         // One shard at a time: each segment build already uses every core.
         let mut shards = Vec::with_capacity(config.shard_count);
-        let storage = super::shard_storage(&config, &[]);
+        let storage = super::shard_storage(&config, &Arc::new(VectorSpaces::default()), &[]);
         for (index, points) in per_shard.into_iter().enumerate() {
             progress.check()?;
             let (shard, written) = Shard::write_imported(
@@ -279,7 +282,7 @@ impl Collection {
             vectors,
             config.dim,
             config.distance,
-            &super::shard_storage(&config, &[]),
+            &super::shard_storage(&config, &Arc::new(VectorSpaces::default()), &[]),
             &progress.rows,
         )
         .map_err(import_error)?;
@@ -304,7 +307,13 @@ impl Collection {
         manifest::publish(fs, directory, &encoded)?;
         report.bytes_written += encoded.len() as u64;
         Ok((
-            Collection::assemble(config, schema, shards, directory),
+            Collection::assemble(
+                config,
+                Arc::new(VectorSpaces::default()),
+                schema,
+                shards,
+                directory,
+            ),
             report,
         ))
     }

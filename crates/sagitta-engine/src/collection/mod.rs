@@ -23,6 +23,7 @@ use crate::payload_index::{check_field_name, FieldType, PayloadSchema, MAX_INDEX
 use crate::point::{Point, PointId};
 use crate::policy::{OptimizerPolicy, Work};
 use crate::shard::{Shard, ShardStorage};
+use crate::spaces::{SpaceSlice, VectorSpaces};
 
 use config::check_payload;
 pub use config::{
@@ -42,6 +43,8 @@ pub(super) fn shard_index(id: &PointId, shard_count: usize) -> usize {
 
 pub struct Collection {
     config: CollectionConfig,
+    /// Named vectors (none: one unnamed vector of the configured dimension).
+    spaces: Arc<VectorSpaces>,
     /// Indexed payload fields; the lock also serializes their changes.
     schema: Mutex<PayloadSchema>,
     shards: Vec<Shard>,
@@ -106,10 +109,11 @@ pub(super) fn open_shards(
     fs: &dyn FileSystem,
     directory: &Path,
     config: &CollectionConfig,
+    spaces: &Arc<VectorSpaces>,
     schema: &PayloadSchema,
     stripe_roots: &[PathBuf],
 ) -> Result<Vec<Shard>> {
-    let storage = shard_storage(config, stripe_roots);
+    let storage = shard_storage(config, spaces, stripe_roots);
     (0..config.shard_count)
         .map(|index| {
             Shard::open(
@@ -126,8 +130,13 @@ pub(super) fn open_shards(
 
 /// The storage every shard of a collection shares: its segment kind, one page cache of
 /// the configured size, and the collection's directories under the stripe roots.
-pub(super) fn shard_storage(config: &CollectionConfig, stripe_roots: &[PathBuf]) -> ShardStorage {
+pub(super) fn shard_storage(
+    config: &CollectionConfig,
+    spaces: &Arc<VectorSpaces>,
+    stripe_roots: &[PathBuf],
+) -> ShardStorage {
     ShardStorage {
+        spaces: Arc::clone(spaces),
         kind: config.storage.segment_kind,
         element: config.storage.datatype.element(),
         partition_size: config.storage.partition_size,
@@ -151,12 +160,14 @@ fn check_stripes(stripe_roots: &[PathBuf]) -> Result<()> {
 impl Collection {
     fn assemble(
         config: CollectionConfig,
+        spaces: Arc<VectorSpaces>,
         schema: PayloadSchema,
         shards: Vec<Shard>,
         directory: &Path,
     ) -> Collection {
         Collection {
             config,
+            spaces,
             schema: Mutex::new(schema),
             shards,
             directory: directory.to_path_buf(),
@@ -183,7 +194,23 @@ impl Collection {
         config: CollectionConfig,
         stripe_roots: &[PathBuf],
     ) -> Result<Collection> {
+        Collection::create_with_spaces(fs, directory, config, VectorSpaces::default(), stripe_roots)
+    }
+
+    /// [`Collection::create_striped`] of a collection with named vectors `spaces` (none:
+    /// one unnamed vector). With named vectors, `config.dim` must be their total size and
+    /// the segment kind [`SegmentKindName::Spaces`] ([`CollectionConfig::named`] makes such
+    /// a configuration).
+    pub fn create_with_spaces(
+        fs: &dyn FileSystem,
+        directory: &Path,
+        config: CollectionConfig,
+        spaces: VectorSpaces,
+        stripe_roots: &[PathBuf],
+    ) -> Result<Collection> {
         config.validate()?;
+        config.check_spaces(&spaces)?;
+        let spaces = Arc::new(spaces);
         check_stripes(stripe_roots)?;
         if manifest::load(fs, directory)?.is_some() {
             return Err(EngineError::CollectionExists {
@@ -194,9 +221,11 @@ impl Collection {
         // Shard logs first, manifest last: a crash in between leaves no manifest, so the
         // half-made collection does not exist and can be created again.
         let schema = PayloadSchema::new();
-        let shards = open_shards(fs, directory, &config, &schema, stripe_roots)?;
-        manifest::publish(fs, directory, &config.encode(&schema))?;
-        Ok(Collection::assemble(config, schema, shards, directory))
+        let shards = open_shards(fs, directory, &config, &spaces, &schema, stripe_roots)?;
+        manifest::publish(fs, directory, &config.encode_with(&schema, &spaces))?;
+        Ok(Collection::assemble(
+            config, spaces, schema, shards, directory,
+        ))
     }
 
     /// Opens the collection in `directory`, replaying every shard's log.
@@ -217,15 +246,18 @@ impl Collection {
             manifest::load(fs, directory)?.ok_or_else(|| EngineError::CollectionNotFound {
                 path: directory.display().to_string(),
             })?;
-        let (config, schema) =
-            CollectionConfig::try_decode(&bytes).map_err(|error| EngineError::Corrupt {
+        let (config, schema, spaces) =
+            CollectionConfig::try_decode_with(&bytes).map_err(|error| EngineError::Corrupt {
                 reason: format!(
                     "{}: collection configuration does not decode: {error}",
                     directory.display()
                 ),
             })?;
-        let shards = open_shards(fs, directory, &config, &schema, stripe_roots)?;
-        Ok(Collection::assemble(config, schema, shards, directory))
+        let spaces = Arc::new(spaces);
+        let shards = open_shards(fs, directory, &config, &spaces, &schema, stripe_roots)?;
+        Ok(Collection::assemble(
+            config, spaces, schema, shards, directory,
+        ))
     }
 
     /// Removes the files of the collection in `directory`: the manifest first (so a crash
@@ -306,7 +338,8 @@ impl Collection {
         }
         let mut next = schema.clone();
         next.insert(field.to_string(), kind);
-        manifest::publish(fs, &self.directory, &self.config.encode(&next))?;
+        let encoded = self.config.encode_with(&next, &self.spaces);
+        manifest::publish(fs, &self.directory, &encoded)?;
         *schema = next;
         self.shards
             .iter()
@@ -322,7 +355,8 @@ impl Collection {
         }
         let mut next = schema.clone();
         next.remove(field);
-        manifest::publish(fs, &self.directory, &self.config.encode(&next))?;
+        let encoded = self.config.encode_with(&next, &self.spaces);
+        manifest::publish(fs, &self.directory, &encoded)?;
         *schema = next;
         self.shards
             .iter()
@@ -444,6 +478,36 @@ impl Collection {
         &self.config
     }
 
+    /// Checks `point` as an upsert would (its vectors, named ones each apart, and its
+    /// payload), storing nothing.
+    pub fn check_point(&self, point: &Point) -> Result<()> {
+        self.config.prepare(&self.spaces, point.clone()).map(|_| ())
+    }
+
+    /// The named vectors (empty for a collection with one unnamed vector).
+    pub fn spaces(&self) -> &VectorSpaces {
+        &self.spaces
+    }
+
+    /// The space a search `using` names: one of the named vectors, or the whole vector of
+    /// a collection without them (which has only the unnamed one, `None` or `""`).
+    pub(crate) fn space_for(&self, using: Option<&str>) -> Result<SpaceSlice> {
+        let unknown = |name: &str| EngineError::InvalidVectors {
+            reason: format!("Wrong input: Not existing vector name error: {name}"),
+        };
+        if !self.spaces.is_named() {
+            return match using {
+                None | Some("") => Ok(SpaceSlice::whole(self.config.dim, self.config.distance)),
+                Some(name) => Err(unknown(name)),
+            };
+        }
+        let name = using.unwrap_or("");
+        self.spaces
+            .index_of(name)
+            .map(|index| self.spaces.slice(index))
+            .ok_or_else(|| unknown(name))
+    }
+
     pub fn directory(&self) -> &Path {
         &self.directory
     }
@@ -458,7 +522,7 @@ impl Collection {
     pub fn upsert(&self, points: Vec<Point>, wait: bool) -> Result<()> {
         let mut per_shard: Vec<Vec<Point>> = vec![Vec::new(); self.shards.len()];
         for point in points {
-            let point = self.config.prepare(point)?;
+            let point = self.config.prepare(&self.spaces, point)?;
             per_shard[self.shard_of(&point.id)].push(point);
         }
         self.write_shards(

@@ -6,7 +6,7 @@ use crate::filter::Filter;
 use crate::point::{Distance, Point, PointId};
 use crate::query::{user_score, within_threshold, ScoredPoint, SearchRequest, Strategy};
 
-use super::config::{check_range, normalize, MAX_LIMIT};
+use super::config::{check_range, normalize, CollectionConfig, MAX_LIMIT};
 use super::Collection;
 
 impl Collection {
@@ -138,15 +138,20 @@ impl Collection {
         if let Strategy::Beam(ef) = request.strategy {
             check_range("hnsw_ef", ef, 1, sagitta_index::limits::MAX_EF)?;
         }
-        self.config.check_vector(query, || "query".to_string())?;
+        let space = self.space_for(request.using)?;
+        let check = CollectionConfig {
+            dim: space.dim,
+            ..self.config
+        };
+        check.check_vector(query, || "query".to_string())?;
         let mut query = query.to_vec();
-        if self.config.distance == Distance::Cosine {
+        if space.distance == Distance::Cosine {
             normalize(&mut query);
         }
         let wanted = request.offset + request.limit;
         let mut hits = Vec::new();
         for shard in &self.shards {
-            hits.extend(shard.search(&query, wanted, request.filter, request.strategy)?);
+            hits.extend(shard.search(&query, wanted, request.filter, request.strategy, space)?);
         }
         hits.sort_by(|a, b| {
             a.distance
@@ -154,7 +159,7 @@ impl Collection {
                 .then(a.point.id.cmp(&b.point.id))
         });
         hits.truncate(wanted);
-        let distance = self.config.distance;
+        let distance = space.distance;
         Ok(hits
             .into_iter()
             .skip(request.offset)

@@ -38,8 +38,9 @@ use super::{
 };
 use crate::error::{EngineError, Result};
 use crate::filter::Filter;
-use crate::point::{Distance, Point, PointId};
+use crate::point::{Point, PointId};
 use crate::query::Strategy;
+use crate::spaces::SpaceSlice;
 
 const INDEX_MAGIC: &[u8; 8] = b"SAGDISK1";
 /// Partitions probed per unit of search beam: `hnsw_ef` 128 (the default beam) probes 32.
@@ -370,7 +371,7 @@ impl SegmentRead for DiskSegment {
         query: &[f32],
         k: usize,
         filter: Option<&Filter>,
-        _distance: Distance,
+        _space: SpaceSlice,
         strategy: Strategy,
     ) -> Result<Vec<(f32, Point)>> {
         let candidates = filter.and_then(|f| self.listing.candidates(f));

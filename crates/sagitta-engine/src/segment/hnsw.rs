@@ -35,6 +35,7 @@ use crate::filter::Filter;
 use crate::payload_index::PayloadSchema;
 use crate::point::{Distance, Point, PointId};
 use crate::query::{hit_distance, Strategy};
+use crate::spaces::SpaceSlice;
 
 /// HNSW parameters of sealed segments (the defaults: M = 16, ef_construction = 100).
 const SEGMENT_M: usize = 16;
@@ -501,9 +502,10 @@ impl SegmentRead for HnswSegment {
         query: &[f32],
         k: usize,
         filter: Option<&Filter>,
-        distance: Distance,
+        space: SpaceSlice,
         strategy: Strategy,
     ) -> Result<Vec<(f32, Point)>> {
+        let distance = space.distance;
         let candidates = filter.and_then(|f| self.listing.candidates(f));
         let exact_points = super::listing::FULL_SCAN_BYTES / (4 * self.index.dim().max(1));
         let selective = self.listing.is_selective(

@@ -37,6 +37,7 @@ pub(crate) mod disk;
 pub(crate) mod hnsw;
 mod listing;
 mod records;
+pub(crate) mod spaces;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -51,6 +52,7 @@ use crate::filter::Filter;
 use crate::payload_index::{FieldType, PayloadSchema};
 use crate::point::{Distance, Point, PointId};
 use crate::query::Strategy;
+use crate::spaces::{SpaceSlice, VectorSpaces};
 
 pub(crate) use disk::DiskSegment;
 pub(crate) use hnsw::{segment_params, HnswSegment};
@@ -65,6 +67,9 @@ pub enum SegmentKindName {
     /// Balanced partitions with RaBitQ codes in RAM and full vectors on disk, read
     /// through the page reader (issue 15).
     Disk,
+    /// One HNSW graph per named vector, over the points that have one, all in RAM
+    /// (collections with named vectors, [`crate::spaces`]).
+    Spaces,
 }
 
 impl SegmentKindName {
@@ -72,9 +77,11 @@ impl SegmentKindName {
         match self {
             SegmentKindName::Hnsw => "hnsw",
             SegmentKindName::Disk => "disk",
+            SegmentKindName::Spaces => "spaces",
         }
     }
 
+    /// The kinds a collection may ask for by name (`spaces` follows from named vectors).
     pub fn parse(name: &str) -> Option<SegmentKindName> {
         match name {
             "hnsw" => Some(SegmentKindName::Hnsw),
@@ -87,6 +94,7 @@ impl SegmentKindName {
         match self {
             SegmentKindName::Hnsw => 0,
             SegmentKindName::Disk => 1,
+            SegmentKindName::Spaces => 2,
         }
     }
 
@@ -94,6 +102,7 @@ impl SegmentKindName {
         match code {
             0 => Some(SegmentKindName::Hnsw),
             1 => Some(SegmentKindName::Disk),
+            2 => Some(SegmentKindName::Spaces),
             _ => None,
         }
     }
@@ -117,6 +126,8 @@ pub(crate) struct SegmentShape<'a> {
     /// under each stripe root (a disk segment's build spreads its partitions over all).
     pub stripes: &'a [PathBuf],
     pub page_cache: &'a Arc<PageCache>,
+    /// The collection's named vectors (none: one unnamed vector of `dim`).
+    pub spaces: &'a VectorSpaces,
 }
 
 /// The read side of a sealed segment. Every method sees live points only.
@@ -179,12 +190,13 @@ pub(crate) trait SegmentRead: Send + Sync {
     fn is_deleted_at(&self, position: u32) -> bool;
     /// Top-`k` among live points passing `filter`, as `(distance, point)` with "lower is
     /// closer" distances ([`crate::query::hit_distance`]).
+    /// `query` is a vector of `space` (one named vector's, or the whole vector).
     fn search(
         &self,
         query: &[f32],
         k: usize,
         filter: Option<&Filter>,
-        distance: Distance,
+        space: SpaceSlice,
         strategy: Strategy,
     ) -> Result<Vec<(f32, Point)>>;
 }
@@ -308,6 +320,7 @@ pub(crate) fn build(
     let build = match kind {
         SegmentKindName::Hnsw => build_as::<HnswSegment>,
         SegmentKindName::Disk => build_as::<DiskSegment>,
+        SegmentKindName::Spaces => build_as::<spaces::SpacesSegment>,
     };
     build(fs, directory, id, points, shape, progress)
 }
@@ -338,6 +351,7 @@ pub(crate) fn load(
     let load = match kind {
         SegmentKindName::Hnsw => load_as::<HnswSegment>,
         SegmentKindName::Disk => load_as::<DiskSegment>,
+        SegmentKindName::Spaces => load_as::<spaces::SpacesSegment>,
     };
     load(fs, directory, id, record_files, tombstone_generation, shape)
 }
@@ -393,6 +407,7 @@ pub(crate) fn file_names(kind: SegmentKindName, id: u64) -> Vec<String> {
         SegmentKindName::Hnsw => vec![format!("segment-{id}.hnsw"), points],
         // its records files are listed in the shard manifest (an append shares them)
         SegmentKindName::Disk => vec![format!("segment-{id}.ivf"), points],
+        SegmentKindName::Spaces => vec![format!("segment-{id}.spaces"), points],
     }
 }
 

@@ -114,8 +114,10 @@ impl Shard {
     /// one graph instead of two; otherwise a graph of its own once the buffer holds enough
     /// rows to train SQ8. None while a seal runs: the segment it is writing may be the
     /// host, and a graph must not grow while it is saved. Returns whether there is a graph.
+    /// Named vectors get no buffer graph: the buffer is scanned exactly per space until
+    /// the seal builds each space's graph ([`crate::segment::spaces`]).
     fn start_graph(&self, policy: &OptimizerPolicy, slots: usize) -> Result<bool> {
-        if self.frozen.read().is_some() || slots == 0 {
+        if self.frozen.read().is_some() || slots == 0 || self.storage.spaces.is_named() {
             return Ok(false);
         }
         let room = slots.max(policy.seal_points);

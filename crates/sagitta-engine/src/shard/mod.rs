@@ -36,6 +36,7 @@ use crate::shard_manifest::{
     remove_unreferenced, remove_unreferenced_records, wal_path, ListedSegment, ShardManifest,
 };
 use crate::shard_state::{carried_records, Frozen, Writer};
+use crate::spaces::VectorSpaces;
 
 /// Each log's path and intact records, in replay order.
 type RecoveredLogs = Vec<(PathBuf, Vec<Record>)>;
@@ -122,6 +123,8 @@ pub(crate) struct ShardStorage {
     pub vectors_on_disk: bool,
     /// The collection's page cache (records files).
     pub page_cache: Arc<PageCache>,
+    /// The collection's named vectors (none: one unnamed vector).
+    pub spaces: Arc<VectorSpaces>,
     /// The collection's directory under each stripe root, in the database's order: a
     /// shard's records files spread over its own directory and its directory under each.
     pub stripe_roots: Arc<[PathBuf]>,
@@ -146,6 +149,7 @@ impl ShardStorage {
             vectors_on_disk: self.vectors_on_disk,
             stripes,
             page_cache: &self.page_cache,
+            spaces: &self.spaces,
         }
     }
 

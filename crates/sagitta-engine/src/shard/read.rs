@@ -13,6 +13,7 @@ use crate::point::{Point, PointId};
 use crate::query::{auto_beam, hit_distance, ShardHit, Strategy};
 use crate::segment::{SegmentWrite, SharedSegment};
 use crate::shard_state::Frozen;
+use crate::spaces::SpaceSlice;
 
 use super::{host_among, Shard};
 
@@ -128,6 +129,7 @@ impl Shard {
         k: usize,
         filter: Option<&Filter>,
         strategy: Strategy,
+        space: SpaceSlice,
     ) -> Result<Vec<ShardHit>> {
         // The three locks are held together only to take a consistent view and to search
         // the write buffer (with the graph it shares, if any); the frozen buffer and the
@@ -156,7 +158,7 @@ impl Shard {
             None => Vec::new(),
         };
         let buffer_plan = plan.buffer(buffer.graph.as_ref(), buffer.slot_count());
-        hits.extend(buffer.search(query, k, filter, None, self.dim, self.distance, buffer_plan));
+        hits.extend(buffer.search(query, k, filter, None, self.dim, space, buffer_plan));
         drop((buffer, frozen_lock, segments_lock));
         if let Some(frozen) = frozen.as_ref() {
             let removed = frozen.removed.lock();
@@ -167,7 +169,7 @@ impl Shard {
                 filter,
                 Some(&removed),
                 self.dim,
-                self.distance,
+                space,
                 frozen_plan,
             ));
         }
@@ -177,7 +179,7 @@ impl Shard {
             .filter(|segment| Some(segment.id()) != host_id)
         {
             let strategy = plan.strategy(segment.len());
-            for (distance, point) in segment.search(query, k, filter, self.distance, strategy)? {
+            for (distance, point) in segment.search(query, k, filter, space, strategy)? {
                 hits.push(ShardHit { distance, point });
             }
         }

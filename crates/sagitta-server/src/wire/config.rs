@@ -12,7 +12,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use sagitta_engine::collection::{MAX_PAGE_CACHE_MB, MAX_PARTITION_SIZE, MIN_PARTITION_SIZE};
-use sagitta_engine::{Datatype, Distance, SegmentKindName, StorageConfig};
+use sagitta_engine::{
+    Datatype, Distance, SegmentKindName, StorageConfig, VectorSpace, VectorSpaces,
+};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -422,12 +424,51 @@ impl SagittaStorageInput {
     }
 }
 
-/// The collection's vector (dimension and distance), shard count and storage, checked.
+/// The collection's vector (dimension and distance), shard count and storage, checked;
+/// with named vectors, `spaces` lists them and `dim`/`distance` are the first one's
+/// (the engine's configuration comes from [`sagitta_engine::CollectionConfig::named`]).
 pub struct CreateCollectionConfig {
     pub dim: usize,
     pub distance: Distance,
     pub shard_count: usize,
     pub storage: StorageConfig,
+    pub spaces: VectorSpaces,
+}
+
+/// Named vectors from `vectors: {name: {size, distance, ..}}`; the map holding only the
+/// unnamed vector `""` is the single-vector form. Per-vector storage must agree: one
+/// datatype for all, and no `on_disk` (named vectors are kept in RAM segments).
+fn named_spaces(
+    named: Vec<(String, VectorParamsInput)>,
+) -> ApiResult<(VectorParamsInput, VectorSpaces)> {
+    if named.is_empty() {
+        return Err(ApiError::bad_request(
+            "Wrong input: `vectors` is an empty map: a collection needs at least one dense              vector (sparse vectors are not supported yet)",
+        ));
+    }
+    let datatype = named[0].1.datatype;
+    let mut spaces = Vec::with_capacity(named.len());
+    for (name, params) in &named {
+        if params.on_disk {
+            return Err(ApiError::bad_request(format!(
+                "Wrong input: `vectors.{name}.on_disk`: named vectors are kept in RAM;                  on_disk is supported for a collection with one unnamed vector"
+            )));
+        }
+        if params.datatype != datatype {
+            return Err(ApiError::bad_request(format!(
+                "Wrong input: `vectors.{name}.datatype`: every named vector of a collection                  must have the same datatype"
+            )));
+        }
+        spaces.push(VectorSpace {
+            name: name.clone(),
+            dim: params.size,
+            distance: params.distance,
+        });
+    }
+    let spaces = VectorSpaces::new(spaces, sagitta_engine::collection::MAX_DIMENSION)
+        .map_err(|error| ApiError::bad_request(format!("Wrong input: `vectors`: {error}")))?;
+    let first = named.into_iter().next().expect("not empty").1;
+    Ok((first, spaces))
 }
 
 impl CreateCollectionRequest {
@@ -440,18 +481,15 @@ impl CreateCollectionRequest {
                      collection has one unnamed dense vector",
                 ))
             }
-            Some(VectorsConfigInput::Single(params)) => params,
-            Some(VectorsConfigInput::Named(mut named)) => {
-                if named.len() != 1 || named[0].0 != DEFAULT_VECTOR_NAME {
-                    let names: Vec<&String> = named.iter().map(|(name, _)| name).collect();
-                    return Err(ApiError::bad_request(format!(
-                        "Wrong input: `vectors`: named vectors {names:?} are not supported; \
-                         a collection has one unnamed vector ({{\"size\", \"distance\"}})"
-                    )));
-                }
-                named.remove(0).1
+            Some(VectorsConfigInput::Single(params)) => (params, VectorSpaces::default()),
+            Some(VectorsConfigInput::Named(mut named))
+                if named.len() == 1 && named[0].0 == DEFAULT_VECTOR_NAME =>
+            {
+                (named.remove(0).1, VectorSpaces::default())
             }
+            Some(VectorsConfigInput::Named(named)) => named_spaces(named)?,
         };
+        let (vectors, spaces) = vectors;
         refuse_sparse(self.sparse_vectors.as_ref())?;
         if let Some(method) = self.sharding_method.as_deref() {
             if method != "auto" {
@@ -485,6 +523,7 @@ impl CreateCollectionRequest {
             distance: vectors.distance,
             shard_count,
             storage,
+            spaces,
         })
     }
 }
@@ -551,10 +590,18 @@ pub struct CollectionParamsDiffInput {
 }
 
 impl UpdateCollectionRequest {
-    /// Refuses what cannot be honoured; returns the optimizer settings to echo.
-    pub fn checked(self) -> ApiResult<Option<OptimizersInput>> {
+    /// Refuses what cannot be honoured (vector names the collection, with named vectors
+    /// `spaces`, does not have among them); returns the optimizer settings to echo.
+    pub fn checked(self, spaces: &VectorSpaces) -> ApiResult<Option<OptimizersInput>> {
         if let Some(vectors) = &self.vectors {
-            if let Some(name) = vectors.keys().find(|name| *name != DEFAULT_VECTOR_NAME) {
+            let known = |name: &String| {
+                if spaces.is_named() {
+                    spaces.index_of(name).is_some()
+                } else {
+                    name == DEFAULT_VECTOR_NAME
+                }
+            };
+            if let Some(name) = vectors.keys().find(|name| !known(name)) {
                 return Err(super::unknown_vector_name("vectors", name));
             }
         }

@@ -30,7 +30,10 @@ mod vectors;
 
 pub use fields::{NoShardKeys, NullOnly};
 pub use ids::{IdInput, IdOutput};
-pub use output::{record_output, scored_output, RecordOutput, ScoredPointOutput, SearchHits};
+pub use output::{
+    record_output, scored_output, vector_output, RecordOutput, ScoredPointOutput, SearchHits,
+    VectorOutput,
+};
 pub use requests::{
     CountRequest, DeletePayloadRequest, PointSelector, RetrieveRequest, ScrollRequest,
     SetPayloadRequest,
@@ -39,7 +42,9 @@ pub use search::{
     AcornInput, LookupLocation, QuantizationSearchInput, QueryBatchRequest, QueryInput,
     QueryRequest, SearchBatchRequest, SearchParamsInput, SearchRequestInput, SearchVectorInput,
 };
-pub use select::{select_payload, PayloadOutput, PayloadSelector, WithPayload, WithVector};
+pub use select::{
+    select_payload, PayloadOutput, PayloadSelector, VectorPick, WithPayload, WithVector,
+};
 pub use upsert::{BatchInput, PointInput, UpdateMode, UpsertRequest};
 pub use vectors::{unknown_vector_name, BatchVectors, NamedVector, VectorInput};
 

@@ -16,8 +16,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use sagitta_engine::VectorSpaces;
+
 use super::fields::{refuse_value, unknown_field};
-use super::DEFAULT_VECTOR_NAME;
+use super::{unknown_vector_name, DEFAULT_VECTOR_NAME};
+use crate::error::ApiResult;
 
 /// `with_payload`: a flag, a list of keys, or `{"include": [..]}` / `{"exclude": [..]}`.
 #[derive(Clone, Debug, PartialEq)]
@@ -113,28 +116,47 @@ impl<'de> Deserialize<'de> for WithVector {
     }
 }
 
-/// A vector name that exists: only the unnamed vector, `""`.
+/// A vector name (checked against the collection by [`WithVector::pick`]).
 struct VectorName(String);
 
 impl<'de> Deserialize<'de> for VectorName {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<VectorName, D::Error> {
-        let name = String::deserialize(deserializer)?;
-        if name != DEFAULT_VECTOR_NAME {
-            return Err(de::Error::custom(format!(
-                "Not existing vector name error: {name:?}; collections have one unnamed \
-                 vector (name \"\")"
-            )));
-        }
-        Ok(VectorName(name))
+        String::deserialize(deserializer).map(VectorName)
     }
 }
 
+/// Which of a point's vectors a response shows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum VectorPick {
+    None,
+    All,
+    /// These named vectors (numbers in the collection's order), where the point has them.
+    Spaces(Vec<usize>),
+}
+
 impl WithVector {
-    pub fn wanted(option: Option<&WithVector>) -> bool {
+    /// What `with_vector` asks of a collection with named vectors `spaces` (none: the one
+    /// unnamed vector, `""`); a name it does not have is an error.
+    pub fn pick(option: Option<&WithVector>, spaces: &VectorSpaces) -> ApiResult<VectorPick> {
         match option {
-            None | Some(WithVector::Flag(false)) => false,
-            Some(WithVector::Flag(true)) => true,
-            Some(WithVector::Names(names)) => names.iter().any(|n| n == DEFAULT_VECTOR_NAME),
+            None | Some(WithVector::Flag(false)) => Ok(VectorPick::None),
+            Some(WithVector::Flag(true)) => Ok(VectorPick::All),
+            Some(WithVector::Names(names)) if !spaces.is_named() => {
+                match names.iter().find(|name| *name != DEFAULT_VECTOR_NAME) {
+                    Some(name) => Err(unknown_vector_name("with_vector", name)),
+                    None if names.is_empty() => Ok(VectorPick::None),
+                    None => Ok(VectorPick::All),
+                }
+            }
+            Some(WithVector::Names(names)) => names
+                .iter()
+                .map(|name| {
+                    spaces
+                        .index_of(name)
+                        .ok_or_else(|| unknown_vector_name("with_vector", name))
+                })
+                .collect::<ApiResult<Vec<usize>>>()
+                .map(VectorPick::Spaces),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! batch form, checked and turned into engine points. Payloads pass through as raw JSON
 //! text, which is what the engine stores.
 
-use sagitta_engine::Point;
+use sagitta_engine::{Point, VectorSpaces};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -60,8 +60,9 @@ pub enum UpdateMode {
 }
 
 impl UpsertRequest {
-    /// The points, checked against `max_points`; errors name the point's position.
-    pub fn into_points(self, max_points: usize) -> ApiResult<Vec<Point>> {
+    /// The points, checked against `max_points` and the collection's named vectors
+    /// `spaces`; errors name the point's position.
+    pub fn into_points(self, max_points: usize, spaces: &VectorSpaces) -> ApiResult<Vec<Point>> {
         let points = match (self.points, self.batch) {
             (Some(_), Some(_)) => {
                 return Err(ApiError::bad_request(
@@ -83,7 +84,7 @@ impl UpsertRequest {
                             id: point.id.0,
                             vector: point
                                 .vector
-                                .into_default(&format!("points[{index}].vector"))?,
+                                .into_stored(&format!("points[{index}].vector"), spaces)?,
                             payload: payload_text(
                                 point.payload,
                                 &format!("points[{index}].payload"),
@@ -95,12 +96,7 @@ impl UpsertRequest {
             (None, Some(batch)) => {
                 check_count("batch.ids", batch.ids.len(), max_points)?;
                 let rows = batch.ids.len();
-                if batch.vectors.0.len() != rows {
-                    return Err(ApiError::bad_request(format!(
-                        "Wrong input: `batch.vectors` has {} vectors for {rows} ids",
-                        batch.vectors.0.len()
-                    )));
-                }
+                let vectors = batch.vectors.into_rows(rows, spaces)?;
                 let payloads = match batch.payloads {
                     Some(payloads) if payloads.len() != rows => {
                         return Err(ApiError::bad_request(format!(
@@ -114,7 +110,7 @@ impl UpsertRequest {
                 batch
                     .ids
                     .into_iter()
-                    .zip(batch.vectors.0)
+                    .zip(vectors)
                     .zip(payloads)
                     .enumerate()
                     .map(|(index, ((id, vector), payload))| {
@@ -146,7 +142,7 @@ mod tests {
                  "payload":{"a":1}}]}"#,
         )
         .unwrap();
-        let points = list.into_points(10).unwrap();
+        let points = list.into_points(10, &VectorSpaces::default()).unwrap();
         assert_eq!(points[0].id, PointId::Number(1));
         assert_eq!(points[1].vector, vec![3.0, 4.0]);
         assert!(matches!(points[1].id, PointId::Uuid(_)));
@@ -154,7 +150,7 @@ mod tests {
         let batch: UpsertRequest =
             parse(br#"{"batch":{"ids":[1,2],"vectors":[[1,2],[3,4]],"payloads":[{"a":1},null]}}"#)
                 .unwrap();
-        let points = batch.into_points(10).unwrap();
+        let points = batch.into_points(10, &VectorSpaces::default()).unwrap();
         assert_eq!(points.len(), 2);
         assert_eq!(points[1].payload, None);
     }
@@ -163,7 +159,7 @@ mod tests {
     fn bad_points_name_their_position() {
         let named: UpsertRequest =
             parse(br#"{"points":[{"id":1,"vector":[1]},{"id":2,"vector":{"text":[1]}}]}"#).unwrap();
-        let error = named.into_points(10).unwrap_err();
+        let error = named.into_points(10, &VectorSpaces::default()).unwrap_err();
         assert!(
             error.message.contains("points[1].vector"),
             "{}",
@@ -183,6 +179,12 @@ mod tests {
         );
         let many: UpsertRequest =
             parse(br#"{"batch":{"ids":[1,2,3],"vectors":[[1],[2],[3]]}}"#).unwrap();
-        assert_eq!(many.into_points(2).unwrap_err().status.as_u16(), 413);
+        assert_eq!(
+            many.into_points(2, &VectorSpaces::default())
+                .unwrap_err()
+                .status
+                .as_u16(),
+            413
+        );
     }
 }

@@ -4,15 +4,16 @@
 
 use std::fmt;
 
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+
+use sagitta_engine::VectorSpaces;
 
 use super::DEFAULT_VECTOR_NAME;
 use crate::error::{ApiError, ApiResult};
 
-/// A vector field: a dense list, or a map of vector name to vector. Only the unnamed
-/// vector (`""`) exists in SagittaDB collections; other names are recorded so the error
-/// can name them.
+/// A vector field: a dense list, or a map of vector name to vector (checked against the
+/// collection's named vectors by [`VectorInput::into_stored`]).
 #[derive(Clone, Debug, PartialEq)]
 pub enum VectorInput {
     Dense(Vec<f32>),
@@ -87,7 +88,56 @@ impl<'de> Deserialize<'de> for VectorInput {
     }
 }
 
+/// A named vector's values, checked against its size.
+fn sized(values: Vec<f32>, dim: usize, field: &str) -> ApiResult<Vec<f32>> {
+    if values.len() != dim {
+        return Err(ApiError::bad_request(format!(
+            "Wrong input: Vector dimension error: expected dim: {dim}, got {} (`{field}`)",
+            values.len()
+        )));
+    }
+    Ok(values)
+}
+
+fn not_dense(field: &str) -> ApiError {
+    ApiError::bad_request(format!(
+        "Wrong input: `{field}`: sparse and multi-vectors are not supported; send a list of \
+         numbers"
+    ))
+}
+
 impl VectorInput {
+    /// The vector as the collection stores it: the unnamed one, or with named vectors
+    /// `spaces` each named one in its place and NaNs for those not given
+    /// ([`sagitta_engine::spaces`]). Errors name `field`.
+    pub fn into_stored(self, field: &str, spaces: &VectorSpaces) -> ApiResult<Vec<f32>> {
+        if !spaces.is_named() {
+            return self.into_default(field);
+        }
+        let named = match self {
+            VectorInput::Dense(_) => {
+                return Err(ApiError::bad_request(format!(
+                    "Wrong input: `{field}`: the collection has named vectors; send a map of \
+                     vector name to vector. Not existing vector name error: "
+                )))
+            }
+            VectorInput::Named(named) => named,
+        };
+        let mut parts: Vec<Option<Vec<f32>>> = vec![None; spaces.len()];
+        for (name, vector) in named {
+            let index = spaces
+                .index_of(&name)
+                .ok_or_else(|| unknown_vector_name(field, &name))?;
+            let NamedVector::Dense(values) = vector else {
+                return Err(not_dense(&format!("{field}.{name}")));
+            };
+            let dim = spaces.get(index).map_or(0, |space| space.dim);
+            parts[index] = Some(sized(values, dim, &format!("{field}.{name}"))?);
+        }
+        let views: Vec<Option<&[f32]>> = parts.iter().map(Option::as_deref).collect();
+        Ok(spaces.join(&views))
+    }
+
     /// The default vector, or an error naming `field` and what was wrong.
     pub fn into_default(self, field: &str) -> ApiResult<Vec<f32>> {
         match self {
@@ -100,12 +150,7 @@ impl VectorInput {
                     }
                     match vector {
                         NamedVector::Dense(values) => found = Some(values),
-                        NamedVector::Other => {
-                            return Err(ApiError::bad_request(format!(
-                                "Wrong input: `{field}`: sparse and multi-vectors are not \
-                                 supported; send a list of numbers"
-                            )))
-                        }
+                        NamedVector::Other => return Err(not_dense(field)),
                     }
                 }
                 found.ok_or_else(|| {
@@ -118,14 +163,78 @@ impl VectorInput {
 
 pub fn unknown_vector_name(field: &str, name: &str) -> ApiError {
     ApiError::bad_request(format!(
-        "Wrong input: `{field}`: Not existing vector name error: {name:?}; collections \
-         have one unnamed vector (name \"\")"
+        "Wrong input: Not existing vector name error: {name} (`{field}`)"
     ))
 }
 
 /// `vectors` of the batch form: a list of vectors, or a map of vector name to such a list.
 #[derive(Clone, Debug, PartialEq)]
-pub struct BatchVectors(pub Vec<Vec<f32>>);
+pub enum BatchVectors {
+    Dense(Vec<Vec<f32>>),
+    Named(Vec<(String, Vec<Vec<f32>>)>),
+}
+
+impl BatchVectors {
+    /// The `rows` stored vectors (see [`VectorInput::into_stored`]); each named list must
+    /// hold one vector per id.
+    pub fn into_rows(self, rows: usize, spaces: &VectorSpaces) -> ApiResult<Vec<Vec<f32>>> {
+        let count_error = |field: &str, count: usize| {
+            ApiError::bad_request(format!(
+                "Wrong input: `{field}` has {count} vectors for {rows} ids"
+            ))
+        };
+        let named = match self {
+            BatchVectors::Dense(vectors) if !spaces.is_named() => {
+                if vectors.len() != rows {
+                    return Err(count_error("batch.vectors", vectors.len()));
+                }
+                return Ok(vectors);
+            }
+            BatchVectors::Dense(_) => {
+                return Err(unknown_vector_name("batch.vectors", ""));
+            }
+            BatchVectors::Named(named) => named,
+        };
+        let mut columns: Vec<Option<Vec<Vec<f32>>>> = vec![None; spaces.len().max(1)];
+        for (name, vectors) in named {
+            let field = format!("batch.vectors.{name}");
+            if vectors.len() != rows {
+                return Err(count_error(&field, vectors.len()));
+            }
+            if !spaces.is_named() {
+                if name != DEFAULT_VECTOR_NAME {
+                    return Err(unknown_vector_name("batch.vectors", &name));
+                }
+                columns[0] = Some(vectors);
+                continue;
+            }
+            let index = spaces
+                .index_of(&name)
+                .ok_or_else(|| unknown_vector_name("batch.vectors", &name))?;
+            let dim = spaces.get(index).map_or(0, |space| space.dim);
+            let checked = vectors
+                .into_iter()
+                .enumerate()
+                .map(|(row, values)| sized(values, dim, &format!("{field}[{row}]")))
+                .collect::<ApiResult<Vec<_>>>()?;
+            columns[index] = Some(checked);
+        }
+        if !spaces.is_named() {
+            return columns[0].take().ok_or_else(|| {
+                ApiError::bad_request("Wrong input: `batch.vectors`: no vectors given")
+            });
+        }
+        Ok((0..rows)
+            .map(|row| {
+                let views: Vec<Option<&[f32]>> = columns
+                    .iter()
+                    .map(|column| column.as_ref().map(|vectors| vectors[row].as_slice()))
+                    .collect();
+                spaces.join(&views)
+            })
+            .collect())
+    }
+}
 
 impl<'de> Deserialize<'de> for BatchVectors {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<BatchVectors, D::Error> {
@@ -145,21 +254,15 @@ impl<'de> Deserialize<'de> for BatchVectors {
                 while let Some(Dense(row)) = seq.next_element::<Dense>()? {
                     rows.push(row);
                 }
-                Ok(BatchVectors(rows))
+                Ok(BatchVectors::Dense(rows))
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<BatchVectors, A::Error> {
-                let mut rows = None;
+                let mut named = Vec::new();
                 while let Some(name) = map.next_key::<String>()? {
-                    if name != DEFAULT_VECTOR_NAME {
-                        return Err(de::Error::custom(format!(
-                            "Not existing vector name error: {name:?}; collections have one \
-                             unnamed vector (name \"\")"
-                        )));
-                    }
-                    let BatchVectors(value) = map.next_value()?;
-                    rows = Some(value);
+                    let rows: Vec<Dense> = map.next_value()?;
+                    named.push((name, rows.into_iter().map(|Dense(row)| row).collect()));
                 }
-                Ok(BatchVectors(rows.unwrap_or_default()))
+                Ok(BatchVectors::Named(named))
             }
         }
         deserializer.deserialize_any(BatchVisitor)
