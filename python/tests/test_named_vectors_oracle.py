@@ -193,6 +193,27 @@ def test_named_vectors_match_qdrant_local_mode(named_clients) -> None:
         )
         client.delete_vectors(COLLECTION, vectors=["code"], points=[1, 2, 3], wait=True)
     _check_records(remote, oracle, ids, True)
+    # the same through /points/batch, in order with an upsert
+    for client in (remote, oracle):
+        client.batch_update_points(
+            COLLECTION,
+            update_operations=[
+                models.UpdateVectorsOperation(
+                    update_vectors=models.UpdateVectors(
+                        points=[
+                            models.PointVectors(id=5, vector={"code": [3.0, 2.0, 1.0]})
+                        ]
+                    )
+                ),
+                models.DeleteVectorsOperation(
+                    delete_vectors=models.DeleteVectors(
+                        points=[6, 7], vector=["text", "image"]
+                    )
+                ),
+            ],
+            wait=True,
+        )
+    _check_records(remote, oracle, ids, True)
     for using in SIZES:
         _check_search(remote, oracle, using, _vector(rng, using), None)
 

@@ -1023,6 +1023,16 @@ fn any_value<'a>(
     }
 }
 
+/// The values at `key` (a Qdrant payload path: `a.b`, `a[]`, `a[0]`) of `payload`, an
+/// array at the end giving its elements — what a group-by groups on. `None` when `key` is
+/// not a valid path.
+pub fn payload_values(payload: &Value, key: &str) -> Option<Vec<Value>> {
+    let path = KeyPath::parse(key)?;
+    let mut found = Vec::new();
+    values_at(payload, &path, &mut found);
+    Some(found.into_iter().cloned().collect())
+}
+
 /// Every value of the field at `key` (as [`any_value`] visits them).
 pub(crate) fn values_at<'a>(payload: &'a Value, key: &KeyPath, out: &mut Vec<&'a Value>) {
     any_value(Some(payload), key, &Work(Cell::new(0)), &mut |value| {

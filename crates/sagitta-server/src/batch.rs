@@ -3,8 +3,8 @@
 //! after another, each seeing the ones before it, an operation that fails stopping the
 //! rest (those before it stay applied, as in Qdrant). The whole list is parsed and checked
 //! (shapes, ids, vectors, filters) before the first is applied, and no other write to the
-//! collection runs in between. `update_vectors` and `delete_vectors` are refused, naming
-//! the operation: SagittaDB does not change a stored point's vectors in place yet.
+//! collection runs in between. `update_vectors` and `delete_vectors` replace or remove a
+//! stored point's named vectors (`crate::vectors`).
 
 use std::time::Instant;
 
@@ -22,6 +22,10 @@ use crate::points::{
     admitted, exclusive, refuse_nested_key, selected_ids, write_order, write_slot, PayloadChange,
 };
 use crate::response::ok;
+use crate::vectors::{
+    apply_delete_vectors, apply_update_vectors, DeleteVectorsRequest, GivenVectors,
+    UpdateVectorsRequest,
+};
 use crate::wire::{
     parse_filter, DeletePayloadRequest, IdInput, PointSelector, SetPayloadRequest, UpdateMode,
     UpsertRequest,
@@ -43,8 +47,8 @@ enum Operation {
     OverwritePayload(SetPayloadRequest),
     DeletePayload(DeletePayloadRequest),
     ClearPayload(PointSelector),
-    UpdateVectors(serde::de::IgnoredAny),
-    DeleteVectors(serde::de::IgnoredAny),
+    UpdateVectors(UpdateVectorsRequest),
+    DeleteVectors(DeleteVectorsRequest),
 }
 
 /// Points chosen by the operation: ids, or a filter evaluated when the operation runs.
@@ -62,6 +66,8 @@ enum Step {
     },
     Delete(Selection),
     Payload(Selection, PayloadChange),
+    UpdateVectors(GivenVectors, Option<Filter>),
+    DeleteVectors(Vec<usize>, Selection),
 }
 
 fn selection(
@@ -128,11 +134,19 @@ fn checked(
             let cleared = PayloadChange::Overwrite("{}".to_string());
             Step::Payload(selection(selector.points, selector.filter, &at)?, cleared)
         }
-        Operation::UpdateVectors(_) | Operation::DeleteVectors(_) => {
-            return Err(ApiError::bad_request(format!(
-                "Wrong input: `{at}`: update_vectors and delete_vectors are not supported \
-                 by SagittaDB (upsert the whole point instead)"
-            )))
+        Operation::UpdateVectors(request) => {
+            let at = format!("{at}.update_vectors");
+            let (given, filter) = request
+                .checked(collection, max_points)
+                .map_err(|error| error.at(&at))?;
+            Step::UpdateVectors(given, filter)
+        }
+        Operation::DeleteVectors(request) => {
+            let at = format!("{at}.delete_vectors");
+            let (removed, (points, filter)) = request
+                .checked(collection.spaces())
+                .map_err(|error| error.at(&at))?;
+            Step::DeleteVectors(removed, Selection { points, filter })
         }
     })
 }
@@ -169,6 +183,13 @@ fn apply(
         Step::Payload(selection, change) => {
             let selector = (selection.points, selection.filter);
             change.apply((target, name), selector, wait, max_points)?;
+        }
+        Step::UpdateVectors(given, filter) => {
+            apply_update_vectors(target, name, given, filter.as_ref(), wait)?;
+        }
+        Step::DeleteVectors(removed, selection) => {
+            let selector = (selection.points, selection.filter);
+            apply_delete_vectors(target, name, &removed, selector, wait, max_points)?;
         }
     }
     Ok(())

@@ -30,6 +30,12 @@ impl ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, message)
     }
 
+    /// The same error, saying which part of a request it is about (`operations[2]`).
+    pub fn at(mut self, part: &str) -> ApiError {
+        self.message = format!("{} (in `{part}`)", self.message);
+        self
+    }
+
     pub fn not_found(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::NOT_FOUND, message)
     }

@@ -27,6 +27,7 @@ pub mod config;
 pub mod connections;
 pub mod error;
 mod facet;
+mod groups;
 mod health;
 pub mod metrics;
 mod points;
@@ -184,6 +185,14 @@ fn point_routes() -> Router<SharedState> {
         )
         .route("/collections/{name}/points/search", post(points::search))
         .route(
+            "/collections/{name}/points/query/groups",
+            post(groups::query_groups),
+        )
+        .route(
+            "/collections/{name}/points/search/groups",
+            post(groups::search_groups),
+        )
+        .route(
             "/collections/{name}/points/search/batch",
             post(points::search_batch),
         )
@@ -216,14 +225,12 @@ fn point_routes() -> Router<SharedState> {
 /// Qdrant endpoints SagittaDB does not implement: (path pattern, what it does). `*`
 /// matches one segment, a trailing `**` any rest. Consulted only for requests no route
 /// answers, so a pattern never shadows an endpoint that exists.
-const UNSUPPORTED_QDRANT_ENDPOINTS: [(&str, &str); 11] = [
+const UNSUPPORTED_QDRANT_ENDPOINTS: [(&str, &str); 9] = [
     (
         "/collections/*/points/recommend/**",
         "recommendation search",
     ),
     ("/collections/*/points/discover/**", "discovery search"),
-    ("/collections/*/points/search/groups", "grouped search"),
-    ("/collections/*/points/query/groups", "grouped search"),
     (
         "/collections/*/points/search/matrix/**",
         "distance matrices",

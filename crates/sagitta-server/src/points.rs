@@ -24,11 +24,12 @@ use crate::collections::{blocking, collection, read, update_result, Path};
 use crate::error::{ApiError, ApiResult};
 use crate::response::ok;
 use crate::wire::{
-    check_count, parse_filter, record_output, scored_output, unknown_vector_name, IdInput,
-    IdOutput, PointSelector, QueryBatchRequest, QueryInput, QueryRequest, RecordOutput,
-    RetrieveRequest, ScoredPointOutput, ScrollRequest, SearchBatchRequest, SearchHits,
-    SearchParamsInput, SearchRequestInput, SearchVectorInput, SetPayloadRequest, UpdateMode,
-    UpsertRequest, VectorInput, VectorPick, WithPayload, WithVector, DEFAULT_VECTOR_NAME,
+    check_count, parse_filter, record_output, scored_output, unknown_vector_name, ExampleInput,
+    IdInput, IdOutput, PointSelector, QueryBatchRequest, QueryInput, QueryRequest, RecommendInput,
+    RecordOutput, RetrieveRequest, ScoredPointOutput, ScrollRequest, SearchBatchRequest,
+    SearchHits, SearchParamsInput, SearchRequestInput, SearchVectorInput, SetPayloadRequest,
+    UpdateMode, UpsertRequest, VectorInput, VectorPick, WithPayload, WithVector,
+    DEFAULT_VECTOR_NAME,
 };
 use crate::SharedState;
 
@@ -203,20 +204,20 @@ fn parsed(point: &Point) -> Option<Value> {
 // the one path of [`answer_searches`].
 
 /// One search, checked and owned, ready for the blocking pool: everything but its vector.
-struct Search {
-    limit: usize,
+pub(crate) struct Search {
+    pub limit: usize,
     offset: usize,
     filter: Option<Filter>,
     score_threshold: Option<f32>,
     strategy: Strategy,
-    with_payload: WithPayload,
-    with_vector: VectorPick,
+    pub with_payload: WithPayload,
+    pub with_vector: VectorPick,
     /// The named vector searched (`None`: the unnamed one).
     using: Option<String>,
 }
 
 /// Where a search's vector comes from.
-enum SearchVector {
+pub(crate) enum SearchVector {
     /// Sent in the request.
     Given(Vec<f32>),
     /// A stored point's (a query by id), read on the blocking pool from the collection
@@ -226,10 +227,79 @@ enum SearchVector {
         lookup_from: Option<String>,
         field: String,
     },
+    /// `recommend` with the average-vector strategy: the mean of the positive examples,
+    /// moved away from the mean of the negative ones (`2·mean(pos) − mean(neg)`, as
+    /// Qdrant); examples by id are read as [`SearchVector::Point`] is.
+    Average {
+        positive: Vec<Example>,
+        negative: Vec<Example>,
+        lookup_from: Option<String>,
+        field: String,
+    },
+}
+
+/// A recommendation example.
+pub(crate) enum Example {
+    Vector(Vec<f32>),
+    Point(PointId),
+}
+
+/// The examples of `recommend`, checked: vectors (the unnamed form, or the one named
+/// vector searched) or point ids.
+fn examples(inputs: Vec<ExampleInput>, field: &str) -> ApiResult<Vec<Example>> {
+    inputs
+        .into_iter()
+        .enumerate()
+        .map(|(index, ExampleInput(input))| match input {
+            QueryInput::Vector(vector) => Ok(Example::Vector(vector)),
+            QueryInput::Point(id) => Ok(Example::Point(id)),
+            QueryInput::Named(named) => {
+                let values = named.into_iter().map(|(_, vector)| vector).next();
+                match values {
+                    Some(crate::wire::NamedVector::Dense(vector)) => Ok(Example::Vector(vector)),
+                    _ => Err(ApiError::bad_request(format!(
+                        "Wrong input: `{field}[{index}]`: a dense vector or a point id"
+                    ))),
+                }
+            }
+            _ => Err(ApiError::bad_request(format!(
+                "Wrong input: `{field}[{index}]`: a dense vector or a point id"
+            ))),
+        })
+        .collect()
+}
+
+/// `query.recommend` as a search vector: the average-vector strategy (the default).
+fn recommend(
+    input: RecommendInput,
+    lookup_from: Option<String>,
+    field: &str,
+) -> ApiResult<SearchVector> {
+    match input.strategy.as_deref() {
+        None | Some("average_vector") => {}
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "Wrong input: `{field}query.recommend.strategy` = {other:?}: only \
+                 \"average_vector\" is supported"
+            )))
+        }
+    }
+    if input.positive.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "Wrong input: `{field}query.recommend.positive`: the average_vector strategy \
+             needs at least one positive example"
+        )));
+    }
+    Ok(SearchVector::Average {
+        positive: examples(input.positive, &format!("{field}query.recommend.positive"))?,
+        negative: examples(input.negative, &format!("{field}query.recommend.negative"))?,
+        lookup_from,
+        field: field.to_string(),
+    })
 }
 
 /// A search endpoint's request shape.
-trait SearchBody: Send + 'static {
+pub(crate) trait SearchBody: Send + 'static {
     /// Checks and converts everything that needs no stored data (against the
     /// collection's named vectors `spaces`); `field` prefixes the names in errors
     /// (`searches[2].`).
@@ -292,6 +362,11 @@ impl SearchBody for QueryRequest {
                 lookup_from: self.lookup_from.map(|lookup| lookup.collection),
                 field: field.to_string(),
             },
+            Some(QueryInput::Recommend(input)) => recommend(
+                input,
+                self.lookup_from.map(|lookup| lookup.collection),
+                field,
+            )?,
             Some(QueryInput::Unsupported(kind)) => {
                 return Err(ApiError::bad_request(format!(
                     "Wrong input: `{field}query`: {kind:?} queries are not supported; use \
@@ -415,17 +490,21 @@ async fn answer_searches<R: SearchBody>(
 }
 
 /// The collection a search runs on, and the database its `lookup_from` may name.
-struct QueryTarget<'a> {
-    collection: &'a Collection,
-    name: &'a str,
-    database: &'a Database,
+pub(crate) struct QueryTarget<'a> {
+    pub collection: &'a Collection,
+    pub name: &'a str,
+    pub database: &'a Database,
 }
 
 impl QueryTarget<'_> {
     /// The vector `search` runs with, and the search: for a query by point id, the
     /// point's vector, and the point itself left out of the results when it is one of
     /// this collection's.
-    fn resolve(&self, vector: SearchVector, mut search: Search) -> ApiResult<(Vec<f32>, Search)> {
+    pub fn resolve(
+        &self,
+        vector: SearchVector,
+        mut search: Search,
+    ) -> ApiResult<(Vec<f32>, Search)> {
         match vector {
             SearchVector::Given(vector) => Ok((vector, search)),
             SearchVector::Point {
@@ -440,7 +519,73 @@ impl QueryTarget<'_> {
                 }
                 Ok((vector, search))
             }
+            SearchVector::Average {
+                positive,
+                negative,
+                lookup_from,
+                field,
+            } => {
+                let from = (lookup_from.as_deref(), field.as_str());
+                let positive = self.mean(positive, from, &mut search)?.unwrap_or_default();
+                let negative = self.mean(negative, from, &mut search)?;
+                #[allow(clippy::cast_possible_truncation)]
+                let vector = match negative {
+                    None => positive.iter().map(|p| *p as f32).collect(),
+                    Some(negative) if negative.len() == positive.len() => positive
+                        .iter()
+                        .zip(&negative)
+                        .map(|(p, n)| (2.0 * p - n) as f32)
+                        .collect(),
+                    Some(_) => {
+                        return Err(ApiError::bad_request(format!(
+                            "Wrong input: `{field}query.recommend`: positive and negative \
+                             examples of different dimensions"
+                        )))
+                    }
+                };
+                Ok((vector, search))
+            }
         }
+    }
+
+    /// The mean of recommendation `examples` (`None` without any); examples by id are read
+    /// from `lookup_from` (else this collection) and, when they are this collection's,
+    /// left out of `search`'s results. `field` prefixes errors.
+    fn mean(
+        &self,
+        examples: Vec<Example>,
+        (lookup_from, field): (Option<&str>, &str),
+        search: &mut Search,
+    ) -> ApiResult<Option<Vec<f64>>> {
+        let mut sum: Option<Vec<f64>> = None;
+        let count = examples.len();
+        for example in examples {
+            let vector = match example {
+                Example::Vector(vector) => vector,
+                Example::Point(id) => {
+                    let (vector, same) =
+                        self.point_vector(id, lookup_from, field, search.using.as_deref())?;
+                    if same {
+                        search.filter = Some(without_point(search.filter.take(), id));
+                    }
+                    vector
+                }
+            };
+            let sum = sum.get_or_insert_with(|| vec![0.0; vector.len()]);
+            if sum.len() != vector.len() {
+                return Err(ApiError::bad_request(format!(
+                    "Wrong input: `{field}query.recommend`: examples of different dimensions \
+                     ({} and {})",
+                    sum.len(),
+                    vector.len()
+                )));
+            }
+            sum.iter_mut()
+                .zip(&vector)
+                .for_each(|(s, v)| *s += f64::from(*v));
+        }
+        #[allow(clippy::cast_precision_loss)]
+        Ok(sum.map(|sum| sum.into_iter().map(|s| s / count as f64).collect()))
     }
 
     /// The vector of point `id`, from collection `lookup_from` (else this one), and
@@ -495,6 +640,32 @@ fn run_searches(
     searches: &[(Vec<f32>, Search)],
     name: &str,
 ) -> ApiResult<Vec<Vec<ScoredPointOutput>>> {
+    let results = search_hits(collection, searches, name)?;
+    Ok(results
+        .into_iter()
+        .zip(searches)
+        .map(|(hits, (_, search))| {
+            hits.into_iter()
+                .map(|hit| {
+                    scored_output(
+                        hit,
+                        &search.with_payload,
+                        &search.with_vector,
+                        collection.spaces(),
+                    )
+                })
+                .collect()
+        })
+        .collect())
+}
+
+/// Runs searches (in parallel when several): their hits as the engine gives them, every
+/// score checked finite.
+pub(crate) fn search_hits(
+    collection: &Collection,
+    searches: &[(Vec<f32>, Search)],
+    name: &str,
+) -> ApiResult<Vec<Vec<ScoredPoint>>> {
     let requests: Vec<SearchRequest<'_>> = searches
         .iter()
         .map(|(vector, search)| SearchRequest {
@@ -516,22 +687,7 @@ fn run_searches(
     }
     .map_err(|error| ApiError::from_engine(error, name))?;
     results.iter().try_for_each(|hits| check_scores(hits))?;
-    Ok(results
-        .into_iter()
-        .zip(searches)
-        .map(|(hits, (_, search))| {
-            hits.into_iter()
-                .map(|hit| {
-                    scored_output(
-                        hit,
-                        &search.with_payload,
-                        &search.with_vector,
-                        collection.spaces(),
-                    )
-                })
-                .collect()
-        })
-        .collect())
+    Ok(results)
 }
 
 /// Every score must be a finite number: JSON has no NaN or infinity, and serde would

@@ -12,7 +12,7 @@ use std::time::Instant;
 use axum::extract::State;
 use axum::http::Uri;
 use axum::response::Response;
-use sagitta_engine::{Collection, Point, PointId, VectorSpaces};
+use sagitta_engine::{Collection, Filter, Point, PointId, VectorSpaces};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -79,6 +79,140 @@ fn missing(id: PointId) -> ApiError {
     ApiError::not_found(format!("Not found: No point with id {id} found"))
 }
 
+/// The vectors of an update: each point's id and its stored vector as given (NaNs where
+/// a named vector is not).
+pub(crate) type GivenVectors = Vec<(PointId, Vec<f32>)>;
+
+/// The points of a delete: listed ids, or a filter.
+pub(crate) type PointChoice = (Option<Vec<IdInput>>, Option<Value>);
+
+impl UpdateVectorsRequest {
+    /// The vectors given, each checked as the engine would check it (size, values, norm),
+    /// and the update filter; errors name the field.
+    pub(crate) fn checked(
+        self,
+        collection: &Collection,
+        max_points: usize,
+    ) -> ApiResult<(GivenVectors, Option<Filter>)> {
+        check_count("points", self.points.len(), max_points)?;
+        let update_filter = parse_filter(self.update_filter.as_ref(), "update_filter")?;
+        let given = self
+            .points
+            .into_iter()
+            .enumerate()
+            .map(|(index, point)| {
+                let field = format!("points[{index}].vector");
+                let vector = point.vector.into_stored(&field, collection.spaces())?;
+                let check = Point {
+                    id: point.id.0,
+                    vector,
+                    payload: None,
+                };
+                collection.check_point(&check).map_err(|error| {
+                    ApiError::bad_request(format!("Wrong input: `{field}`: {error}"))
+                })?;
+                Ok((check.id, check.vector))
+            })
+            .collect::<ApiResult<Vec<_>>>()?;
+        Ok((given, update_filter))
+    }
+}
+
+impl DeleteVectorsRequest {
+    /// The numbers of the named vectors to remove, and the points (ids or a filter).
+    pub(crate) fn checked(self, spaces: &VectorSpaces) -> ApiResult<(Vec<usize>, PointChoice)> {
+        if !spaces.is_named() {
+            return Err(ApiError::bad_request(
+                "Wrong input: the collection has one unnamed vector, which a point cannot be \
+                 without; delete the point instead",
+            ));
+        }
+        let removed = self
+            .vector
+            .iter()
+            .map(|name| {
+                spaces
+                    .index_of(name)
+                    .ok_or_else(|| crate::wire::unknown_vector_name("vector", name))
+            })
+            .collect::<ApiResult<Vec<usize>>>()?;
+        parse_filter(self.filter.as_ref(), "filter")?;
+        Ok((removed, (self.points, self.filter)))
+    }
+}
+
+/// Replaces the given named vectors of stored points (all of a point's vector for a
+/// collection without names), keeping the rest and the payload; the caller holds the
+/// collection's write stripe exclusively. A point not stored fails the whole request
+/// before anything is written; one whose state fails `update_filter` is left as it is.
+pub(crate) fn apply_update_vectors(
+    target: &Collection,
+    name: &str,
+    given: GivenVectors,
+    update_filter: Option<&Filter>,
+    wait: bool,
+) -> ApiResult<()> {
+    let spaces = target.spaces();
+    let mut points: Vec<Point> = Vec::with_capacity(given.len());
+    for (id, vector) in given {
+        // an earlier entry of the same request for this id counts as its state
+        let stored = match points.iter().rposition(|point| point.id == id) {
+            Some(at) => points[at].clone(),
+            None => stored_point(target, id, name)?,
+        };
+        let passes = update_filter.is_none_or(|filter| {
+            let payload = stored
+                .payload
+                .as_deref()
+                .and_then(|text| serde_json::from_str(text).ok());
+            filter.matches(&id, payload.as_ref())
+        });
+        if passes {
+            points.push(Point {
+                id,
+                vector: merged(&stored.vector, &vector, spaces),
+                payload: stored.payload,
+            });
+        }
+    }
+    write(target, points, wait, name)
+}
+
+/// Removes named vectors `removed` from the selected points (ids that are not stored are
+/// skipped, as Qdrant skips them); the caller holds the write stripe exclusively.
+pub(crate) fn apply_delete_vectors(
+    target: &Collection,
+    name: &str,
+    removed: &[usize],
+    selection: PointChoice,
+    wait: bool,
+    max_points: usize,
+) -> ApiResult<()> {
+    let spaces = target.spaces();
+    let ids = selected_ids(target, selection.0, selection.1.as_ref(), max_points)?;
+    let mut points = Vec::with_capacity(ids.len());
+    for id in ids {
+        let Some(stored) = target
+            .get(&id)
+            .map_err(|error| ApiError::from_engine(error, name))?
+        else {
+            continue;
+        };
+        let parts: Vec<Option<&[f32]>> = spaces
+            .split(&stored.vector)
+            .into_iter()
+            .enumerate()
+            .map(|(index, part)| part.filter(|_| !removed.contains(&index)))
+            .collect();
+        points.push(Point {
+            id,
+            vector: spaces.join(&parts),
+            payload: stored.payload,
+        });
+    }
+    write(target, points, wait, name)
+}
+
 pub async fn update_vectors(
     State(state): State<SharedState>,
     Path(name): Path<String>,
@@ -88,51 +222,12 @@ pub async fn update_vectors(
     let started = Instant::now();
     let wait = wait_flag(uri.query())?;
     let target = collection(&state, &name)?;
-    check_count(
-        "points",
-        request.points.len(),
-        state.config.max_batch_points,
-    )?;
-    let update_filter = parse_filter(request.update_filter.as_ref(), "update_filter")?;
-    let spaces = target.spaces().clone();
-    let given = request
-        .points
-        .into_iter()
-        .enumerate()
-        .map(|(index, point)| {
-            let vector = point
-                .vector
-                .into_stored(&format!("points[{index}].vector"), &spaces)?;
-            Ok((point.id.0, vector))
-        })
-        .collect::<ApiResult<Vec<_>>>()?;
+    let (given, update_filter) = request.checked(&target, state.config.max_batch_points)?;
     let slot = write_slot(&state)?;
     blocking(move || {
         let _slot = slot;
         let _order = exclusive(write_order(&name));
-        let mut points: Vec<Point> = Vec::with_capacity(given.len());
-        for (id, vector) in given {
-            // an earlier entry of the same request for this id counts as its state
-            let stored = match points.iter().rposition(|point| point.id == id) {
-                Some(at) => points[at].clone(),
-                None => stored_point(&target, id, &name)?,
-            };
-            let passes = update_filter.as_ref().is_none_or(|filter| {
-                let payload = stored
-                    .payload
-                    .as_deref()
-                    .and_then(|text| serde_json::from_str(text).ok());
-                filter.matches(&id, payload.as_ref())
-            });
-            if passes {
-                points.push(Point {
-                    id,
-                    vector: merged(&stored.vector, &vector, &spaces),
-                    payload: stored.payload,
-                });
-            }
-        }
-        write(&target, points, wait, &name)
+        apply_update_vectors(&target, &name, given, update_filter.as_ref(), wait)
     })
     .await?;
     Ok(ok(update_result(&state, wait), started))
@@ -147,50 +242,13 @@ pub async fn delete_vectors(
     let started = Instant::now();
     let wait = wait_flag(uri.query())?;
     let target = collection(&state, &name)?;
-    let spaces = target.spaces().clone();
-    if !spaces.is_named() {
-        return Err(ApiError::bad_request(
-            "Wrong input: the collection has one unnamed vector, which a point cannot be \
-             without; delete the point instead",
-        ));
-    }
-    let removed = request
-        .vector
-        .iter()
-        .map(|name| {
-            spaces
-                .index_of(name)
-                .ok_or_else(|| crate::wire::unknown_vector_name("vector", name))
-        })
-        .collect::<ApiResult<Vec<usize>>>()?;
-    parse_filter(request.filter.as_ref(), "filter")?;
+    let (removed, selection) = request.checked(target.spaces())?;
     let max_points = state.config.max_batch_points;
     let slot = write_slot(&state)?;
     blocking(move || {
         let _slot = slot;
         let _order = exclusive(write_order(&name));
-        let ids = selected_ids(&target, request.points, request.filter.as_ref(), max_points)?;
-        let mut points = Vec::with_capacity(ids.len());
-        for id in ids {
-            let Some(stored) = target
-                .get(&id)
-                .map_err(|error| ApiError::from_engine(error, &name))?
-            else {
-                continue; // as Qdrant: a listed id that does not exist is skipped
-            };
-            let parts: Vec<Option<&[f32]>> = spaces
-                .split(&stored.vector)
-                .into_iter()
-                .enumerate()
-                .map(|(index, part)| part.filter(|_| !removed.contains(&index)))
-                .collect();
-            points.push(Point {
-                id,
-                vector: spaces.join(&parts),
-                payload: stored.payload,
-            });
-        }
-        write(&target, points, wait, &name)
+        apply_delete_vectors(&target, &name, &removed, selection, wait, max_points)
     })
     .await?;
     Ok(ok(update_result(&state, wait), started))

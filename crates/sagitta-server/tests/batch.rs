@@ -63,8 +63,12 @@ async fn operations_apply_in_order_and_a_bad_one_refuses_the_list() {
             "`key`",
         ),
         (
-            json!({"update_vectors": {"points": [{"id": 1, "vector": [1.0, 1.0]}]}}),
-            "operations[1]",
+            json!({"update_vectors": {"points": [{"id": 1, "vector": [1.0]}]}}),
+            "operations[1].update_vectors",
+        ),
+        (
+            json!({"delete_vectors": {"points": [1], "vector": [""]}}),
+            "operations[1].delete_vectors",
         ),
     ] {
         let reply = server

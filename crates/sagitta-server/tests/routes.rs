@@ -79,7 +79,6 @@ async fn colliding_and_unknown_routes_answer_in_the_envelope() {
     // none: 501, naming the request and the feature.
     for (method, path, feature) in [
         ("POST", "/collections/docs/points/recommend", "recommend"),
-        ("POST", "/collections/docs/points/search/groups", "group"),
         ("POST", "/collections/docs/snapshots", "snapshot"),
         ("GET", "/cluster", "cluster"),
     ] {

@@ -443,7 +443,8 @@ fn named_spaces(
 ) -> ApiResult<(VectorParamsInput, VectorSpaces)> {
     if named.is_empty() {
         return Err(ApiError::bad_request(
-            "Wrong input: `vectors` is an empty map: a collection needs at least one dense              vector (sparse vectors are not supported yet)",
+            "Wrong input: `vectors` is an empty map: a collection needs at least one dense \
+             vector (sparse vectors are not supported yet)",
         ));
     }
     let datatype = named[0].1.datatype;
@@ -451,12 +452,14 @@ fn named_spaces(
     for (name, params) in &named {
         if params.on_disk {
             return Err(ApiError::bad_request(format!(
-                "Wrong input: `vectors.{name}.on_disk`: named vectors are kept in RAM;                  on_disk is supported for a collection with one unnamed vector"
+                "Wrong input: `vectors.{name}.on_disk`: named vectors are kept in RAM; \
+             on_disk is supported for a collection with one unnamed vector"
             )));
         }
         if params.datatype != datatype {
             return Err(ApiError::bad_request(format!(
-                "Wrong input: `vectors.{name}.datatype`: every named vector of a collection                  must have the same datatype"
+                "Wrong input: `vectors.{name}.datatype`: every named vector of a collection \
+             must have the same datatype"
             )));
         }
         spaces.push(VectorSpace {

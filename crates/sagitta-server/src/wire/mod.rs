@@ -28,7 +28,7 @@ mod select;
 mod upsert;
 mod vectors;
 
-pub use fields::{NoShardKeys, NullOnly};
+pub use fields::{NoPrefetch, NoShardKeys, NullOnly};
 pub use ids::{IdInput, IdOutput};
 pub use output::{
     record_output, scored_output, vector_output, RecordOutput, ScoredPointOutput, SearchHits,
@@ -39,8 +39,9 @@ pub use requests::{
     SetPayloadRequest,
 };
 pub use search::{
-    AcornInput, LookupLocation, QuantizationSearchInput, QueryBatchRequest, QueryInput,
-    QueryRequest, SearchBatchRequest, SearchParamsInput, SearchRequestInput, SearchVectorInput,
+    AcornInput, ExampleInput, LookupLocation, QuantizationSearchInput, QueryBatchRequest,
+    QueryInput, QueryRequest, RecommendInput, SearchBatchRequest, SearchParamsInput,
+    SearchRequestInput, SearchVectorInput,
 };
 pub use select::{
     select_payload, PayloadOutput, PayloadSelector, VectorPick, WithPayload, WithVector,

@@ -22,8 +22,32 @@ pub enum QueryInput {
     /// Search with a stored point's vector (the point itself is left out of the results).
     Point(PointId),
     Named(Vec<(String, NamedVector)>),
-    /// A query kind SagittaDB does not serve (`recommend`, `fusion`, `discover`, ...).
+    /// `{"recommend": {positive, negative, strategy}}`.
+    Recommend(RecommendInput),
+    /// A query kind SagittaDB does not serve (`fusion`, `discover`, ...).
     Unsupported(String),
+}
+
+/// `{"recommend": ..}`: examples (vectors or point ids) to move towards and away from.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecommendInput {
+    #[serde(default)]
+    pub positive: Vec<ExampleInput>,
+    #[serde(default)]
+    pub negative: Vec<ExampleInput>,
+    #[serde(default)]
+    pub strategy: Option<String>,
+}
+
+/// One example of a recommendation: a vector or a point id (as `nearest` takes them).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExampleInput(pub QueryInput);
+
+impl<'de> Deserialize<'de> for ExampleInput {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<ExampleInput, D::Error> {
+        NearestInput::deserialize(deserializer).map(|nearest| ExampleInput(nearest.0))
+    }
 }
 
 impl<'de> Deserialize<'de> for QueryInput {
@@ -51,6 +75,9 @@ impl<'de> Deserialize<'de> for QueryInput {
                 while let Some(key) = map.next_key::<String>()? {
                     match key.as_str() {
                         "nearest" => result = Some(map.next_value::<NearestInput>()?.0),
+                        "recommend" => {
+                            result = Some(QueryInput::Recommend(map.next_value()?));
+                        }
                         "mmr" => {
                             map.next_value::<Option<NullOnly<NoMmr>>>()?;
                         }
@@ -66,7 +93,7 @@ impl<'de> Deserialize<'de> for QueryInput {
                         _ => {
                             return Err(refuse_value(
                                 &mut map,
-                                unknown_field(&key, &["nearest", "mmr"]),
+                                unknown_field(&key, &["nearest", "recommend", "mmr"]),
                             ))
                         }
                     }
@@ -80,7 +107,6 @@ impl<'de> Deserialize<'de> for QueryInput {
 
 /// The query kinds of Qdrant's `query` object besides `nearest`.
 const QUERY_KINDS: &[&str] = &[
-    "recommend",
     "discover",
     "context",
     "order_by",
