@@ -214,6 +214,17 @@ pub(crate) struct Search {
     pub with_vector: VectorPick,
     /// The named vector searched (`None`: the unnamed one).
     using: Option<String>,
+    /// The vector of `lookup_from`'s collection that examples by id are read from (`None`:
+    /// the one searched).
+    lookup_vector: Option<String>,
+}
+
+impl Search {
+    /// The vector a stored point's is read from: `lookup_from.vector` when given (it
+    /// applies to `lookup_from`'s collection), else the one searched.
+    fn source_vector(&self) -> Option<&str> {
+        self.lookup_vector.as_deref().or(self.using.as_deref())
+    }
 }
 
 /// Where a search's vector comes from.
@@ -325,13 +336,8 @@ fn known_name(spaces: &VectorSpaces, name: Option<&str>, field: &str) -> ApiResu
 
 impl SearchBody for QueryRequest {
     fn prepare(self, field: &str, spaces: &VectorSpaces) -> ApiResult<(SearchVector, Search)> {
-        let lookup_vector = self.lookup_from.as_ref().and_then(|l| l.vector.as_deref());
-        if let Some(vector) = lookup_vector.filter(|name| *name != DEFAULT_VECTOR_NAME) {
-            return Err(unknown_vector_name(
-                &format!("{field}lookup_from.vector"),
-                vector,
-            ));
-        }
+        // checked against the collection it names when the examples are read
+        let lookup_vector = self.lookup_from.as_ref().and_then(|l| l.vector.clone());
         let mut using = known_name(spaces, self.using.as_deref(), &format!("{field}using"))?;
         let limit = checked_limit(self.limit, field)?;
         let vector = match self.query {
@@ -383,6 +389,7 @@ impl SearchBody for QueryRequest {
             with_payload: self.with_payload.unwrap_or(WithPayload::Flag(false)),
             with_vector: WithVector::pick(self.with_vector.as_ref(), spaces)?,
             using,
+            lookup_vector,
         };
         Ok((vector, search))
     }
@@ -410,6 +417,7 @@ impl SearchBody for SearchRequestInput {
             with_payload: self.with_payload.unwrap_or(WithPayload::Flag(false)),
             with_vector: WithVector::pick(self.with_vector.as_ref(), spaces)?,
             using,
+            lookup_vector: None,
         };
         Ok((SearchVector::Given(vector), search))
     }
@@ -513,7 +521,7 @@ impl QueryTarget<'_> {
                 field,
             } => {
                 let (vector, same_collection) =
-                    self.point_vector(id, lookup_from.as_deref(), &field, search.using.as_deref())?;
+                    self.point_vector(id, lookup_from.as_deref(), &field, search.source_vector())?;
                 if same_collection {
                     search.filter = Some(without_point(search.filter, id));
                 }
@@ -564,7 +572,7 @@ impl QueryTarget<'_> {
                 Example::Vector(vector) => vector,
                 Example::Point(id) => {
                     let (vector, same) =
-                        self.point_vector(id, lookup_from, field, search.using.as_deref())?;
+                        self.point_vector(id, lookup_from, field, search.source_vector())?;
                     if same {
                         search.filter = Some(without_point(search.filter.take(), id));
                     }
@@ -618,6 +626,9 @@ impl QueryTarget<'_> {
             })?;
         let spaces = source_collection.spaces();
         if !spaces.is_named() {
+            if let Some(name) = using.filter(|name| *name != DEFAULT_VECTOR_NAME) {
+                return Err(unknown_vector_name(&format!("{field}query"), name));
+            }
             return Ok((point.vector, source_name == self.name));
         }
         let name = using.unwrap_or(DEFAULT_VECTOR_NAME);
