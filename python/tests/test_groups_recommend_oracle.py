@@ -2,8 +2,9 @@
 (`QdrantClient(":memory:")`) as the oracle: `query_points_groups` and `search_groups`
 (group values that are strings, integers and arrays of them, points without the field,
 `group_size`, `limit`, a filter, `with_lookup` from a second collection), and
-`query_points` with `RecommendQuery` (average-vector strategy: positive and negative
-examples as point ids and as vectors, `lookup_from` another collection). Both backends
+`query_points` with `RecommendQuery` (the average-vector, best-score and sum-of-scores
+strategies: positive and negative examples as point ids and as vectors, `lookup_from`
+another collection, a filter and a score threshold). Both backends
 must give the same groups, hits and scores (exact search; random float vectors, so no
 two scores tie and the order of groups and hits is well defined).
 """
@@ -186,6 +187,22 @@ def test_recommendations_match_qdrant_local_mode(both) -> None:
         models.RecommendInput(
             positive=[10], strategy=models.RecommendStrategy.AVERAGE_VECTOR
         ),
+        # scored against every example (a scan): best_score and sum_scores, with
+        # positives only, negatives only, and both
+        models.RecommendInput(
+            positive=[1, 2], negative=[3], strategy=models.RecommendStrategy.BEST_SCORE
+        ),
+        models.RecommendInput(
+            negative=[4, [0.5, 0.5, 0.5, 0.5]],
+            strategy=models.RecommendStrategy.BEST_SCORE,
+        ),
+        models.RecommendInput(
+            positive=[6, 8], negative=[11], strategy=models.RecommendStrategy.SUM_SCORES
+        ),
+        models.RecommendInput(
+            positive=[[1.0, -1.0, 0.5, 0.0]],
+            strategy=models.RecommendStrategy.SUM_SCORES,
+        ),
     ]
     for recommend in cases:
         answers = [
@@ -215,12 +232,29 @@ def test_recommendations_match_qdrant_local_mode(both) -> None:
         for client in (remote, oracle)
     ]
     _same_hits(*answers)
-    with pytest.raises(UnexpectedResponse, match="average_vector"):
-        remote.query_points(
+    # a filter and a score threshold apply to scored recommendations too
+    group = models.Filter(
+        must=[models.FieldCondition(key="n", range=models.Range(lt=30))]
+    )
+    answers = [
+        client.query_points(
             COLLECTION,
             query=models.RecommendQuery(
                 recommend=models.RecommendInput(
-                    positive=[1], strategy=models.RecommendStrategy.BEST_SCORE
+                    positive=[1],
+                    negative=[2],
+                    strategy=models.RecommendStrategy.BEST_SCORE,
                 )
             ),
+            query_filter=group,
+            score_threshold=0.0,
+            limit=20,
+        ).points
+        for client in (remote, oracle)
+    ]
+    _same_hits(*answers)
+    with pytest.raises(UnexpectedResponse, match="no examples"):
+        remote.query_points(
+            COLLECTION,
+            query=models.RecommendQuery(recommend=models.RecommendInput(negative=[1])),
         )

@@ -31,6 +31,7 @@ mod groups;
 mod health;
 pub mod metrics;
 mod points;
+mod recommend;
 pub mod response;
 mod vectors;
 pub mod wire;

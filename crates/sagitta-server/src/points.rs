@@ -22,6 +22,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use crate::body::{wait_flag, JsonBody};
 use crate::collections::{blocking, collection, read, update_result, Path};
 use crate::error::{ApiError, ApiResult};
+use crate::recommend::{ExampleScoring, Page, ScoreStrategy};
 use crate::response::ok;
 use crate::wire::{
     check_count, parse_filter, record_output, scored_output, unknown_vector_name, ExampleInput,
@@ -217,13 +218,19 @@ pub(crate) struct Search {
     /// The vector of `lookup_from`'s collection that examples by id are read from (`None`:
     /// the one searched).
     lookup_vector: Option<String>,
+    /// A recommendation scored against its examples instead of a vector search.
+    scoring: Option<ExampleScoring>,
 }
 
 impl Search {
-    /// The vector a stored point's is read from: `lookup_from.vector` when given (it
-    /// applies to `lookup_from`'s collection), else the one searched.
-    fn source_vector(&self) -> Option<&str> {
-        self.lookup_vector.as_deref().or(self.using.as_deref())
+    /// The vector a stored point's is read from — `lookup_from.vector` when given (it
+    /// applies to `lookup_from`'s collection), else the one searched — and the field that
+    /// names it, for errors.
+    fn source_vector(&self) -> (Option<&str>, &'static str) {
+        match self.lookup_vector.as_deref() {
+            Some(name) => (Some(name), "lookup_from.vector"),
+            None => (self.using.as_deref(), "using"),
+        }
     }
 }
 
@@ -238,12 +245,15 @@ pub(crate) enum SearchVector {
         lookup_from: Option<String>,
         field: String,
     },
-    /// `recommend` with the average-vector strategy: the mean of the positive examples,
-    /// moved away from the mean of the negative ones (`2·mean(pos) − mean(neg)`, as
-    /// Qdrant); examples by id are read as [`SearchVector::Point`] is.
-    Average {
+    /// `recommend`: with the average-vector strategy (`None`) a search for the mean of
+    /// the positive examples moved away from the mean of the negative ones
+    /// (`2·mean(pos) − mean(neg)`, as Qdrant); with `best_score` or `sum_scores` a scan
+    /// scoring every point against the examples ([`crate::recommend`]). Examples by id
+    /// are read as [`SearchVector::Point`] is.
+    Recommend {
         positive: Vec<Example>,
         negative: Vec<Example>,
+        strategy: Option<ScoreStrategy>,
         lookup_from: Option<String>,
         field: String,
     },
@@ -280,33 +290,50 @@ fn examples(inputs: Vec<ExampleInput>, field: &str) -> ApiResult<Vec<Example>> {
         .collect()
 }
 
-/// `query.recommend` as a search vector: the average-vector strategy (the default).
+/// `query.recommend` as a search vector, its strategy checked: `average_vector` (the
+/// default) needs a positive example, the others an example of either kind.
 fn recommend(
     input: RecommendInput,
     lookup_from: Option<String>,
     field: &str,
 ) -> ApiResult<SearchVector> {
-    match input.strategy.as_deref() {
-        None | Some("average_vector") => {}
+    let strategy = match input.strategy.as_deref() {
+        None | Some("average_vector") => None,
+        Some("best_score") => Some(ScoreStrategy::BestScore),
+        Some("sum_scores") => Some(ScoreStrategy::SumScores),
         Some(other) => {
             return Err(ApiError::bad_request(format!(
-                "Wrong input: `{field}query.recommend.strategy` = {other:?}: only \
-                 \"average_vector\" is supported"
+                "Wrong input: `{field}query.recommend.strategy` = {other:?}: one of \
+                 \"average_vector\", \"best_score\", \"sum_scores\""
             )))
         }
-    }
-    if input.positive.is_empty() {
+    };
+    if input.positive.is_empty() && (strategy.is_none() || input.negative.is_empty()) {
         return Err(ApiError::bad_request(format!(
-            "Wrong input: `{field}query.recommend.positive`: the average_vector strategy \
-             needs at least one positive example"
+            "Wrong input: `{field}query.recommend`: no examples: the average_vector strategy \
+             needs a positive example, the others any example"
         )));
     }
-    Ok(SearchVector::Average {
+    Ok(SearchVector::Recommend {
         positive: examples(input.positive, &format!("{field}query.recommend.positive"))?,
         negative: examples(input.negative, &format!("{field}query.recommend.negative"))?,
+        strategy,
         lookup_from,
         field: field.to_string(),
     })
+}
+
+/// The mean of `vectors` (all of one dimension, at least one).
+fn mean(vectors: &[Vec<f32>]) -> Vec<f64> {
+    let mut sum = vec![0.0f64; vectors.first().map_or(0, Vec::len)];
+    for vector in vectors {
+        sum.iter_mut()
+            .zip(vector)
+            .for_each(|(s, v)| *s += f64::from(*v));
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let count = vectors.len().max(1) as f64;
+    sum.into_iter().map(|s| s / count).collect()
 }
 
 /// A search endpoint's request shape.
@@ -390,6 +417,7 @@ impl SearchBody for QueryRequest {
             with_vector: WithVector::pick(self.with_vector.as_ref(), spaces)?,
             using,
             lookup_vector,
+            scoring: None,
         };
         Ok((vector, search))
     }
@@ -418,6 +446,7 @@ impl SearchBody for SearchRequestInput {
             with_vector: WithVector::pick(self.with_vector.as_ref(), spaces)?,
             using,
             lookup_vector: None,
+            scoring: None,
         };
         Ok((SearchVector::Given(vector), search))
     }
@@ -527,73 +556,70 @@ impl QueryTarget<'_> {
                 }
                 Ok((vector, search))
             }
-            SearchVector::Average {
+            SearchVector::Recommend {
                 positive,
                 negative,
+                strategy,
                 lookup_from,
                 field,
             } => {
                 let from = (lookup_from.as_deref(), field.as_str());
-                let positive = self.mean(positive, from, &mut search)?.unwrap_or_default();
-                let negative = self.mean(negative, from, &mut search)?;
+                let positive = self.example_vectors(positive, from, &mut search)?;
+                let negative = self.example_vectors(negative, from, &mut search)?;
+                let dims = positive.iter().chain(&negative).map(Vec::len);
+                if dims.clone().min() != dims.max() {
+                    return Err(ApiError::bad_request(format!(
+                        "Wrong input: `{field}query.recommend`: examples of different dimensions"
+                    )));
+                }
+                if let Some(strategy) = strategy {
+                    search.scoring = Some(ExampleScoring {
+                        strategy,
+                        positive,
+                        negative,
+                    });
+                    return Ok((Vec::new(), search));
+                }
+                let positive = mean(&positive);
                 #[allow(clippy::cast_possible_truncation)]
-                let vector = match negative {
-                    None => positive.iter().map(|p| *p as f32).collect(),
-                    Some(negative) if negative.len() == positive.len() => positive
+                let vector = if negative.is_empty() {
+                    positive.iter().map(|p| *p as f32).collect()
+                } else {
+                    let negative = mean(&negative);
+                    positive
                         .iter()
                         .zip(&negative)
                         .map(|(p, n)| (2.0 * p - n) as f32)
-                        .collect(),
-                    Some(_) => {
-                        return Err(ApiError::bad_request(format!(
-                            "Wrong input: `{field}query.recommend`: positive and negative \
-                             examples of different dimensions"
-                        )))
-                    }
+                        .collect()
                 };
                 Ok((vector, search))
             }
         }
     }
 
-    /// The mean of recommendation `examples` (`None` without any); examples by id are read
-    /// from `lookup_from` (else this collection) and, when they are this collection's,
-    /// left out of `search`'s results. `field` prefixes errors.
-    fn mean(
+    /// The vectors of recommendation `examples`; examples by id are read from
+    /// `lookup_from` (else this collection) and, when they are this collection's, left out
+    /// of `search`'s results. `field` prefixes errors.
+    fn example_vectors(
         &self,
         examples: Vec<Example>,
         (lookup_from, field): (Option<&str>, &str),
         search: &mut Search,
-    ) -> ApiResult<Option<Vec<f64>>> {
-        let mut sum: Option<Vec<f64>> = None;
-        let count = examples.len();
-        for example in examples {
-            let vector = match example {
-                Example::Vector(vector) => vector,
+    ) -> ApiResult<Vec<Vec<f32>>> {
+        examples
+            .into_iter()
+            .map(|example| match example {
+                Example::Vector(vector) => Ok(vector),
                 Example::Point(id) => {
                     let (vector, same) =
                         self.point_vector(id, lookup_from, field, search.source_vector())?;
                     if same {
                         search.filter = Some(without_point(search.filter.take(), id));
                     }
-                    vector
+                    Ok(vector)
                 }
-            };
-            let sum = sum.get_or_insert_with(|| vec![0.0; vector.len()]);
-            if sum.len() != vector.len() {
-                return Err(ApiError::bad_request(format!(
-                    "Wrong input: `{field}query.recommend`: examples of different dimensions \
-                     ({} and {})",
-                    sum.len(),
-                    vector.len()
-                )));
-            }
-            sum.iter_mut()
-                .zip(&vector)
-                .for_each(|(s, v)| *s += f64::from(*v));
-        }
-        #[allow(clippy::cast_precision_loss)]
-        Ok(sum.map(|sum| sum.into_iter().map(|s| s / count as f64).collect()))
+            })
+            .collect()
     }
 
     /// The vector of point `id`, from collection `lookup_from` (else this one), and
@@ -603,7 +629,7 @@ impl QueryTarget<'_> {
         id: PointId,
         lookup_from: Option<&str>,
         field: &str,
-        using: Option<&str>,
+        (using, named_by): (Option<&str>, &str),
     ) -> ApiResult<(Vec<f32>, bool)> {
         let source = match lookup_from {
             None => None,
@@ -627,14 +653,16 @@ impl QueryTarget<'_> {
         let spaces = source_collection.spaces();
         if !spaces.is_named() {
             if let Some(name) = using.filter(|name| *name != DEFAULT_VECTOR_NAME) {
-                return Err(unknown_vector_name(&format!("{field}query"), name));
+                return Err(unknown_vector_name(&format!("{field}{named_by}"), name));
             }
             return Ok((point.vector, source_name == self.name));
         }
         let name = using.unwrap_or(DEFAULT_VECTOR_NAME);
-        let part = spaces
+        let index = spaces
             .index_of(name)
-            .and_then(|index| spaces.split(&point.vector)[index].map(<[f32]>::to_vec))
+            .ok_or_else(|| unknown_vector_name(&format!("{field}{named_by}"), name))?;
+        let part = spaces.split(&point.vector)[index]
+            .map(<[f32]>::to_vec)
             .ok_or_else(|| {
                 ApiError::bad_request(format!(
                     "Wrong input: `{field}query`: point {id} of collection `{source_name}` has \
@@ -679,6 +707,7 @@ pub(crate) fn search_hits(
 ) -> ApiResult<Vec<Vec<ScoredPoint>>> {
     let requests: Vec<SearchRequest<'_>> = searches
         .iter()
+        .filter(|(_, search)| search.scoring.is_none())
         .map(|(vector, search)| SearchRequest {
             vector,
             limit: search.limit,
@@ -689,14 +718,30 @@ pub(crate) fn search_hits(
             using: search.using.as_deref(),
         })
         .collect();
-    let results = if requests.len() == 1 {
-        vec![collection.query(&requests[0])]
-            .into_iter()
-            .collect::<Result<Vec<_>, _>>()
-    } else {
-        collection.query_batch(&requests)
+    let found = match requests.len() {
+        0 => Ok(Vec::new()),
+        1 => collection.query(&requests[0]).map(|hits| vec![hits]),
+        _ => collection.query_batch(&requests),
     }
     .map_err(|error| ApiError::from_engine(error, name))?;
+    // recommendations by score are scans, answered in their places among the searches
+    let mut found = found.into_iter();
+    let results = searches
+        .iter()
+        .map(|(_, search)| match &search.scoring {
+            None => Ok(found.next().unwrap_or_default()),
+            Some(scoring) => {
+                let page = Page {
+                    filter: search.filter.as_ref(),
+                    using: search.using.as_deref(),
+                    limit: search.limit,
+                    offset: search.offset,
+                    score_threshold: search.score_threshold,
+                };
+                crate::recommend::scan(collection, scoring, &page, name)
+            }
+        })
+        .collect::<ApiResult<Vec<_>>>()?;
     results.iter().try_for_each(|hits| check_scores(hits))?;
     Ok(results)
 }
