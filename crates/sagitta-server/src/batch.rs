@@ -19,7 +19,8 @@ use crate::body::{wait_flag, JsonBody};
 use crate::collections::{blocking, collection, update_result, Path};
 use crate::error::{ApiError, ApiResult};
 use crate::points::{
-    admitted, exclusive, refuse_nested_key, selected_ids, write_order, write_slot, PayloadChange,
+    admitted, exclusive, refuse_nested_key, selected_ids, set_change, write_order, write_slot,
+    PayloadChange,
 };
 use crate::response::ok;
 use crate::vectors::{
@@ -113,8 +114,7 @@ fn checked(
             &format!("{at}.delete"),
         )?),
         Operation::SetPayload(request) => {
-            refuse_nested_key(&request)?;
-            let payload = PayloadChange::Set(request.payload_text()?);
+            let payload = set_change(&request)?;
             let at = format!("{at}.set_payload");
             Step::Payload(selection(request.points, request.filter, &at)?, payload)
         }

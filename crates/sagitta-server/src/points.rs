@@ -10,7 +10,7 @@ use axum::extract::State;
 use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use sagitta_engine::collection::MAX_LIMIT;
-use sagitta_engine::filter::Condition;
+use sagitta_engine::filter::{Condition, KeyPath};
 use sagitta_engine::point::parse_uuid;
 use sagitta_engine::{
     Collection, Database, Filter, Point, PointId, ScoredPoint, SearchRequest, Strategy,
@@ -22,6 +22,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use crate::body::{wait_flag, JsonBody};
 use crate::collections::{blocking, collection, read, update_result, Path};
 use crate::error::{ApiError, ApiResult};
+use crate::payload_key::{parse_key, set_payload_at};
 use crate::recommend::{ExampleScoring, Page, ScoreStrategy};
 use crate::response::ok;
 use crate::wire::{
@@ -955,6 +956,8 @@ pub async fn delete(
 /// How a payload update changes the selected points.
 pub(crate) enum PayloadChange {
     Set(String),
+    /// `set_payload` with `key`: merged at that path ([`crate::payload_key`]).
+    SetAt(KeyPath, String),
     Overwrite(String),
     DeleteKeys(Vec<String>),
 }
@@ -982,6 +985,9 @@ impl PayloadChange {
         }
         match self {
             PayloadChange::Set(payload) => target.set_payload(&ids, payload, wait),
+            PayloadChange::SetAt(key, payload) => {
+                return set_payload_at((target, name), &ids, key, payload, wait);
+            }
             PayloadChange::Overwrite(payload) => target.overwrite_payload(&ids, payload, wait),
             PayloadChange::DeleteKeys(keys) => target.delete_payload_keys(&ids, keys, wait),
         }
@@ -1003,11 +1009,24 @@ async fn change_payload(
     let max_points = state.config.max_batch_points;
     blocking(move || {
         let _slot = slot;
-        let _order = shared(write_order(&name));
+        // a change at a key reads the payloads it rewrites: nothing else writes in between
+        let _order = match change {
+            PayloadChange::SetAt(..) => WriteGuard::Exclusive(exclusive(write_order(&name))),
+            _ => WriteGuard::Shared(shared(write_order(&name))),
+        };
         change.apply((&target, &name), selector, wait, max_points)
     })
     .await?;
     Ok(ok(update_result(&state, wait), started))
+}
+
+/// The change a `set_payload` request asks for: a merge of top-level keys, or at `key`.
+pub(crate) fn set_change(request: &SetPayloadRequest) -> ApiResult<PayloadChange> {
+    let payload = request.payload_text()?;
+    Ok(match &request.key {
+        None => PayloadChange::Set(payload),
+        Some(key) => PayloadChange::SetAt(parse_key(key)?, payload),
+    })
 }
 
 pub(crate) fn refuse_nested_key(request: &SetPayloadRequest) -> ApiResult<()> {
@@ -1026,10 +1045,9 @@ pub async fn set_payload(
     uri: Uri,
     JsonBody(request): JsonBody<SetPayloadRequest>,
 ) -> ApiResult<Response> {
-    refuse_nested_key(&request)?;
-    let payload = request.payload_text()?;
+    let change = set_change(&request)?;
     let selector = (request.points, request.filter);
-    change_payload(state, name, &uri, selector, PayloadChange::Set(payload)).await
+    change_payload(state, name, &uri, selector, change).await
 }
 
 pub async fn overwrite_payload(

@@ -59,8 +59,12 @@ async fn operations_apply_in_order_and_a_bad_one_refuses_the_list() {
             "operations[1].delete.filter",
         ),
         (
-            json!({"set_payload": {"payload": {"a": 1}, "points": [1], "key": "x.y"}}),
+            json!({"overwrite_payload": {"payload": {"a": 1}, "points": [1], "key": "x.y"}}),
             "`key`",
+        ),
+        (
+            json!({"set_payload": {"payload": {"a": 1}, "points": [1], "key": "x..y"}}),
+            "not a payload path",
         ),
         (
             json!({"update_vectors": {"points": [{"id": 1, "vector": [1.0]}]}}),
