@@ -26,7 +26,9 @@ use sagitta_index::{IndexError, Metric};
 use sagitta_storage::fs::{FileSystem, StreamedFile};
 use sagitta_storage::StorageError;
 
-use super::listing::{corrupt, read_points, read_tombstones, write_points, Listing};
+use super::listing::{
+    corrupt, exact_distance, read_points, read_tombstones, write_points, BestK, Listing,
+};
 use super::records::RowsFile;
 use super::SegmentKindName;
 use super::{index_path, GraphHost, SegmentKind, SegmentRead, SegmentShape, SegmentWrite};
@@ -269,26 +271,15 @@ impl HnswSegment {
         nodes: &[u32],
         distance: Distance,
     ) -> Result<Vec<(f32, Point)>> {
-        let kernels = sagitta_kernels::kernels();
-        // (distance, id, node, row), sorted; a row is copied only when it enters
-        let mut best: Vec<(f32, PointId, u32, Vec<f32>)> = Vec::with_capacity(k + 1);
+        let mut best = BestK::new(k);
         self.for_each_row(nodes, |node, row| {
-            let value = match distance {
-                Distance::Euclid => (kernels.l2_squared_f32)(query, row),
-                Distance::Cosine | Distance::Dot => -(kernels.dot_f32)(query, row),
-            };
-            let id = self.listing.id(node);
-            let place = best.partition_point(|(other, other_id, _, _)| {
-                other.total_cmp(&value).then(other_id.cmp(&id)).is_lt()
-            });
-            if place < k {
-                best.insert(place, (value, id, node, row.to_vec()));
-                best.truncate(k);
-            }
+            let value = exact_distance(distance, query, row);
+            best.offer(value, self.listing.id(node), || (node, row.to_vec()));
         })?;
         Ok(best
+            .into_sorted()
             .into_iter()
-            .map(|(value, _, node, row)| (value, self.listing.point(node, row)))
+            .map(|(value, _, (node, row))| (value, self.listing.point(node, row)))
             .collect())
     }
 

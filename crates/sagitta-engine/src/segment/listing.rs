@@ -286,6 +286,50 @@ impl Listing {
     }
 }
 
+/// The best `k` of the candidates an exact scan offers, closest first, ties by point id
+/// (as the collection orders its results); `data` is taken only for a candidate that
+/// enters (a row is copied only then).
+pub(crate) struct BestK<T> {
+    k: usize,
+    kept: Vec<(f32, PointId, T)>,
+}
+
+impl<T> BestK<T> {
+    pub fn new(k: usize) -> BestK<T> {
+        BestK {
+            k,
+            kept: Vec::with_capacity(k + 1),
+        }
+    }
+
+    pub fn offer(&mut self, distance: f32, id: PointId, data: impl FnOnce() -> T) {
+        let place = self.kept.partition_point(|(other, other_id, _)| {
+            other.total_cmp(&distance).then(other_id.cmp(&id)).is_lt()
+        });
+        if place < self.k {
+            self.kept.insert(place, (distance, id, data()));
+            self.kept.truncate(self.k);
+        }
+    }
+
+    /// The kept candidates, closest first.
+    pub fn into_sorted(self) -> Vec<(f32, PointId, T)> {
+        self.kept
+    }
+}
+
+/// An exact scan's distance from `query` to `row` ("lower is closer": squared L2, or the
+/// negated dot product of Cosine's unit vectors and of Dot).
+pub(crate) fn exact_distance(distance: crate::point::Distance, query: &[f32], row: &[f32]) -> f32 {
+    let kernels = sagitta_kernels::kernels();
+    match distance {
+        crate::point::Distance::Euclid => (kernels.l2_squared_f32)(query, row),
+        crate::point::Distance::Cosine | crate::point::Distance::Dot => {
+            -(kernels.dot_f32)(query, row)
+        }
+    }
+}
+
 /// Positions marked deleted, for kinds that keep no marks of their own.
 pub(crate) struct DeletedSet {
     words: Vec<AtomicU64>,

@@ -17,8 +17,8 @@ use sagitta_storage::fs::FileSystem;
 
 use super::hnsw::segment_params;
 use super::listing::{
-    corrupt, read_listed, read_points, read_tombstones, write_points, DeletedSet, Listing,
-    FULL_SCAN_BYTES,
+    corrupt, exact_distance, read_listed, read_points, read_tombstones, write_points, BestK,
+    DeletedSet, Listing, FULL_SCAN_BYTES,
 };
 use super::{SegmentKind, SegmentKindName, SegmentRead, SegmentShape, SegmentWrite};
 use crate::error::Result;
@@ -103,26 +103,15 @@ impl SpacesSegment {
         positions: &[u32],
         slice: SpaceSlice,
     ) -> Vec<(f32, Point)> {
-        let kernels = sagitta_kernels::kernels();
-        let mut best: Vec<(f32, PointId, u32)> = Vec::with_capacity(k + 1);
+        let mut best = BestK::new(k);
         for position in positions {
-            let Some(row) = self.part(slice.index, *position) else {
-                continue;
-            };
-            let value = match slice.distance {
-                crate::point::Distance::Euclid => (kernels.l2_squared_f32)(query, row),
-                _ => -(kernels.dot_f32)(query, row),
-            };
-            let id = self.listing.id(*position);
-            let place = best.partition_point(|(other, other_id, _)| {
-                other.total_cmp(&value).then(other_id.cmp(&id)).is_lt()
-            });
-            if place < k {
-                best.insert(place, (value, id, *position));
-                best.truncate(k);
+            if let Some(row) = self.part(slice.index, *position) {
+                let value = exact_distance(slice.distance, query, row);
+                best.offer(value, self.listing.id(*position), || *position);
             }
         }
-        best.into_iter()
+        best.into_sorted()
+            .into_iter()
             .map(|(value, _, position)| (value, self.point(position)))
             .collect()
     }
