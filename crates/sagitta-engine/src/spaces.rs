@@ -177,10 +177,15 @@ impl VectorSpaces {
         vector
     }
 
+    /// Space `index`'s vector of a stored vector, `None` where the point has none.
+    pub fn part<'a>(&self, index: usize, vector: &'a [f32]) -> Option<&'a [f32]> {
+        self.slice(index).of(vector)
+    }
+
     /// Each space's vector of a stored vector, `None` where the point has none.
     pub fn split<'a>(&self, vector: &'a [f32]) -> Vec<Option<&'a [f32]>> {
         (0..self.len())
-            .map(|index| self.slice(index).of(vector))
+            .map(|index| self.part(index, vector))
             .collect()
     }
 

@@ -55,11 +55,17 @@ fn checked_limit(limit: Option<usize>, field: &str) -> ApiResult<usize> {
 /// `filter` with the point a query by id starts from left out (as Qdrant does, before
 /// `offset` and `limit` apply).
 fn without_point(filter: Option<Filter>, id: PointId) -> Filter {
+    without_points(filter, [id])
+}
+
+/// `filter` with the points `ids` left out (a recommendation's examples), one
+/// condition for all of them.
+fn without_points(filter: Option<Filter>, ids: impl IntoIterator<Item = PointId>) -> Filter {
     Filter {
         must: filter
             .map(|filter| vec![Condition::Nested(Box::new(filter))])
             .unwrap_or_default(),
-        must_not: vec![Condition::HasId([id].into_iter().collect())],
+        must_not: vec![Condition::HasId(ids.into_iter().collect())],
         ..Filter::default()
     }
 }
@@ -607,7 +613,8 @@ impl QueryTarget<'_> {
         (lookup_from, field): (Option<&str>, &str),
         search: &mut Search,
     ) -> ApiResult<Vec<Vec<f32>>> {
-        examples
+        let mut mentioned = Vec::new();
+        let vectors = examples
             .into_iter()
             .map(|example| match example {
                 Example::Vector(vector) => Ok(vector),
@@ -615,12 +622,16 @@ impl QueryTarget<'_> {
                     let (vector, same) =
                         self.point_vector(id, lookup_from, field, search.source_vector())?;
                     if same {
-                        search.filter = Some(without_point(search.filter.take(), id));
+                        mentioned.push(id);
                     }
                     Ok(vector)
                 }
             })
-            .collect()
+            .collect::<ApiResult<Vec<_>>>()?;
+        if !mentioned.is_empty() {
+            search.filter = Some(without_points(search.filter.take(), mentioned));
+        }
+        Ok(vectors)
     }
 
     /// The vector of point `id`, from collection `lookup_from` (else this one), and
@@ -662,7 +673,8 @@ impl QueryTarget<'_> {
         let index = spaces
             .index_of(name)
             .ok_or_else(|| unknown_vector_name(&format!("{field}{named_by}"), name))?;
-        let part = spaces.split(&point.vector)[index]
+        let part = spaces
+            .part(index, &point.vector)
             .map(<[f32]>::to_vec)
             .ok_or_else(|| {
                 ApiError::bad_request(format!(

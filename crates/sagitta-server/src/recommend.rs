@@ -153,7 +153,7 @@ pub(crate) fn scan(
     let mut scored: Vec<(f32, PointId, usize)> = Vec::new();
     for (at, point) in points.iter().enumerate() {
         let vector = match slice {
-            Some(index) => match spaces.split(&point.vector)[index] {
+            Some(index) => match spaces.part(index, &point.vector) {
                 Some(part) => part,
                 None => continue,
             },
