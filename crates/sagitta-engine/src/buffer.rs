@@ -269,6 +269,7 @@ impl Buffer {
             id: self.ids[slot].expect("live slot"),
             vector: self.vectors[slot * dim..(slot + 1) * dim].to_vec(),
             payload: self.payloads[slot].as_deref().map(Value::to_string),
+            sparse: Vec::new(),
         }
     }
 

@@ -151,6 +151,7 @@ fn read_upsert(reader: &mut Reader<'_>) -> DecodeResult<Vec<Point>> {
             id,
             vector,
             payload,
+            sparse: Vec::new(),
         });
     }
     Ok(points)
@@ -207,11 +208,13 @@ mod tests {
                 id: PointId::Number(7),
                 vector: vec![0.5, -1.0, 2.0],
                 payload: Some(r#"{"a":1}"#.to_string()),
+                sparse: Vec::new(),
             },
             Point {
                 id: PointId::Uuid(0x1234_5678_9abc_def0_1234_5678_9abc_def0),
                 vector: vec![0.0, 0.0, 1.0],
                 payload: None,
+                sparse: Vec::new(),
             },
         ]);
         let bytes = encode(&upsert);
@@ -249,6 +252,7 @@ mod tests {
             id: PointId::Number(7),
             vector: vec![1.0],
             payload: Some("{}".to_string()),
+            sparse: Vec::new(),
         }]);
         let mut expected = vec![OPERATION_UPSERT, 1, 0, 0, 0, 1, 0, 0, 0, ID_NUMBER];
         expected.extend_from_slice(&7u64.to_le_bytes());
@@ -267,6 +271,7 @@ mod tests {
             id: PointId::Number(1),
             vector: vec![],
             payload: None,
+            sparse: Vec::new(),
         }]);
         assert_eq!(encode(&no_payload)[18..], NO_PAYLOAD.to_le_bytes());
     }

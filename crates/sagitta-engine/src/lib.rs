@@ -34,6 +34,7 @@ mod shard;
 mod shard_manifest;
 mod shard_state;
 pub mod spaces;
+pub mod sparse;
 
 pub use aliases::AliasAction;
 pub use collection::{
@@ -47,4 +48,5 @@ pub use payload_index::{FieldType, PayloadSchema};
 pub use point::{Distance, Point, PointId};
 pub use policy::OptimizerPolicy;
 pub use query::{ScoredPoint, SearchRequest, Strategy};
-pub use spaces::{VectorSpace, VectorSpaces};
+pub use spaces::{SparseSpace, VectorSpace, VectorSpaces};
+pub use sparse::SparseVector;

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::sparse::SparseVector;
+
 /// A point id: an unsigned integer or a UUID (stored as its 128-bit value).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum PointId {
@@ -135,12 +137,15 @@ impl Distance {
     }
 }
 
-/// A point as stored: vector (normalized for Cosine) and payload as JSON text.
+/// A point as stored: vector (normalized for Cosine), payload as JSON text, and its
+/// sparse vectors — none, or one entry per sparse space of the collection
+/// ([`crate::spaces::VectorSpaces::sparse`]), `None` where the point has no vector there.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Point {
     pub id: PointId,
     pub vector: Vec<f32>,
     pub payload: Option<String>,
+    pub sparse: Vec<Option<SparseVector>>,
 }
 
 #[cfg(test)]

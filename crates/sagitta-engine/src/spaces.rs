@@ -31,12 +31,22 @@ pub struct VectorSpace {
     pub distance: Distance,
 }
 
+/// One sparse vector of a collection ([`crate::sparse`]): a name and whether queries are
+/// weighted by inverse document frequency (Qdrant's `modifier: "idf"`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SparseSpace {
+    pub name: String,
+    pub idf: bool,
+}
+
 /// The named vectors of a collection, in storage order; empty for a collection with one
-/// unnamed vector.
+/// unnamed vector. Dense spaces lie side by side in the stored vector; sparse spaces
+/// are numbered apart (a point's `sparse[i]` is sparse space `i`'s).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VectorSpaces {
     spaces: Vec<VectorSpace>,
     offsets: Vec<usize>,
+    sparse: Vec<SparseSpace>,
 }
 
 /// Where one space's vector lies in a stored vector, and how it is compared: what a
@@ -73,25 +83,44 @@ impl VectorSpaces {
     /// Named vectors in this order. Names must be 1 to [`MAX_SPACE_NAME_BYTES`] bytes and
     /// distinct; dimensions 1 to `max_dim`; their sum at most `max_dim` too.
     pub fn new(spaces: Vec<VectorSpace>, max_dim: usize) -> Result<VectorSpaces> {
+        VectorSpaces::with_sparse(spaces, Vec::new(), max_dim)
+    }
+
+    /// Dense named vectors `spaces` (as [`VectorSpaces::new`], but possibly none) and
+    /// sparse ones `sparse`; at least one in all, every name distinct. A dense vector may
+    /// be named `""` (the unnamed one) when the collection has sparse vectors beside it.
+    pub fn with_sparse(
+        spaces: Vec<VectorSpace>,
+        sparse: Vec<SparseSpace>,
+        max_dim: usize,
+    ) -> Result<VectorSpaces> {
         let invalid = |reason: String| EngineError::InvalidVectors { reason };
-        if spaces.is_empty() || spaces.len() > MAX_SPACES {
+        let count = spaces.len() + sparse.len();
+        if count == 0 || count > MAX_SPACES {
             return Err(invalid(format!(
-                "{} named vectors; a collection has 1 to {MAX_SPACES}",
-                spaces.len()
+                "{count} named vectors; a collection has 1 to {MAX_SPACES}"
             )));
+        }
+        let names: Vec<&str> = spaces
+            .iter()
+            .map(|space| space.name.as_str())
+            .chain(sparse.iter().map(|space| space.name.as_str()))
+            .collect();
+        for (index, name) in names.iter().enumerate() {
+            let unnamed_beside_sparse =
+                name.is_empty() && index < spaces.len() && !sparse.is_empty();
+            if (name.is_empty() && !unnamed_beside_sparse) || name.len() > MAX_SPACE_NAME_BYTES {
+                return Err(invalid(format!(
+                    "vector name {name:?}: use 1 to {MAX_SPACE_NAME_BYTES} bytes"
+                )));
+            }
+            if names[..index].contains(name) {
+                return Err(invalid(format!("vector name {name:?} given twice")));
+            }
         }
         let mut offsets = Vec::with_capacity(spaces.len());
         let mut total = 0usize;
-        for (index, space) in spaces.iter().enumerate() {
-            if space.name.is_empty() || space.name.len() > MAX_SPACE_NAME_BYTES {
-                return Err(invalid(format!(
-                    "vector name {:?}: use 1 to {MAX_SPACE_NAME_BYTES} bytes",
-                    space.name
-                )));
-            }
-            if spaces[..index].iter().any(|other| other.name == space.name) {
-                return Err(invalid(format!("vector name {:?} given twice", space.name)));
-            }
+        for space in &spaces {
             if space.dim == 0 || space.dim > max_dim {
                 return Err(invalid(format!(
                     "`{}.size` = {}: must be 1 to {max_dim}",
@@ -106,12 +135,26 @@ impl VectorSpaces {
                 "the named vectors' sizes add up to {total}, over the limit of {max_dim}"
             )));
         }
-        Ok(VectorSpaces { spaces, offsets })
+        Ok(VectorSpaces {
+            spaces,
+            offsets,
+            sparse,
+        })
     }
 
-    /// Whether the collection has named vectors.
+    /// Whether the collection has named vectors (dense or sparse).
     pub fn is_named(&self) -> bool {
-        !self.spaces.is_empty()
+        !self.spaces.is_empty() || !self.sparse.is_empty()
+    }
+
+    /// The sparse vectors, numbered as a point's `sparse` list.
+    pub fn sparse(&self) -> &[SparseSpace] {
+        &self.sparse
+    }
+
+    /// The number of the sparse space called `name`.
+    pub fn sparse_index_of(&self, name: &str) -> Option<usize> {
+        self.sparse.iter().position(|space| space.name == name)
     }
 
     pub fn len(&self) -> usize {
@@ -190,7 +233,8 @@ impl VectorSpaces {
     }
 
     /// The spaces as the collection manifest stores them (docs/format.md): a u32 count,
-    /// then per space its distance code, u32 dimension and u16-length name.
+    /// then per space its distance code, u32 dimension and u16-length name; then a u32
+    /// count of sparse spaces, per space a modifier code (0 none, 1 IDF) and its name.
     pub(crate) fn encode_into(&self, out: &mut Writer) {
         out.len_u32(self.len(), "bounded space count");
         for space in &self.spaces {
@@ -198,22 +242,23 @@ impl VectorSpaces {
                 .len_u32(space.dim, "validated dim")
                 .str_u16(&space.name, "bounded vector name");
         }
+        out.len_u32(self.sparse.len(), "bounded space count");
+        for space in &self.sparse {
+            out.u8(u8::from(space.idf))
+                .str_u16(&space.name, "bounded vector name");
+        }
     }
 
-    /// Reads what [`VectorSpaces::encode_into`] wrote; `max_dim` as in [`VectorSpaces::new`].
-    pub(crate) fn decode(reader: &mut Reader, max_dim: usize) -> Result<VectorSpaces, DecodeError> {
+    /// Reads what [`VectorSpaces::encode_into`] wrote (without the sparse part unless
+    /// `with_sparse`: manifests before sparse vectors); `max_dim` as in
+    /// [`VectorSpaces::new`].
+    pub(crate) fn decode(
+        reader: &mut Reader,
+        max_dim: usize,
+        with_sparse: bool,
+    ) -> Result<VectorSpaces, DecodeError> {
         let at = reader.offset();
-        let count = reader.u32("space_count")? as usize;
-        if count > MAX_SPACES {
-            return Err(Reader::invalid_at(
-                at,
-                "space_count",
-                format!("{count} named vectors, more than {MAX_SPACES}"),
-            ));
-        }
-        if count == 0 {
-            return Ok(VectorSpaces::default());
-        }
+        let count = space_count(reader)?;
         let mut spaces = Vec::with_capacity(count);
         for _ in 0..count {
             let distance = reader.code("vector distance", Distance::from_code)?;
@@ -225,9 +270,34 @@ impl VectorSpaces {
                 distance,
             });
         }
-        VectorSpaces::new(spaces, max_dim)
+        let mut sparse = Vec::new();
+        if with_sparse {
+            for _ in 0..space_count(reader)? {
+                let idf =
+                    reader.code("sparse modifier", |code| (code <= 1).then_some(code == 1))?;
+                let name = reader.str_u16("vector name")?.to_string();
+                sparse.push(SparseSpace { name, idf });
+            }
+        }
+        if spaces.is_empty() && sparse.is_empty() {
+            return Ok(VectorSpaces::default());
+        }
+        VectorSpaces::with_sparse(spaces, sparse, max_dim)
             .map_err(|error| Reader::invalid_at(at, "named vectors", error.to_string()))
     }
+}
+
+fn space_count(reader: &mut Reader) -> Result<usize, DecodeError> {
+    let at = reader.offset();
+    let count = reader.u32("space_count")? as usize;
+    if count > MAX_SPACES {
+        return Err(Reader::invalid_at(
+            at,
+            "space_count",
+            format!("{count} named vectors, more than {MAX_SPACES}"),
+        ));
+    }
+    Ok(count)
 }
 
 #[cfg(test)]
@@ -266,7 +336,28 @@ mod tests {
         spaces.encode_into(&mut out);
         let bytes = out.into_bytes();
         let mut reader = Reader::new(&bytes);
-        assert_eq!(VectorSpaces::decode(&mut reader, 100).unwrap(), spaces);
+        assert_eq!(
+            VectorSpaces::decode(&mut reader, 100, true).unwrap(),
+            spaces
+        );
+        let with_sparse = VectorSpaces::with_sparse(
+            vec![space("", 2, Distance::Dot)],
+            vec![SparseSpace {
+                name: "words".to_string(),
+                idf: true,
+            }],
+            100,
+        )
+        .unwrap();
+        assert_eq!(with_sparse.sparse_index_of("words"), Some(0));
+        let mut out = Writer::new();
+        with_sparse.encode_into(&mut out);
+        let bytes = out.into_bytes();
+        let mut reader = Reader::new(&bytes);
+        assert_eq!(
+            VectorSpaces::decode(&mut reader, 100, true).unwrap(),
+            with_sparse
+        );
     }
 
     #[test]

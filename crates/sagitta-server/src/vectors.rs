@@ -107,6 +107,7 @@ impl UpdateVectorsRequest {
                     id: point.id.0,
                     vector,
                     payload: None,
+                    sparse: Vec::new(),
                 };
                 collection.check_point(&check).map_err(|error| {
                     ApiError::bad_request(format!("Wrong input: `{field}`: {error}"))
@@ -172,6 +173,7 @@ pub(crate) fn apply_update_vectors(
                 id,
                 vector: merged(&stored.vector, &vector, spaces),
                 payload: stored.payload,
+                sparse: Vec::new(),
             });
         }
     }
@@ -208,6 +210,7 @@ pub(crate) fn apply_delete_vectors(
             id,
             vector: spaces.join(&parts),
             payload: stored.payload,
+            sparse: Vec::new(),
         });
     }
     write(target, points, wait, name)

@@ -28,7 +28,9 @@ pub const MAX_PAYLOAD_BYTES: usize = 1 << 20;
 /// Largest `limit` (k) of a search.
 pub const MAX_LIMIT: usize = 10_000;
 
-const CONFIG_VERSION: u8 = 7;
+const CONFIG_VERSION: u8 = 8;
+/// The version before sparse vectors were recorded (read as none).
+const CONFIG_VERSION_DENSE_ONLY: u8 = 7;
 /// The version before named vectors were recorded (read as none: one unnamed vector).
 const CONFIG_VERSION_UNNAMED: u8 = 6;
 /// The version before `vectors.on_disk` was recorded (read as false: vectors in RAM).
@@ -174,7 +176,9 @@ impl StorageConfig {
 
 impl CollectionConfig {
     pub(super) fn validate(&self) -> Result<()> {
-        check_range("dim", self.dim, 1, MAX_DIMENSION)?;
+        // a collection of sparse vectors alone stores no dense values
+        let min_dim = usize::from(self.storage.segment_kind != SegmentKindName::Spaces);
+        check_range("dim", self.dim, min_dim, MAX_DIMENSION)?;
         check_range("shard_number", self.shard_count, 1, MAX_SHARDS)?;
         check_range(
             "sagitta.page_cache_mb",
@@ -334,6 +338,7 @@ impl CollectionConfig {
                 CONFIG_VERSION_FIXED_PARTITIONS,
                 CONFIG_VERSION_VECTORS_IN_RAM,
                 CONFIG_VERSION_UNNAMED,
+                CONFIG_VERSION_DENSE_ONLY,
                 CONFIG_VERSION,
             ],
         )?;
@@ -375,9 +380,10 @@ impl CollectionConfig {
                 ));
             }
         }
-        let spaces = if version >= CONFIG_VERSION {
+        let spaces = if version >= CONFIG_VERSION_DENSE_ONLY {
             let at = reader.offset();
-            let spaces = VectorSpaces::decode(&mut reader, MAX_DIMENSION)?;
+            let spaces =
+                VectorSpaces::decode(&mut reader, MAX_DIMENSION, version >= CONFIG_VERSION)?;
             config
                 .check_spaces(&spaces)
                 .map_err(|error| Reader::invalid_at(at, "named vectors", error.to_string()))?;
@@ -655,12 +661,12 @@ mod tests {
         assert!(message(&config.encode_with(&schema, &spaces))
             .contains("`sagitta.segment_kind` must be left unset"));
         assert_eq!(
-            message(&[9]),
+            message(&[99]),
             format!(
-                "at byte 0: config_version: collection config version 9; this build reads \
+                "at byte 0: config_version: collection config version 99; this build reads \
                  {CONFIG_VERSION_HNSW_ONLY} and {CONFIG_VERSION_FLOAT32} and \
                  {CONFIG_VERSION_FIXED_PARTITIONS} and {CONFIG_VERSION_VECTORS_IN_RAM} and \
-                 {CONFIG_VERSION_UNNAMED} and {CONFIG_VERSION}"
+                 {CONFIG_VERSION_UNNAMED} and {CONFIG_VERSION_DENSE_ONLY} and {CONFIG_VERSION}"
             )
         );
     }

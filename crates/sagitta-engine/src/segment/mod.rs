@@ -386,6 +386,7 @@ pub(crate) fn listing(ids: &[PointId], payloads: &[Option<Arc<serde_json::Value>
             id: *id,
             vector: Vec::new(),
             payload: payload.as_deref().map(serde_json::Value::to_string),
+            sparse: Vec::new(),
         })
         .collect()
 }

@@ -150,6 +150,7 @@ impl Operation {
                         id: PointId::Number(*id),
                         vector: stored.vector.clone(),
                         payload: stored.payload.as_ref().map(text),
+                        sparse: Vec::new(),
                     })
                     .collect();
                 collection.upsert(points, wait).unwrap();

@@ -89,6 +89,7 @@ impl UpsertRequest {
                                 point.payload,
                                 &format!("points[{index}].payload"),
                             )?,
+                            sparse: Vec::new(),
                         })
                     })
                     .collect::<ApiResult<Vec<Point>>>()?
@@ -118,6 +119,7 @@ impl UpsertRequest {
                             id: id.0,
                             vector,
                             payload: payload_text(payload, &format!("batch.payloads[{index}]"))?,
+                            sparse: Vec::new(),
                         })
                     })
                     .collect::<ApiResult<Vec<Point>>>()?

@@ -1,0 +1,235 @@
+//! Sparse vectors (issue 16 §1): a point's weights over a vocabulary of u32 indices (a
+//! bag of words, SPLADE, BM25 term weights), scored against a query by the dot product
+//! over the indices both have — Qdrant's sparse vectors. A point whose vector shares no
+//! index with the query is not a hit at all (it has no score), as in Qdrant.
+//!
+//! Stored sorted by index, each index once. A sealed segment keeps an inverted index per
+//! sparse space ([`SparseIndex`]): per vocabulary index, the positions that have it and
+//! their weights, so a query touches only the postings of its own indices. With the IDF
+//! modifier a query's weights are multiplied by each index's inverse document frequency
+//! over the collection's live points ([`idf`]) before scoring, as Qdrant does.
+
+use std::collections::HashMap;
+
+/// Most non-zero entries one sparse vector may have.
+pub const MAX_SPARSE_ENTRIES: usize = 1 << 20;
+
+/// A sparse vector: ascending, distinct indices and their finite weights.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SparseVector {
+    indices: Vec<u32>,
+    values: Vec<f32>,
+}
+
+impl SparseVector {
+    /// The vector of `indices` and `values` (any order), sorted by index; or why not:
+    /// lengths differ, an index given twice, a weight not finite, too many entries.
+    pub fn new(indices: Vec<u32>, values: Vec<f32>) -> Result<SparseVector, String> {
+        if indices.len() != values.len() {
+            return Err(format!(
+                "{} indices and {} values: a sparse vector needs one value per index",
+                indices.len(),
+                values.len()
+            ));
+        }
+        if indices.len() > MAX_SPARSE_ENTRIES {
+            return Err(format!(
+                "{} entries, more than the limit of {MAX_SPARSE_ENTRIES}",
+                indices.len()
+            ));
+        }
+        if let Some(position) = values.iter().position(|value| !value.is_finite()) {
+            return Err(format!("values[{position}] is not a finite number"));
+        }
+        let mut pairs: Vec<(u32, f32)> = indices.into_iter().zip(values).collect();
+        pairs.sort_by_key(|pair| pair.0);
+        if let Some(pair) = pairs.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+            return Err(format!("index {} is given twice", pair[0].0));
+        }
+        Ok(SparseVector {
+            indices: pairs.iter().map(|pair| pair.0).collect(),
+            values: pairs.iter().map(|pair| pair.1).collect(),
+        })
+    }
+
+    pub fn indices(&self) -> &[u32] {
+        &self.indices
+    }
+
+    pub fn values(&self) -> &[f32] {
+        &self.values
+    }
+
+    pub fn len(&self) -> usize {
+        self.indices.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.indices.is_empty()
+    }
+
+    /// The dot product over the indices both vectors have; `None` when they share none.
+    pub fn dot(&self, other: &SparseVector) -> Option<f32> {
+        let (mut i, mut j) = (0, 0);
+        let mut sum = 0.0f32;
+        let mut shared = false;
+        while i < self.indices.len() && j < other.indices.len() {
+            match self.indices[i].cmp(&other.indices[j]) {
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Greater => j += 1,
+                std::cmp::Ordering::Equal => {
+                    sum += self.values[i] * other.values[j];
+                    shared = true;
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        shared.then_some(sum)
+    }
+
+    /// The same indices with each weight multiplied by `weight(index)`.
+    pub fn reweighted(&self, weight: impl Fn(u32) -> f32) -> SparseVector {
+        SparseVector {
+            indices: self.indices.clone(),
+            values: self
+                .indices
+                .iter()
+                .zip(&self.values)
+                .map(|(index, value)| value * weight(*index))
+                .collect(),
+        }
+    }
+
+    /// Heap bytes of the vector.
+    pub fn bytes(&self) -> usize {
+        8 * self.indices.len()
+    }
+}
+
+/// The inverse document frequency of an index found in `df` of `n` points — BM25's,
+/// as Qdrant computes it: ln((n − df + 0.5) / (df + 0.5) + 1).
+pub fn idf(df: usize, n: usize) -> f32 {
+    #[allow(clippy::cast_precision_loss)]
+    let (df, n) = (df as f64, n as f64);
+    #[allow(clippy::cast_possible_truncation)]
+    let value = ((n - df + 0.5) / (df + 0.5) + 1.0).ln() as f32;
+    value
+}
+
+/// An inverted index over one sparse space of a segment: per vocabulary index, the
+/// positions having it (ascending) with their weights.
+#[derive(Default)]
+pub(crate) struct SparseIndex {
+    postings: HashMap<u32, Vec<(u32, f32)>>,
+}
+
+impl SparseIndex {
+    /// The index of `vectors`, position `i` being `vectors[i]` (`None`: no vector there).
+    pub fn build<'a>(vectors: impl Iterator<Item = Option<&'a SparseVector>>) -> SparseIndex {
+        let mut postings: HashMap<u32, Vec<(u32, f32)>> = HashMap::new();
+        for (position, vector) in vectors.enumerate() {
+            let Some(vector) = vector else { continue };
+            let position = u32::try_from(position).expect("segment size");
+            for (index, value) in vector.indices.iter().zip(&vector.values) {
+                postings.entry(*index).or_default().push((position, *value));
+            }
+        }
+        SparseIndex { postings }
+    }
+
+    /// Positions passing `keep` that have `index`.
+    pub fn document_frequency(&self, index: u32, keep: impl Fn(u32) -> bool) -> usize {
+        self.postings.get(&index).map_or(0, |list| {
+            list.iter().filter(|(position, _)| keep(*position)).count()
+        })
+    }
+
+    /// Each position passing `keep` that shares an index with `query`, with its dot
+    /// product: the postings of the query's indices added up, nothing else touched.
+    pub fn scores(&self, query: &SparseVector, keep: impl Fn(u32) -> bool) -> HashMap<u32, f32> {
+        let mut scores: HashMap<u32, f32> = HashMap::new();
+        let mut verdicts: HashMap<u32, bool> = HashMap::new();
+        for (index, weight) in query.indices.iter().zip(&query.values) {
+            let Some(list) = self.postings.get(index) else {
+                continue;
+            };
+            for (position, value) in list {
+                if *verdicts.entry(*position).or_insert_with(|| keep(*position)) {
+                    *scores.entry(*position).or_insert(0.0) += weight * value;
+                }
+            }
+        }
+        scores
+    }
+
+    /// Heap bytes of the postings (entries only).
+    pub fn bytes(&self) -> usize {
+        self.postings.values().map(|list| 8 * list.len() + 32).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sparse(indices: &[u32], values: &[f32]) -> SparseVector {
+        SparseVector::new(indices.to_vec(), values.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn vectors_are_sorted_and_checked() {
+        let vector = sparse(&[7, 1, 3], &[0.5, 1.0, -2.0]);
+        assert_eq!(vector.indices(), &[1, 3, 7]);
+        assert_eq!(vector.values(), &[1.0, -2.0, 0.5]);
+        let error = |indices: &[u32], values: &[f32]| {
+            SparseVector::new(indices.to_vec(), values.to_vec()).unwrap_err()
+        };
+        assert!(error(&[1, 2], &[1.0]).contains("2 indices and 1 values"));
+        assert!(error(&[4, 2, 4], &[1.0, 1.0, 1.0]).contains("index 4 is given twice"));
+        assert!(error(&[1, 2], &[1.0, f32::NAN]).contains("values[1]"));
+        assert!(sparse(&[], &[]).is_empty());
+    }
+
+    #[test]
+    fn dot_products_only_where_indices_meet() {
+        let a = sparse(&[1, 3, 5], &[1.0, 2.0, 3.0]);
+        let b = sparse(&[3, 5, 9], &[10.0, 1.0, 4.0]);
+        assert_eq!(a.dot(&b), Some(23.0));
+        assert_eq!(a.dot(&sparse(&[2, 4], &[1.0, 1.0])), None);
+        // a shared index with a zero product still makes a hit
+        assert_eq!(a.dot(&sparse(&[1], &[0.0])), Some(0.0));
+    }
+
+    #[test]
+    fn the_inverted_index_agrees_with_pairwise_dot_products() {
+        let vectors = [
+            Some(sparse(&[1, 2, 3], &[1.0, 2.0, 3.0])),
+            None,
+            Some(sparse(&[3, 4], &[0.5, 1.0])),
+            Some(sparse(&[9], &[1.0])),
+        ];
+        let index = SparseIndex::build(vectors.iter().map(Option::as_ref));
+        let query = sparse(&[3, 4, 8], &[2.0, 1.0, 5.0]);
+        let scores = index.scores(&query, |_| true);
+        for (position, vector) in vectors.iter().enumerate() {
+            let expected = vector.as_ref().and_then(|vector| vector.dot(&query));
+            assert_eq!(
+                scores.get(&(position as u32)).copied(),
+                expected,
+                "{position}"
+            );
+        }
+        let without_0 = index.scores(&query, |position| position != 0);
+        assert_eq!(without_0.len(), 1);
+        assert_eq!(index.document_frequency(3, |_| true), 2);
+        assert_eq!(index.document_frequency(3, |position| position == 2), 1);
+    }
+
+    #[test]
+    fn idf_is_bm25s() {
+        // ln((10 - 2 + 0.5) / (2 + 0.5) + 1) = ln(4.4)
+        assert!((idf(2, 10) - 4.4f32.ln()).abs() < 1e-6);
+        assert!(idf(0, 10) > idf(5, 10));
+    }
+}
