@@ -21,6 +21,7 @@ use crate::filter::Filter;
 use crate::point::{Distance, Point, PointId};
 use crate::query::{hit_distance, ShardHit};
 use crate::spaces::SpaceSlice;
+use crate::sparse::SparseVector;
 
 #[derive(Default)]
 pub(crate) struct Buffer {
@@ -34,6 +35,8 @@ pub(crate) struct Buffer {
     vectors: Vec<f32>,
     /// Parsed once at apply time so filters never re-parse JSON.
     payloads: Vec<Option<Arc<Value>>>,
+    /// Each slot's sparse vectors (empty in a collection without sparse vectors).
+    sparse: Vec<Vec<Option<SparseVector>>>,
     pub graph: Option<Arc<BufferGraph>>,
 }
 
@@ -145,6 +148,7 @@ impl Buffer {
             self.slots.remove(&id);
         }
         self.payloads[slot] = None;
+        self.sparse[slot] = Vec::new();
         if let Some(graph) = &self.graph {
             graph.mark_slot_deleted(slot);
         }
@@ -194,6 +198,7 @@ impl Buffer {
                             .and_then(|text| serde_json::from_str(&text).ok())
                             .map(Arc::new),
                     );
+                    self.sparse.push(point.sparse);
                     self.slots.insert(point.id, slot);
                 }
             }
@@ -269,7 +274,7 @@ impl Buffer {
             id: self.ids[slot].expect("live slot"),
             vector: self.vectors[slot * dim..(slot + 1) * dim].to_vec(),
             payload: self.payloads[slot].as_deref().map(Value::to_string),
-            sparse: Vec::new(),
+            sparse: self.sparse[slot].clone(),
         }
     }
 
@@ -430,5 +435,83 @@ impl Buffer {
                 point: self.point(candidate.slot, dim),
             })
             .collect()
+    }
+}
+
+impl Buffer {
+    /// Live slots passing `filter` and not `excluded`, with their sparse vector in space
+    /// `space`.
+    fn sparse_rows<'a>(
+        &'a self,
+        space: usize,
+        filter: Option<&'a Filter>,
+        excluded: Option<&'a HashSet<PointId>>,
+    ) -> impl Iterator<Item = (usize, PointId, &'a SparseVector)> + 'a {
+        self.ids.iter().enumerate().filter_map(move |(slot, id)| {
+            let id = (*id)?;
+            if excluded.is_some_and(|excluded| excluded.contains(&id))
+                || filter.is_some_and(|f| !f.matches(&id, self.payloads[slot].as_deref()))
+            {
+                return None;
+            }
+            let vector = self.sparse[slot].get(space)?.as_ref()?;
+            Some((slot, id, vector))
+        })
+    }
+
+    /// Top-`k` by sparse dot product with `query` in sparse space `space` among live slots
+    /// passing `filter` and not `excluded` that share an index with it: an exact scan.
+    /// `dim` is the stored dense vectors' width.
+    pub fn search_sparse(
+        &self,
+        (query, space): (&SparseVector, usize),
+        k: usize,
+        filter: Option<&Filter>,
+        excluded: Option<&HashSet<PointId>>,
+        dim: usize,
+    ) -> Vec<ShardHit> {
+        let mut heap: BinaryHeap<Candidate> = BinaryHeap::with_capacity(k + 1);
+        for (slot, id, vector) in self.sparse_rows(space, filter, excluded) {
+            let Some(score) = vector.dot(query) else {
+                continue;
+            };
+            let candidate = Candidate {
+                distance: -score,
+                id,
+                slot,
+            };
+            if heap.len() < k {
+                heap.push(candidate);
+            } else if let Some(mut worst) = heap.peek_mut() {
+                if candidate < *worst {
+                    *worst = candidate;
+                }
+            }
+        }
+        heap.into_sorted_vec()
+            .into_iter()
+            .map(|candidate| ShardHit {
+                distance: candidate.distance,
+                point: self.point(candidate.slot, dim),
+            })
+            .collect()
+    }
+
+    /// Adds to `counts[i]` the live slots not `excluded` whose vector in sparse space
+    /// `space` has `indices[i]` (`indices` ascending).
+    pub fn sparse_frequencies(
+        &self,
+        space: usize,
+        indices: &[u32],
+        excluded: Option<&HashSet<PointId>>,
+        counts: &mut [usize],
+    ) {
+        for (_, _, vector) in self.sparse_rows(space, None, excluded) {
+            for index in vector.indices() {
+                if let Ok(at) = indices.binary_search(index) {
+                    counts[at] += 1;
+                }
+            }
+        }
     }
 }

@@ -7,12 +7,19 @@
 use sagitta_storage::codec::{self, DecodeError, DecodeResult, Reader, Writer};
 
 use crate::point::{Point, PointId};
+use crate::sparse::{SparseVector, MAX_SPARSE_ENTRIES};
 
 const OPERATION_UPSERT: u8 = 1;
 const OPERATION_DELETE: u8 = 2;
 const OPERATION_SET_PAYLOAD: u8 = 3;
 const OPERATION_OVERWRITE_PAYLOAD: u8 = 4;
 const OPERATION_DELETE_PAYLOAD_KEYS: u8 = 5;
+/// An upsert whose points carry sparse vectors: as [`OPERATION_UPSERT`], each point
+/// followed by its sparse list. Written only when some point has one, so a log of dense
+/// points reads as before.
+const OPERATION_UPSERT_SPARSE: u8 = 6;
+/// The length written for a sparse space the point has no vector in.
+const NO_SPARSE: u32 = u32::MAX;
 const ID_NUMBER: u8 = 0;
 const ID_UUID: u8 = 1;
 const NO_PAYLOAD: u32 = u32::MAX;
@@ -58,9 +65,14 @@ fn put_id(out: &mut Writer, id: &PointId) {
 
 fn put_upsert(out: &mut Writer, points: &[Point]) {
     let dim = points.first().map_or(0, |p| p.vector.len());
-    out.u8(OPERATION_UPSERT)
-        .len_u32(points.len(), "batch")
-        .len_u32(dim, "dim");
+    let sparse = points.iter().any(|point| !point.sparse.is_empty());
+    out.u8(if sparse {
+        OPERATION_UPSERT_SPARSE
+    } else {
+        OPERATION_UPSERT
+    })
+    .len_u32(points.len(), "batch")
+    .len_u32(dim, "dim");
     for point in points {
         debug_assert_eq!(point.vector.len(), dim);
         put_id(out, &point.id);
@@ -72,7 +84,55 @@ fn put_upsert(out: &mut Writer, points: &[Point]) {
             }
             None => out.u32(NO_PAYLOAD),
         };
+        if sparse {
+            put_sparse(out, &point.sparse);
+        }
     }
+}
+
+/// A point's sparse list: a u32 count, then per space a u32 entry count (or
+/// [`NO_SPARSE`]), the u32 indices and the f32 values.
+fn put_sparse(out: &mut Writer, sparse: &[Option<SparseVector>]) {
+    out.len_u32(sparse.len(), "bounded space count");
+    for vector in sparse {
+        match vector {
+            Some(vector) => {
+                out.len_u32(vector.len(), "bounded sparse entries")
+                    .u32s(vector.indices().iter().copied())
+                    .f32s(vector.values());
+            }
+            None => {
+                out.u32(NO_SPARSE);
+            }
+        }
+    }
+}
+
+fn read_sparse(reader: &mut Reader<'_>) -> DecodeResult<Vec<Option<SparseVector>>> {
+    let count = reader.count_u32("sparse space count", 4)?;
+    let mut sparse = Vec::with_capacity(count);
+    for _ in 0..count {
+        let at = reader.offset();
+        let entries = reader.u32("sparse entry count")?;
+        if entries == NO_SPARSE {
+            sparse.push(None);
+            continue;
+        }
+        let entries = entries as usize;
+        if entries > MAX_SPARSE_ENTRIES || entries * 8 > reader.remaining() {
+            return Err(Reader::invalid_at(
+                at,
+                "sparse entry count",
+                format!("{entries} entries, {} bytes remain", reader.remaining()),
+            ));
+        }
+        let indices = codec::u32s(reader.bytes(entries * 4, "sparse indices")?).collect();
+        let values = codec::f32s(reader.bytes(entries * 4, "sparse values")?).collect();
+        let vector = SparseVector::new(indices, values)
+            .map_err(|reason| Reader::invalid_at(at, "sparse vector", reason))?;
+        sparse.push(Some(vector));
+    }
+    Ok(sparse)
 }
 
 pub fn encode(operation: &Operation) -> Vec<u8> {
@@ -122,7 +182,7 @@ fn read_text(reader: &mut Reader<'_>, expected: &'static str) -> DecodeResult<St
     reader.str_u32(expected).map(str::to_string)
 }
 
-fn read_upsert(reader: &mut Reader<'_>) -> DecodeResult<Vec<Point>> {
+fn read_upsert(reader: &mut Reader<'_>, with_sparse: bool) -> DecodeResult<Vec<Point>> {
     let count_at = reader.offset();
     let count = reader.u32("point count")? as usize;
     let dim = reader.u32("dim")? as usize;
@@ -147,11 +207,16 @@ fn read_upsert(reader: &mut Reader<'_>) -> DecodeResult<Vec<Point>> {
             NO_PAYLOAD => None,
             length => Some(reader.str(length as usize, "payload")?.to_string()),
         };
+        let sparse = if with_sparse {
+            read_sparse(reader)?
+        } else {
+            Vec::new()
+        };
         points.push(Point {
             id,
             vector,
             payload,
-            sparse: Vec::new(),
+            sparse,
         });
     }
     Ok(points)
@@ -167,7 +232,8 @@ pub fn decode(bytes: &[u8]) -> Option<Operation> {
 pub fn try_decode(bytes: &[u8]) -> Result<Operation, DecodeError> {
     let mut reader = Reader::new(bytes);
     let operation = match reader.u8("operation")? {
-        OPERATION_UPSERT => Operation::Upsert(read_upsert(&mut reader)?),
+        OPERATION_UPSERT => Operation::Upsert(read_upsert(&mut reader, false)?),
+        OPERATION_UPSERT_SPARSE => Operation::Upsert(read_upsert(&mut reader, true)?),
         OPERATION_DELETE => Operation::Delete(read_ids(&mut reader)?),
         OPERATION_SET_PAYLOAD => Operation::SetPayload {
             ids: read_ids(&mut reader)?,
@@ -244,6 +310,40 @@ mod tests {
         let mut huge_count = bytes.clone();
         huge_count[1..5].copy_from_slice(&u32::MAX.to_le_bytes());
         assert_eq!(decode(&huge_count), None);
+    }
+
+    #[test]
+    fn sparse_vectors_round_trip_and_bad_ones_are_refused() {
+        let sparse = SparseVector::new(vec![9, 2], vec![0.5, -1.0]).unwrap();
+        let upsert = Operation::Upsert(vec![
+            Point {
+                id: PointId::Number(1),
+                vector: vec![],
+                payload: None,
+                sparse: vec![Some(sparse.clone()), None],
+            },
+            Point {
+                id: PointId::Number(2),
+                vector: vec![],
+                payload: Some("{}".to_string()),
+                sparse: Vec::new(),
+            },
+        ]);
+        let bytes = encode(&upsert);
+        assert_eq!(bytes[0], OPERATION_UPSERT_SPARSE);
+        assert_eq!(decode(&bytes), Some(upsert));
+        // point 1: tag, count, dim, id (9), payload length (4), then its sparse list
+        let list = 1 + 4 + 4 + 9 + 4;
+        assert_eq!(&bytes[list..list + 8], &[2, 0, 0, 0, 2, 0, 0, 0]);
+        assert_eq!(&bytes[list + 8..list + 16], &[2, 0, 0, 0, 9, 0, 0, 0]);
+        let mut repeated = bytes.clone();
+        repeated[list + 12] = 2; // indices 2, 2
+        let error = try_decode(&repeated).unwrap_err().to_string();
+        assert!(error.contains("index 2 is given twice"), "{error}");
+        let mut too_many = bytes.clone();
+        too_many[list + 4..list + 8].copy_from_slice(&1000u32.to_le_bytes());
+        let error = try_decode(&too_many).unwrap_err().to_string();
+        assert!(error.contains("sparse entry count"), "{error}");
     }
 
     #[test]

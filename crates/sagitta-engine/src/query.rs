@@ -10,6 +10,7 @@
 
 use crate::filter::Filter;
 use crate::point::{Distance, Point, PointId};
+use crate::sparse::SparseVector;
 
 /// Search beam of the default strategy: at least this, and at least twice the top-k.
 pub(crate) const SEGMENT_EF_MIN: usize = 128;
@@ -26,6 +27,8 @@ pub struct SearchRequest<'a> {
     pub strategy: Strategy,
     /// The named vector searched (Qdrant's `using`); `None` for the unnamed one.
     pub using: Option<&'a str>,
+    /// A sparse query for the sparse vector `using` names; `vector` is then unused.
+    pub sparse: Option<&'a SparseVector>,
 }
 
 /// How segments are searched.
@@ -52,6 +55,7 @@ impl<'a> SearchRequest<'a> {
             score_threshold: None,
             strategy: Strategy::Auto,
             using: None,
+            sparse: None,
         }
     }
 }
@@ -64,6 +68,8 @@ pub struct ScoredPoint {
     pub score: f32,
     pub payload: Option<String>,
     pub vector: Vec<f32>,
+    /// The point's sparse vectors, as [`Point::sparse`].
+    pub sparse: Vec<Option<SparseVector>>,
 }
 
 impl Strategy {

@@ -299,7 +299,12 @@ fn params_info(config: &CollectionConfig, spaces: &VectorSpaces) -> Value {
         }
         vector
     };
-    let vectors = if spaces.is_named() {
+    let unnamed_only = spaces.len() == 1 && spaces.index_of("").is_some();
+    let vectors = if unnamed_only {
+        // the unnamed vector beside sparse ones: shown in the single-vector form, as given
+        let space = spaces.get(0).expect("one space");
+        params(space.dim, space.distance)
+    } else if spaces.is_named() {
         let named: Map<String, Value> = spaces
             .iter()
             .map(|space| (space.name.clone(), params(space.dim, space.distance)))
@@ -308,13 +313,29 @@ fn params_info(config: &CollectionConfig, spaces: &VectorSpaces) -> Value {
     } else {
         params(config.dim, config.distance)
     };
-    json!({
+    let mut info = json!({
         "vectors": vectors,
         "shard_number": config.shard_count,
         "replication_factor": 1,
         "write_consistency_factor": 1,
         "on_disk_payload": false,
-    })
+    });
+    if !spaces.sparse().is_empty() {
+        let sparse: Map<String, Value> = spaces
+            .sparse()
+            .iter()
+            .map(|space| {
+                let params = if space.idf {
+                    json!({"modifier": "idf"})
+                } else {
+                    json!({})
+                };
+                (space.name.clone(), params)
+            })
+            .collect();
+        info["sparse_vectors"] = Value::Object(sparse);
+    }
+    info
 }
 
 /// SagittaDB's extension of collection info: what the sealed segments take in RAM and on

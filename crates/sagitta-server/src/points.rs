@@ -13,8 +13,8 @@ use sagitta_engine::collection::MAX_LIMIT;
 use sagitta_engine::filter::{Condition, KeyPath};
 use sagitta_engine::point::parse_uuid;
 use sagitta_engine::{
-    Collection, Database, Filter, Point, PointId, ScoredPoint, SearchRequest, Strategy,
-    VectorSpaces,
+    Collection, Database, Filter, Point, PointId, ScoredPoint, SearchRequest, SparseVector,
+    Strategy, VectorSpaces,
 };
 use serde_json::{json, Value};
 use tokio::sync::OwnedSemaphorePermit;
@@ -27,10 +27,10 @@ use crate::recommend::{ExampleScoring, Page, ScoreStrategy};
 use crate::response::ok;
 use crate::wire::{
     check_count, parse_filter, record_output, scored_output, unknown_vector_name, ExampleInput,
-    IdInput, IdOutput, PointSelector, QueryBatchRequest, QueryInput, QueryRequest, RecommendInput,
-    RecordOutput, RetrieveRequest, ScoredPointOutput, ScrollRequest, SearchBatchRequest,
-    SearchHits, SearchParamsInput, SearchRequestInput, SearchVectorInput, SetPayloadRequest,
-    UpdateMode, UpsertRequest, VectorInput, VectorPick, WithPayload, WithVector,
+    IdInput, IdOutput, NamedVector, PointSelector, QueryBatchRequest, QueryInput, QueryRequest,
+    RecommendInput, RecordOutput, RetrieveRequest, ScoredPointOutput, ScrollRequest,
+    SearchBatchRequest, SearchHits, SearchParamsInput, SearchRequestInput, SearchVectorInput,
+    SetPayloadRequest, UpdateMode, UpsertRequest, VectorInput, VectorPick, WithPayload, WithVector,
     DEFAULT_VECTOR_NAME,
 };
 use crate::SharedState;
@@ -227,6 +227,8 @@ pub(crate) struct Search {
     lookup_vector: Option<String>,
     /// A recommendation scored against its examples instead of a vector search.
     scoring: Option<ExampleScoring>,
+    /// A sparse query, for the sparse vector `using` names, instead of a dense vector.
+    sparse: Option<SparseVector>,
 }
 
 impl Search {
@@ -245,6 +247,8 @@ impl Search {
 pub(crate) enum SearchVector {
     /// Sent in the request.
     Given(Vec<f32>),
+    /// A sparse vector sent in the request.
+    Sparse(SparseVector),
     /// A stored point's (a query by id), read on the blocking pool from the collection
     /// `lookup_from` names, else the one queried; `field` prefixes its errors.
     Point {
@@ -358,7 +362,11 @@ pub(crate) trait SearchBody: Send + 'static {
 fn known_name(spaces: &VectorSpaces, name: Option<&str>, field: &str) -> ApiResult<Option<String>> {
     match name {
         None => Ok(None),
-        Some(name) if spaces.is_named() && spaces.index_of(name).is_none() => {
+        Some(name)
+            if spaces.is_named()
+                && spaces.index_of(name).is_none()
+                && spaces.sparse_index_of(name).is_none() =>
+        {
             Err(unknown_vector_name(field, name))
         }
         Some(name) if !spaces.is_named() && name != DEFAULT_VECTOR_NAME => {
@@ -382,6 +390,7 @@ impl SearchBody for QueryRequest {
                 )))
             }
             Some(QueryInput::Vector(vector)) => SearchVector::Given(vector),
+            Some(QueryInput::Sparse(vector)) => SearchVector::Sparse(vector),
             Some(QueryInput::Named(named)) if spaces.is_named() => {
                 // {"nearest": {"name": vector}}: the one named vector given
                 let [(name, vector)] = <[_; 1]>::try_from(named).map_err(|_| {
@@ -389,10 +398,14 @@ impl SearchBody for QueryRequest {
                         "Wrong input: `{field}query.nearest`: give one named vector"
                     ))
                 })?;
-                let vector = VectorInput::Named(vec![(DEFAULT_VECTOR_NAME.to_string(), vector)])
-                    .into_default(&format!("{field}query.nearest.{name}"))?;
                 using = known_name(spaces, Some(&name), &format!("{field}query.nearest"))?;
-                SearchVector::Given(vector)
+                match vector {
+                    NamedVector::Sparse(vector) => SearchVector::Sparse(vector),
+                    vector => SearchVector::Given(
+                        VectorInput::Named(vec![(DEFAULT_VECTOR_NAME.to_string(), vector)])
+                            .into_default(&format!("{field}query.nearest.{name}"))?,
+                    ),
+                }
             }
             Some(QueryInput::Named(named)) => SearchVector::Given(
                 VectorInput::Named(named).into_default(&format!("{field}query.nearest"))?,
@@ -425,6 +438,7 @@ impl SearchBody for QueryRequest {
             using,
             lookup_vector,
             scoring: None,
+            sparse: None,
         };
         Ok((vector, search))
     }
@@ -437,10 +451,14 @@ impl SearchBody for QueryRequest {
 impl SearchBody for SearchRequestInput {
     fn prepare(self, field: &str, spaces: &VectorSpaces) -> ApiResult<(SearchVector, Search)> {
         let (vector, using) = match self.vector {
-            SearchVectorInput::Dense(vector) => (vector, None),
+            SearchVectorInput::Dense(vector) => (SearchVector::Given(vector), None),
             SearchVectorInput::Named { name, vector } => {
                 let using = known_name(spaces, Some(&name), &format!("{field}vector.name"))?;
-                (vector, using)
+                (SearchVector::Given(vector), using)
+            }
+            SearchVectorInput::NamedSparse { name, vector } => {
+                let using = known_name(spaces, Some(&name), &format!("{field}vector.name"))?;
+                (SearchVector::Sparse(vector), using)
             }
         };
         let search = Search {
@@ -454,8 +472,9 @@ impl SearchBody for SearchRequestInput {
             using,
             lookup_vector: None,
             scoring: None,
+            sparse: None,
         };
-        Ok((SearchVector::Given(vector), search))
+        Ok((vector, search))
     }
 
     fn answer(hits: Vec<ScoredPointOutput>) -> SearchHits {
@@ -551,6 +570,10 @@ impl QueryTarget<'_> {
     ) -> ApiResult<(Vec<f32>, Search)> {
         match vector {
             SearchVector::Given(vector) => Ok((vector, search)),
+            SearchVector::Sparse(vector) => {
+                search.sparse = Some(vector);
+                Ok((Vec::new(), search))
+            }
             SearchVector::Point {
                 id,
                 lookup_from,
@@ -729,6 +752,7 @@ pub(crate) fn search_hits(
             score_threshold: search.score_threshold,
             strategy: search.strategy,
             using: search.using.as_deref(),
+            sparse: search.sparse.as_ref(),
         })
         .collect();
     let found = match requests.len() {
@@ -1126,6 +1150,7 @@ mod tests {
             score,
             payload: None,
             vector: Vec::new(),
+            sparse: Vec::new(),
         };
         assert!(check_scores(&[hit(1, 0.5), hit(2, -3.0e38)]).is_ok());
         for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {

@@ -21,7 +21,9 @@ use crate::collections::{blocking, collection, update_result, Path};
 use crate::error::{ApiError, ApiResult};
 use crate::points::{exclusive, selected_ids, write_order, write_slot};
 use crate::response::ok;
-use crate::wire::{check_count, parse_filter, IdInput, NoShardKeys, NullOnly, VectorInput};
+use crate::wire::{
+    check_count, parse_filter, IdInput, NoShardKeys, NullOnly, StoredVectors, VectorInput,
+};
 use crate::SharedState;
 
 #[derive(Deserialize)]
@@ -79,9 +81,9 @@ fn missing(id: PointId) -> ApiError {
     ApiError::not_found(format!("Not found: No point with id {id} found"))
 }
 
-/// The vectors of an update: each point's id and its stored vector as given (NaNs where
-/// a named vector is not).
-pub(crate) type GivenVectors = Vec<(PointId, Vec<f32>)>;
+/// The vectors of an update: each point's id and its vectors as given (NaNs where a
+/// dense named vector is not, `None` where a sparse one is not).
+pub(crate) type GivenVectors = Vec<(PointId, StoredVectors)>;
 
 /// The points of a delete: listed ids, or a filter.
 pub(crate) type PointChoice = (Option<Vec<IdInput>>, Option<Value>);
@@ -102,17 +104,17 @@ impl UpdateVectorsRequest {
             .enumerate()
             .map(|(index, point)| {
                 let field = format!("points[{index}].vector");
-                let vector = point.vector.into_stored(&field, collection.spaces())?;
+                let (vector, sparse) = point.vector.into_stored(&field, collection.spaces())?;
                 let check = Point {
                     id: point.id.0,
                     vector,
                     payload: None,
-                    sparse: Vec::new(),
+                    sparse,
                 };
                 collection.check_point(&check).map_err(|error| {
                     ApiError::bad_request(format!("Wrong input: `{field}`: {error}"))
                 })?;
-                Ok((check.id, check.vector))
+                Ok((check.id, (check.vector, check.sparse)))
             })
             .collect::<ApiResult<Vec<_>>>()?;
         Ok((given, update_filter))
@@ -120,7 +122,8 @@ impl UpdateVectorsRequest {
 }
 
 impl DeleteVectorsRequest {
-    /// The numbers of the named vectors to remove, and the points (ids or a filter).
+    /// The numbers of the named vectors to remove (a sparse vector's number is the dense
+    /// ones' count plus its own), and the points (ids or a filter).
     pub(crate) fn checked(self, spaces: &VectorSpaces) -> ApiResult<(Vec<usize>, PointChoice)> {
         if !spaces.is_named() {
             return Err(ApiError::bad_request(
@@ -134,6 +137,7 @@ impl DeleteVectorsRequest {
             .map(|name| {
                 spaces
                     .index_of(name)
+                    .or_else(|| spaces.sparse_index_of(name).map(|at| spaces.len() + at))
                     .ok_or_else(|| crate::wire::unknown_vector_name("vector", name))
             })
             .collect::<ApiResult<Vec<usize>>>()?;
@@ -155,7 +159,7 @@ pub(crate) fn apply_update_vectors(
 ) -> ApiResult<()> {
     let spaces = target.spaces();
     let mut points: Vec<Point> = Vec::with_capacity(given.len());
-    for (id, vector) in given {
+    for (id, (vector, sparse)) in given {
         // an earlier entry of the same request for this id counts as its state
         let stored = match points.iter().rposition(|point| point.id == id) {
             Some(at) => points[at].clone(),
@@ -169,11 +173,17 @@ pub(crate) fn apply_update_vectors(
             filter.matches(&id, payload.as_ref())
         });
         if passes {
+            let mut kept = stored.sparse;
+            kept.resize(sparse.len(), None);
             points.push(Point {
                 id,
                 vector: merged(&stored.vector, &vector, spaces),
                 payload: stored.payload,
-                sparse: Vec::new(),
+                sparse: sparse
+                    .into_iter()
+                    .zip(kept)
+                    .map(|(new, old)| new.or(old))
+                    .collect(),
             });
         }
     }
@@ -181,7 +191,9 @@ pub(crate) fn apply_update_vectors(
 }
 
 /// Removes named vectors `removed` from the selected points (ids that are not stored are
-/// skipped, as Qdrant skips them); the caller holds the write stripe exclusively.
+/// skipped, as Qdrant skips them); the caller holds the write stripe exclusively. Dense
+/// vectors are numbered as the spaces, sparse ones after them (see
+/// [`DeleteVectorsRequest::checked`]).
 pub(crate) fn apply_delete_vectors(
     target: &Collection,
     name: &str,
@@ -206,11 +218,18 @@ pub(crate) fn apply_delete_vectors(
             .enumerate()
             .map(|(index, part)| part.filter(|_| !removed.contains(&index)))
             .collect();
+        let dense_count = spaces.len();
+        let sparse = stored
+            .sparse
+            .into_iter()
+            .enumerate()
+            .map(|(index, vector)| vector.filter(|_| !removed.contains(&(dense_count + index))))
+            .collect();
         points.push(Point {
             id,
             vector: spaces.join(&parts),
             payload: stored.payload,
-            sparse: Vec::new(),
+            sparse,
         });
     }
     write(target, points, wait, name)

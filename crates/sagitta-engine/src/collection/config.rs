@@ -247,6 +247,17 @@ impl CollectionConfig {
             check_payload(&point.id.to_string(), payload)?;
         }
         let mut point = point;
+        let sparse_count = spaces.sparse().len();
+        if point.sparse.len() > sparse_count {
+            return Err(EngineError::InvalidVectors {
+                reason: format!(
+                    "{} has {} sparse vectors; the collection has {sparse_count}",
+                    EngineError::point(&point.id),
+                    point.sparse.len()
+                ),
+            });
+        }
+        point.sparse.resize(sparse_count, None);
         if spaces.is_named() {
             prepare_named(self, spaces, &mut point)?;
         } else {
@@ -512,13 +523,22 @@ mod tests {
         expected.extend_from_slice(&[1, 128, 0, 0, 0, 1, 44, 1, 0, 0, 1]);
         expected.extend_from_slice(&[1, 0, 0, 0, 1, 3, 0, b'a', b'.', b'b']);
         expected.extend_from_slice(&[0, 0, 0, 0]); // no named vectors
+        expected.extend_from_slice(&[0, 0, 0, 0]); // no sparse vectors
         assert_eq!(bytes, expected);
         assert_eq!(
             CollectionConfig::try_decode(&bytes).ok(),
             Some((config, schema.clone()))
         );
+        // a version 7 manifest (before sparse vectors were recorded): none
+        let mut seven = expected.clone();
+        seven[0] = CONFIG_VERSION_DENSE_ONLY;
+        seven.truncate(seven.len() - 4);
+        assert_eq!(
+            CollectionConfig::try_decode(&seven).ok(),
+            Some((config, schema.clone()))
+        );
         // a version 6 manifest (before named vectors were recorded): none
-        let mut six = expected.clone();
+        let mut six = seven.clone();
         six[0] = CONFIG_VERSION_UNNAMED;
         six.truncate(six.len() - 4);
         assert_eq!(
@@ -595,7 +615,7 @@ mod tests {
         let bytes = config.encode(&schema);
         let message = |bytes: &[u8]| CollectionConfig::try_decode(bytes).unwrap_err().to_string();
         assert_eq!(
-            message(&bytes[..bytes.len() - 5]),
+            message(&bytes[..bytes.len() - 9]),
             "at byte 28: field name: truncated (needs 4 bytes, 3 remain)"
         );
         let mut no_dim = bytes.clone();
@@ -699,7 +719,7 @@ mod tests {
         let one = PayloadSchema::from([("kind".to_string(), FieldType::Keyword)]);
         let mut twice = config.encode(&one);
         twice[21..25].copy_from_slice(&2u32.to_le_bytes());
-        let no_spaces = twice.split_off(twice.len() - 4);
+        let no_spaces = twice.split_off(twice.len() - 8);
         twice.extend_from_slice(&[1, 4, 0, b'k', b'i', b'n', b'd']);
         twice.extend_from_slice(&no_spaces);
         assert_eq!(message(&twice), "at byte 33: field name: \"kind\" twice");

@@ -1,10 +1,11 @@
 //! The read side of a collection: lookups, counts, scroll pages and searches merged
 //! across shards.
 
-use crate::error::Result;
+use crate::error::{EngineError, Result};
 use crate::filter::Filter;
 use crate::point::{Distance, Point, PointId};
-use crate::query::{user_score, within_threshold, ScoredPoint, SearchRequest, Strategy};
+use crate::query::{user_score, within_threshold, ScoredPoint, SearchRequest, ShardHit, Strategy};
+use crate::sparse::{idf, SparseVector};
 
 use super::config::{check_range, normalize, CollectionConfig, MAX_LIMIT};
 use super::Collection;
@@ -132,6 +133,9 @@ impl Collection {
     /// `offset` skipped, and (with `score_threshold`) only scores at least as good as it —
     /// similarity ≥ threshold for Cosine/Dot, distance ≤ threshold for Euclid.
     pub fn query(&self, request: &SearchRequest<'_>) -> Result<Vec<ScoredPoint>> {
+        if let Some(sparse) = request.sparse {
+            return self.query_sparse(request, sparse);
+        }
         let query = request.vector;
         check_range("limit", request.limit, 1, MAX_LIMIT)?;
         check_range("offset", request.offset, 0, MAX_LIMIT)?;
@@ -153,27 +157,84 @@ impl Collection {
         for shard in &self.shards {
             hits.extend(shard.search(&query, wanted, request.filter, request.strategy, space)?);
         }
-        hits.sort_by(|a, b| {
-            a.distance
-                .total_cmp(&b.distance)
-                .then(a.point.id.cmp(&b.point.id))
-        });
-        hits.truncate(wanted);
         let distance = space.distance;
-        Ok(hits
-            .into_iter()
-            .skip(request.offset)
-            .map(|hit| ScoredPoint {
-                id: hit.point.id,
-                score: user_score(hit.distance, distance),
-                payload: hit.point.payload,
-                vector: hit.point.vector,
-            })
-            .filter(|hit| {
-                request
-                    .score_threshold
-                    .is_none_or(|threshold| within_threshold(hit.score, threshold, distance))
-            })
-            .collect())
+        Ok(ranked(hits, request, distance))
     }
+
+    /// [`Collection::query`] of a sparse query: the top hits by sparse dot product in the
+    /// sparse vector `request.using` names (its query weights multiplied by each index's
+    /// IDF over the collection's live points, if the space asks for it).
+    fn query_sparse(
+        &self,
+        request: &SearchRequest<'_>,
+        query: &SparseVector,
+    ) -> Result<Vec<ScoredPoint>> {
+        check_range("limit", request.limit, 1, MAX_LIMIT)?;
+        check_range("offset", request.offset, 0, MAX_LIMIT)?;
+        let name = request.using.unwrap_or("");
+        let space =
+            self.spaces
+                .sparse_index_of(name)
+                .ok_or_else(|| EngineError::InvalidVectors {
+                    reason: format!("Wrong input: Not existing sparse vector name error: {name}"),
+                })?;
+        let weighted;
+        let query = if self.spaces.sparse()[space].idf {
+            weighted = self.idf_weighted(space, query);
+            &weighted
+        } else {
+            query
+        };
+        let wanted = request.offset + request.limit;
+        let mut hits = Vec::new();
+        for shard in &self.shards {
+            hits.extend(shard.search_sparse(query, space, wanted, request.filter)?);
+        }
+        Ok(ranked(hits, request, Distance::Dot))
+    }
+
+    /// `query` with each weight multiplied by its index's inverse document frequency in
+    /// sparse space `space`, over the collection's live points.
+    fn idf_weighted(&self, space: usize, query: &SparseVector) -> SparseVector {
+        let mut counts = vec![0usize; query.len()];
+        for shard in &self.shards {
+            shard.sparse_frequencies(space, query.indices(), &mut counts);
+        }
+        let total = self.count(None);
+        query.reweighted(|index| {
+            let at = query.indices().binary_search(&index).expect("own index");
+            idf(counts[at], total)
+        })
+    }
+}
+
+/// The shards' candidates merged: ordered by distance then id, `offset` skipped,
+/// `limit` kept, scores as the user sees them, and only those within the threshold.
+fn ranked(
+    mut hits: Vec<ShardHit>,
+    request: &SearchRequest<'_>,
+    distance: Distance,
+) -> Vec<ScoredPoint> {
+    let wanted = request.offset + request.limit;
+    hits.sort_by(|a, b| {
+        a.distance
+            .total_cmp(&b.distance)
+            .then(a.point.id.cmp(&b.point.id))
+    });
+    hits.truncate(wanted);
+    hits.into_iter()
+        .skip(request.offset)
+        .map(|hit| ScoredPoint {
+            id: hit.point.id,
+            score: user_score(hit.distance, distance),
+            payload: hit.point.payload,
+            vector: hit.point.vector,
+            sparse: hit.point.sparse,
+        })
+        .filter(|hit| {
+            request
+                .score_threshold
+                .is_none_or(|threshold| within_threshold(hit.score, threshold, distance))
+        })
+        .collect()
 }

@@ -53,6 +53,7 @@ use crate::payload_index::{FieldType, PayloadSchema};
 use crate::point::{Distance, Point, PointId};
 use crate::query::Strategy;
 use crate::spaces::{SpaceSlice, VectorSpaces};
+use crate::sparse::SparseVector;
 
 pub(crate) use disk::DiskSegment;
 pub(crate) use hnsw::{segment_params, HnswSegment};
@@ -199,6 +200,20 @@ pub(crate) trait SegmentRead: Send + Sync {
         space: SpaceSlice,
         strategy: Strategy,
     ) -> Result<Vec<(f32, Point)>>;
+    /// Top-`k` by sparse dot product with `query` in sparse space `space` (see
+    /// [`crate::sparse`]). Only the named-vector kind holds sparse vectors; the others
+    /// have no point to return.
+    fn search_sparse(
+        &self,
+        _query: (&SparseVector, usize),
+        _k: usize,
+        _filter: Option<&Filter>,
+    ) -> Result<Vec<(f32, Point)>> {
+        Ok(Vec::new())
+    }
+    /// Adds to `counts[i]` the live points whose vector in sparse space `space` has
+    /// `indices[i]` (an IDF's document frequency); nothing in kinds without sparse vectors.
+    fn sparse_frequencies(&self, _space: usize, _indices: &[u32], _counts: &mut [usize]) {}
 }
 
 /// The write side of a sealed segment: deletes and payload indexes, and the durable state

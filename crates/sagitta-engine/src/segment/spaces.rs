@@ -26,6 +26,7 @@ use crate::filter::Filter;
 use crate::point::{Point, PointId};
 use crate::query::{hit_distance, Strategy};
 use crate::spaces::SpaceSlice;
+use crate::sparse::{SparseIndex, SparseVector};
 
 const SPACES_MAGIC: &[u8; 8] = b"SAGSPCS1";
 
@@ -38,6 +39,9 @@ pub(crate) struct SpacesSegment {
     /// Per space, its graph (labels: positions), or `None` when no point has a vector there.
     graphs: Vec<Option<HnswIndex>>,
     slices: Vec<SpaceSlice>,
+    /// Each position's sparse vectors, and per sparse space an inverted index over them.
+    sparse: Vec<Vec<Option<SparseVector>>>,
+    sparse_indexes: Vec<SparseIndex>,
     listing: Listing,
     deleted: DeletedSet,
     file_bytes: u64,
@@ -88,7 +92,9 @@ impl SpacesSegment {
                 None => vector.extend(std::iter::repeat_n(f32::NAN, slice.dim)),
             }
         }
-        self.listing.point(position, vector)
+        let mut point = self.listing.point(position, vector);
+        point.sparse.clone_from(&self.sparse[position as usize]);
+        point
     }
 
     fn passes(&self, position: u32, filter: Option<&Filter>) -> bool {
@@ -119,16 +125,31 @@ impl SpacesSegment {
     fn assemble(
         id: u64,
         graphs: Vec<Option<HnswIndex>>,
-        points: Vec<Point>,
+        mut points: Vec<Point>,
         file_bytes: u64,
         shape: &SegmentShape<'_>,
     ) -> SpacesSegment {
+        let sparse: Vec<Vec<Option<SparseVector>>> = points
+            .iter_mut()
+            .map(|point| std::mem::take(&mut point.sparse))
+            .collect();
+        let sparse_indexes = (0..shape.spaces.sparse().len())
+            .map(|space| {
+                SparseIndex::build(
+                    sparse
+                        .iter()
+                        .map(|vectors| vectors.get(space).and_then(Option::as_ref)),
+                )
+            })
+            .collect();
         let listing = Listing::new(points, shape.schema);
         let deleted = DeletedSet::new(listing.len());
         SpacesSegment {
             id,
             graphs,
             slices: shape.spaces.slices(),
+            sparse,
+            sparse_indexes,
             listing,
             deleted,
             file_bytes,
@@ -288,11 +309,52 @@ impl SegmentRead for SpacesSegment {
     }
 
     fn ram_bytes(&self) -> u64 {
-        self.graphs
+        let graphs: usize = self
+            .graphs
             .iter()
             .flatten()
-            .map(|graph| graph.memory_usage().total_bytes() as u64)
-            .sum()
+            .map(|graph| graph.memory_usage().total_bytes())
+            .sum();
+        let vectors: usize = self
+            .sparse
+            .iter()
+            .flatten()
+            .flatten()
+            .map(SparseVector::bytes)
+            .sum();
+        let postings: usize = self.sparse_indexes.iter().map(SparseIndex::bytes).sum();
+        (graphs + vectors + postings) as u64
+    }
+
+    /// Top-`k` by sparse dot product among live points passing `filter` whose vector in
+    /// sparse space `space` shares an index with `query`, from the space's inverted index.
+    fn search_sparse(
+        &self,
+        (query, space): (&SparseVector, usize),
+        k: usize,
+        filter: Option<&Filter>,
+    ) -> Result<Vec<(f32, Point)>> {
+        let Some(index) = self.sparse_indexes.get(space) else {
+            return Ok(Vec::new());
+        };
+        let mut best = BestK::new(k);
+        for (position, score) in index.scores(query, |position| self.passes(position, filter)) {
+            best.offer(-score, self.listing.id(position), || position);
+        }
+        Ok(best
+            .into_sorted()
+            .into_iter()
+            .map(|(distance, _, position)| (distance, self.point(position)))
+            .collect())
+    }
+
+    fn sparse_frequencies(&self, space: usize, indices: &[u32], counts: &mut [usize]) {
+        if let Some(index) = self.sparse_indexes.get(space) {
+            for (at, term) in indices.iter().enumerate() {
+                counts[at] +=
+                    index.document_frequency(*term, |position| !self.deleted.contains(position));
+            }
+        }
     }
 
     fn get(&self, id: &PointId) -> Result<Option<Point>> {

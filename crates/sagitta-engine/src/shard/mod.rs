@@ -12,6 +12,7 @@ mod indexer;
 mod invariants;
 mod read;
 mod seal;
+mod sparse;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

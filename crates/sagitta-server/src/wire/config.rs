@@ -13,7 +13,7 @@ use std::fmt;
 
 use sagitta_engine::collection::{MAX_PAGE_CACHE_MB, MAX_PARTITION_SIZE, MIN_PARTITION_SIZE};
 use sagitta_engine::{
-    Datatype, Distance, SegmentKindName, StorageConfig, VectorSpace, VectorSpaces,
+    Datatype, Distance, SegmentKindName, SparseSpace, StorageConfig, VectorSpace, VectorSpaces,
 };
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
@@ -435,19 +435,76 @@ pub struct CreateCollectionConfig {
     pub spaces: VectorSpaces,
 }
 
-/// Named vectors from `vectors: {name: {size, distance, ..}}`; the map holding only the
-/// unnamed vector `""` is the single-vector form. Per-vector storage must agree: one
-/// datatype for all, and no `on_disk` (named vectors are kept in RAM segments).
+/// `sparse_vectors.{name}`: `modifier` ("idf" or "none") is kept; `index` holds hints
+/// (the inverted index is in RAM, exact and built with each segment) that are checked
+/// and dropped.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SparseParamsInput {
+    #[serde(default)]
+    modifier: Option<String>,
+    /// Checked as it is read.
+    #[serde(default)]
+    #[allow(dead_code)]
+    index: Option<SparseIndexInput>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct SparseIndexInput {
+    #[serde(default)]
+    full_scan_threshold: Option<usize>,
+    #[serde(default)]
+    on_disk: Option<bool>,
+    #[serde(default)]
+    datatype: Option<String>,
+}
+
+/// The sparse vectors of `sparse_vectors`, checked, in the order given.
+fn sparse_spaces(sparse: Option<Map<String, Value>>) -> ApiResult<Vec<SparseSpace>> {
+    let Some(sparse) = sparse else {
+        return Ok(Vec::new());
+    };
+    sparse
+        .into_iter()
+        .map(|(name, params)| {
+            let field = format!("sparse_vectors.{name}");
+            let params: SparseParamsInput = serde_json::from_value(params).map_err(|error| {
+                ApiError::bad_request(format!("Format error in JSON body: `{field}`: {error}"))
+            })?;
+            let idf = match params.modifier.as_deref() {
+                None | Some("none") => false,
+                Some("idf") => true,
+                Some(other) => {
+                    return Err(ApiError::bad_request(format!(
+                        "Wrong input: `{field}.modifier` = {other:?}: expected \"idf\" or \"none\""
+                    )))
+                }
+            };
+            Ok(SparseSpace { name, idf })
+        })
+        .collect()
+}
+
+/// Named vectors from `vectors: {name: {size, distance, ..}}` and the sparse vectors
+/// `sparse`; the map holding only the unnamed vector `""` is the single-vector form
+/// (beside sparse vectors it is a space named `""`). Per-vector storage must agree: one
+/// datatype for all, and no `on_disk` (named vectors are kept in RAM segments). The
+/// parameters returned are the first dense vector's (a sparse-only collection: none).
 fn named_spaces(
     named: Vec<(String, VectorParamsInput)>,
-) -> ApiResult<(VectorParamsInput, VectorSpaces)> {
-    if named.is_empty() {
+    sparse: Vec<SparseSpace>,
+) -> ApiResult<(Option<VectorParamsInput>, VectorSpaces)> {
+    if named.is_empty() && sparse.is_empty() {
         return Err(ApiError::bad_request(
-            "Wrong input: `vectors` is an empty map: a collection needs at least one dense \
-             vector (sparse vectors are not supported yet)",
+            "Wrong input: `vectors` is an empty map and there are no `sparse_vectors`: a \
+             collection needs at least one vector",
         ));
     }
-    let datatype = named[0].1.datatype;
+    let datatype = named
+        .first()
+        .map_or(Datatype::Float32, |(_, params)| params.datatype);
     let mut spaces = Vec::with_capacity(named.len());
     for (name, params) in &named {
         if params.on_disk {
@@ -468,32 +525,37 @@ fn named_spaces(
             distance: params.distance,
         });
     }
-    let spaces = VectorSpaces::new(spaces, sagitta_engine::collection::MAX_DIMENSION)
-        .map_err(|error| ApiError::bad_request(format!("Wrong input: `vectors`: {error}")))?;
-    let first = named.into_iter().next().expect("not empty").1;
-    Ok((first, spaces))
+    let spaces =
+        VectorSpaces::with_sparse(spaces, sparse, sagitta_engine::collection::MAX_DIMENSION)
+            .map_err(|error| ApiError::bad_request(format!("Wrong input: `vectors`: {error}")))?;
+    Ok((named.into_iter().next().map(|(_, params)| params), spaces))
 }
 
 impl CreateCollectionRequest {
     /// The settings the engine keeps; refuses those it cannot honour, naming the field.
     pub fn checked(self, max_shards: usize) -> ApiResult<CreateCollectionConfig> {
-        let vectors = match self.vectors {
-            None => {
+        let sparse = sparse_spaces(self.sparse_vectors)?;
+        let (vectors, spaces) = match self.vectors {
+            None if sparse.is_empty() => {
                 return Err(ApiError::bad_request(
-                    "Wrong input: `vectors` is required ({\"size\", \"distance\"}): a \
-                     collection has one unnamed dense vector",
+                    "Wrong input: `vectors` is required ({\"size\", \"distance\"}) unless \
+                     the collection has `sparse_vectors`",
                 ))
             }
-            Some(VectorsConfigInput::Single(params)) => (params, VectorSpaces::default()),
-            Some(VectorsConfigInput::Named(mut named))
-                if named.len() == 1 && named[0].0 == DEFAULT_VECTOR_NAME =>
-            {
-                (named.remove(0).1, VectorSpaces::default())
+            None => named_spaces(Vec::new(), sparse)?,
+            Some(VectorsConfigInput::Single(params)) if sparse.is_empty() => {
+                (Some(params), VectorSpaces::default())
             }
-            Some(VectorsConfigInput::Named(named)) => named_spaces(named)?,
+            Some(VectorsConfigInput::Single(params)) => {
+                named_spaces(vec![(DEFAULT_VECTOR_NAME.to_string(), params)], sparse)?
+            }
+            Some(VectorsConfigInput::Named(mut named))
+                if named.len() == 1 && named[0].0 == DEFAULT_VECTOR_NAME && sparse.is_empty() =>
+            {
+                (Some(named.remove(0).1), VectorSpaces::default())
+            }
+            Some(VectorsConfigInput::Named(named)) => named_spaces(named, sparse)?,
         };
-        let (vectors, spaces) = vectors;
-        refuse_sparse(self.sparse_vectors.as_ref())?;
         if let Some(method) = self.sharding_method.as_deref() {
             if method != "auto" {
                 return Err(ApiError::bad_request(format!(
@@ -504,7 +566,7 @@ impl CreateCollectionRequest {
         }
         single_copy("replication_factor", self.replication_factor)?;
         single_copy("write_consistency_factor", self.write_consistency_factor)?;
-        if vectors.size == 0 {
+        if vectors.as_ref().is_some_and(|params| params.size == 0) {
             return Err(ApiError::bad_request(
                 "Wrong input: `vectors.size` must be at least 1",
             ));
@@ -519,6 +581,13 @@ impl CreateCollectionRequest {
             Some(input) => input.checked()?,
             None => StorageConfig::default(),
         };
+        // a sparse-only collection stores no dense values: its width is 0
+        let vectors = vectors.unwrap_or(VectorParamsInput {
+            size: 0,
+            distance: Distance::Dot,
+            datatype: Datatype::Float32,
+            on_disk: false,
+        });
         storage.datatype = vectors.datatype;
         storage.vectors_on_disk = vectors.on_disk;
         Ok(CreateCollectionConfig {
@@ -528,15 +597,6 @@ impl CreateCollectionRequest {
             storage,
             spaces,
         })
-    }
-}
-
-fn refuse_sparse(sparse: Option<&Map<String, Value>>) -> ApiResult<()> {
-    match sparse {
-        Some(map) if !map.is_empty() => Err(ApiError::bad_request(
-            "Wrong input: `sparse_vectors` are not supported (one dense vector per collection)",
-        )),
-        _ => Ok(()),
     }
 }
 
@@ -608,7 +668,18 @@ impl UpdateCollectionRequest {
                 return Err(super::unknown_vector_name("vectors", name));
             }
         }
-        refuse_sparse(self.sparse_vectors.as_ref())?;
+        for given in sparse_spaces(self.sparse_vectors)? {
+            let field = format!("sparse_vectors.{}", given.name);
+            let Some(index) = spaces.sparse_index_of(&given.name) else {
+                return Err(super::unknown_vector_name("sparse_vectors", &given.name));
+            };
+            if spaces.sparse()[index].idf != given.idf {
+                return Err(ApiError::bad_request(format!(
+                    "Wrong input: `{field}.modifier`: a sparse vector's modifier is set when \
+                     the collection is created and cannot be changed"
+                )));
+            }
+        }
         if let Some(params) = &self.params {
             single_copy("params.replication_factor", params.replication_factor)?;
             single_copy(

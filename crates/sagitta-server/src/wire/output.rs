@@ -1,7 +1,7 @@
 //! Points out: the hits of a search and the records of a scroll or retrieve, with what
 //! `with_payload` and `with_vector` asked for of each.
 
-use sagitta_engine::{Point, ScoredPoint, VectorSpaces};
+use sagitta_engine::{Point, ScoredPoint, SparseVector, VectorSpaces};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
@@ -11,7 +11,27 @@ use super::{select_payload, IdOutput, PayloadOutput, VectorPick, WithPayload};
 /// those the point has (Qdrant leaves out a named vector a point lacks).
 pub enum VectorOutput {
     Dense(Vec<f32>),
-    Named(Vec<(String, Vec<f32>)>),
+    Named(Vec<(String, NamedOutput)>),
+}
+
+/// One named vector in a response: a list, or `{"indices", "values"}`.
+pub enum NamedOutput {
+    Dense(Vec<f32>),
+    Sparse(SparseVector),
+}
+
+impl Serialize for NamedOutput {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            NamedOutput::Dense(values) => values.serialize(serializer),
+            NamedOutput::Sparse(vector) => {
+                let mut map = serializer.serialize_map(Some(2))?;
+                map.serialize_entry("indices", vector.indices())?;
+                map.serialize_entry("values", vector.values())?;
+                map.end()
+            }
+        }
+    }
 }
 
 impl Serialize for VectorOutput {
@@ -29,9 +49,10 @@ impl Serialize for VectorOutput {
     }
 }
 
-/// The vectors `pick` asks for of a stored vector.
+/// The vectors `pick` asks for of a stored vector and sparse list (numbered as
+/// [`VectorPick::Spaces`] numbers them).
 pub fn vector_output(
-    vector: Vec<f32>,
+    (vector, sparse): (Vec<f32>, Vec<Option<SparseVector>>),
     pick: &VectorPick,
     spaces: &VectorSpaces,
 ) -> Option<VectorOutput> {
@@ -46,16 +67,23 @@ pub fn vector_output(
     if *pick == VectorPick::None {
         return None;
     }
-    let named = spaces
+    let mut named: Vec<(String, NamedOutput)> = spaces
         .split(&vector)
         .into_iter()
         .enumerate()
         .filter(|(index, _)| wanted(*index))
         .filter_map(|(index, part)| {
             let name = spaces.get(index)?.name.clone();
-            Some((name, part?.to_vec()))
+            Some((name, NamedOutput::Dense(part?.to_vec())))
         })
         .collect();
+    for (index, vector) in sparse.into_iter().enumerate() {
+        if let (Some(vector), Some(space)) = (vector, spaces.sparse().get(index)) {
+            if wanted(spaces.len() + index) {
+                named.push((space.name.clone(), NamedOutput::Sparse(vector)));
+            }
+        }
+    }
     Some(VectorOutput::Named(named))
 }
 
@@ -89,7 +117,7 @@ pub fn scored_output(
         version: 0,
         score: hit.score,
         payload: select_payload(hit.payload, with_payload),
-        vector: vector_output(hit.vector, with_vector, spaces),
+        vector: vector_output((hit.vector, hit.sparse), with_vector, spaces),
     }
 }
 
@@ -102,7 +130,7 @@ pub fn record_output(
     RecordOutput {
         id: IdOutput(point.id),
         payload: select_payload(point.payload, with_payload),
-        vector: vector_output(point.vector, with_vector, spaces),
+        vector: vector_output((point.vector, point.sparse), with_vector, spaces),
     }
 }
 

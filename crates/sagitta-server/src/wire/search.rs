@@ -5,14 +5,14 @@
 
 use std::fmt;
 
-use sagitta_engine::PointId;
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use sagitta_engine::{PointId, SparseVector};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::fields::{refuse_value, unknown_field, NoMmr, NoPrefetch, NoShardKeys, NullOnly};
 use super::ids::{signed_id, uuid_id};
-use super::vectors::{DenseVisitor, NamedVector};
+use super::vectors::{sparse_from_map, DenseVisitor, NamedVector};
 use super::{WithPayload, WithVector};
 
 /// `query` of `POST /points/query`.
@@ -22,6 +22,9 @@ pub enum QueryInput {
     /// Search with a stored point's vector (the point itself is left out of the results).
     Point(PointId),
     Named(Vec<(String, NamedVector)>),
+    /// A sparse vector (`{"indices": [..], "values": [..]}`), for the sparse vector
+    /// `using` names.
+    Sparse(SparseVector),
     /// `{"recommend": {positive, negative, strategy}}`.
     Recommend(RecommendInput),
     /// A query kind SagittaDB does not serve (`fusion`, `discover`, ...).
@@ -74,6 +77,9 @@ impl<'de> Deserialize<'de> for QueryInput {
                 let mut result = None;
                 while let Some(key) = map.next_key::<String>()? {
                     match key.as_str() {
+                        "indices" | "values" if result.is_none() => {
+                            return sparse_from_map(&key, map).map(QueryInput::Sparse);
+                        }
                         "nearest" => result = Some(map.next_value::<NearestInput>()?.0),
                         "recommend" => {
                             result = Some(QueryInput::Recommend(map.next_value()?));
@@ -144,19 +150,12 @@ impl<'de> Deserialize<'de> for NearestInput {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<NearestInput, A::Error> {
                 let mut named = Vec::new();
-                let mut sparse = false;
                 while let Some(key) = map.next_key::<String>()? {
-                    if key == "indices" || key == "values" {
-                        map.next_value::<IgnoredAny>()?;
-                        sparse = true;
-                    } else {
-                        named.push((key, map.next_value::<NamedVector>()?));
+                    if named.is_empty() && (key == "indices" || key == "values") {
+                        let sparse = sparse_from_map(&key, map)?;
+                        return Ok(NearestInput(QueryInput::Sparse(sparse)));
                     }
-                }
-                if sparse {
-                    return Ok(NearestInput(QueryInput::Unsupported(
-                        "nearest (sparse vector)".to_string(),
-                    )));
+                    named.push((key, map.next_value::<NamedVector>()?));
                 }
                 Ok(NearestInput(QueryInput::Named(named)))
             }
@@ -228,10 +227,12 @@ pub struct QueryBatchRequest {
     pub searches: Vec<QueryRequest>,
 }
 
-/// `vector` of the pre-1.16 `POST /points/search`: a list, or `{"name", "vector"}`.
+/// `vector` of the pre-1.16 `POST /points/search`: a list, or `{"name", "vector"}` (a
+/// dense or a sparse vector).
 pub enum SearchVectorInput {
     Dense(Vec<f32>),
     Named { name: String, vector: Vec<f32> },
+    NamedSparse { name: String, vector: SparseVector },
 }
 
 impl<'de> Deserialize<'de> for SearchVectorInput {
@@ -254,12 +255,12 @@ impl<'de> Deserialize<'de> for SearchVectorInput {
                     match key.as_str() {
                         "name" => name = Some(map.next_value::<String>()?),
                         "vector" => match map.next_value::<NamedVector>()? {
-                            NamedVector::Dense(values) => vector = Some(values),
                             NamedVector::Other => {
                                 return Err(de::Error::custom(
-                                    "sparse vectors are not supported; send a list of numbers",
+                                    "multi-vectors are not supported; send a list of numbers",
                                 ))
                             }
+                            given => vector = Some(given),
                         },
                         _ => {
                             return Err(refuse_value(
@@ -269,10 +270,14 @@ impl<'de> Deserialize<'de> for SearchVectorInput {
                         }
                     }
                 }
-                Ok(SearchVectorInput::Named {
-                    name: name.ok_or_else(|| de::Error::missing_field("name"))?,
-                    vector: vector.ok_or_else(|| de::Error::missing_field("vector"))?,
-                })
+                let name = name.ok_or_else(|| de::Error::missing_field("name"))?;
+                match vector.ok_or_else(|| de::Error::missing_field("vector"))? {
+                    NamedVector::Sparse(vector) => {
+                        Ok(SearchVectorInput::NamedSparse { name, vector })
+                    }
+                    NamedVector::Dense(vector) => Ok(SearchVectorInput::Named { name, vector }),
+                    NamedVector::Other => Err(de::Error::custom("multi-vectors are not supported")),
+                }
             }
         }
         deserializer.deserialize_any(SearchVectorVisitor)
@@ -319,9 +324,27 @@ mod tests {
         assert_eq!(nearest.query, Some(QueryInput::Vector(vec![1.0, 2.0])));
         let by_id: QueryRequest = parse(br#"{"query":{"nearest":7}}"#).unwrap();
         assert_eq!(by_id.query, Some(QueryInput::Point(PointId::Number(7))));
-        let sparse: QueryRequest =
-            parse(br#"{"query":{"nearest":{"indices":[1],"values":[0.5]}}}"#).unwrap();
-        assert!(matches!(sparse.query, Some(QueryInput::Unsupported(_))));
+        let expected = SparseVector::new(vec![1, 4], vec![0.5, 2.0]).unwrap();
+        for body in [
+            &br#"{"query":{"nearest":{"indices":[4,1],"values":[2,0.5]}}}"#[..],
+            br#"{"query":{"values":[2,0.5],"indices":[4,1]}}"#,
+        ] {
+            let sparse: QueryRequest = parse(body).unwrap();
+            assert_eq!(sparse.query, Some(QueryInput::Sparse(expected.clone())));
+        }
+        for (body, reason) in [
+            (
+                &br#"{"query":{"nearest":{"indices":[1,1],"values":[1,2]}}}"#[..],
+                "index 1 is given twice",
+            ),
+            (br#"{"query":{"indices":[1,2],"values":[1]}}"#, "2 indices and 1 values"),
+            (br#"{"query":{"indices":[1]}}"#, "missing field `values`"),
+            (br#"{"query":{"indices":[1],"values":[1],"x":1}}"#, "unknown field `x`"),
+        ] {
+            let error = parse::<QueryRequest>(body).err().unwrap();
+            assert!(error.message.contains(reason), "{}", error.message);
+            assert!(error.message.contains("query"), "{}", error.message);
+        }
         let error = parse::<QueryRequest>(br#"{"query":{"fusion":"rrf"}}"#)
             .err()
             .unwrap();

@@ -130,7 +130,8 @@ impl<'de> Deserialize<'de> for VectorName {
 pub enum VectorPick {
     None,
     All,
-    /// These named vectors (numbers in the collection's order), where the point has them.
+    /// These named vectors, where the point has them: dense ones by their number in the
+    /// collection's order, sparse ones by the dense count plus theirs.
     Spaces(Vec<usize>),
 }
 
@@ -153,6 +154,7 @@ impl WithVector {
                 .map(|name| {
                     spaces
                         .index_of(name)
+                        .or_else(|| spaces.sparse_index_of(name).map(|at| spaces.len() + at))
                         .ok_or_else(|| unknown_vector_name("with_vector", name))
                 })
                 .collect::<ApiResult<Vec<usize>>>()

@@ -80,16 +80,17 @@ impl UpsertRequest {
                     .into_iter()
                     .enumerate()
                     .map(|(index, point)| {
+                        let (vector, sparse) = point
+                            .vector
+                            .into_stored(&format!("points[{index}].vector"), spaces)?;
                         Ok(Point {
                             id: point.id.0,
-                            vector: point
-                                .vector
-                                .into_stored(&format!("points[{index}].vector"), spaces)?,
+                            vector,
                             payload: payload_text(
                                 point.payload,
                                 &format!("points[{index}].payload"),
                             )?,
-                            sparse: Vec::new(),
+                            sparse,
                         })
                     })
                     .collect::<ApiResult<Vec<Point>>>()?
@@ -114,12 +115,12 @@ impl UpsertRequest {
                     .zip(vectors)
                     .zip(payloads)
                     .enumerate()
-                    .map(|(index, ((id, vector), payload))| {
+                    .map(|(index, ((id, (vector, sparse)), payload))| {
                         Ok(Point {
                             id: id.0,
                             vector,
                             payload: payload_text(payload, &format!("batch.payloads[{index}]"))?,
-                            sparse: Vec::new(),
+                            sparse,
                         })
                     })
                     .collect::<ApiResult<Vec<Point>>>()?

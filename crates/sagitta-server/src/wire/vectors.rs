@@ -4,10 +4,10 @@
 
 use std::fmt;
 
-use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use sagitta_engine::VectorSpaces;
+use sagitta_engine::{SparseVector, VectorSpaces};
 
 use super::DEFAULT_VECTOR_NAME;
 use crate::error::{ApiError, ApiResult};
@@ -23,8 +23,36 @@ pub enum VectorInput {
 #[derive(Clone, Debug, PartialEq)]
 pub enum NamedVector {
     Dense(Vec<f32>),
-    /// A sparse (`{"indices","values"}`) or multi-vector value: not supported.
+    /// `{"indices": [..], "values": [..]}`, checked and sorted.
+    Sparse(SparseVector),
+    /// A multi-vector value (a list of lists): not supported.
     Other,
+}
+
+/// The rest of a sparse vector's map once its first key `first` was read: `indices` and
+/// `values`, nothing else, made into a checked [`SparseVector`].
+pub(super) fn sparse_from_map<'de, A: MapAccess<'de>>(
+    first: &str,
+    mut map: A,
+) -> Result<SparseVector, A::Error> {
+    let (mut indices, mut values): (Option<Vec<u32>>, Option<Vec<f32>>) = (None, None);
+    let mut key = Some(first.to_string());
+    while let Some(name) = key {
+        match name.as_str() {
+            "indices" => indices = Some(map.next_value()?),
+            "values" => values = Some(map.next_value()?),
+            other => {
+                return Err(de::Error::custom(format!(
+                    "unknown field `{other}` of a sparse vector, expected `indices` and `values`"
+                )))
+            }
+        }
+        key = map.next_key::<String>()?;
+    }
+    let indices = indices.ok_or_else(|| de::Error::missing_field("indices"))?;
+    let values = values.ok_or_else(|| de::Error::missing_field("values"))?;
+    SparseVector::new(indices, values)
+        .map_err(|reason| de::Error::custom(format!("sparse vector: {reason}")))
 }
 
 /// A dense vector: a list of numbers, read straight into `Vec<f32>`.
@@ -57,8 +85,12 @@ impl<'de> Deserialize<'de> for NamedVector {
                 Ok(NamedVector::Dense(values))
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<NamedVector, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(NamedVector::Other)
+                let Some(first) = map.next_key::<String>()? else {
+                    return Err(de::Error::custom(
+                        "an empty map: a sparse vector needs `indices` and `values`",
+                    ));
+                };
+                sparse_from_map(&first, map).map(NamedVector::Sparse)
             }
         }
         deserializer.deserialize_any(NamedVisitor)
@@ -101,20 +133,32 @@ fn sized(values: Vec<f32>, dim: usize, field: &str) -> ApiResult<Vec<f32>> {
 
 fn not_dense(field: &str) -> ApiError {
     ApiError::bad_request(format!(
-        "Wrong input: `{field}`: sparse and multi-vectors are not supported; send a list of \
-         numbers"
+        "Wrong input: `{field}`: a dense vector is expected here; send a list of numbers \
+         (multi-vectors are not supported)"
     ))
 }
 
+fn not_sparse(field: &str) -> ApiError {
+    ApiError::bad_request(format!(
+        "Wrong input: `{field}` is a sparse vector; send {{\"indices\": [..], \"values\": [..]}}"
+    ))
+}
+
+/// A point's stored dense vector and its sparse vectors (see [`sagitta_engine::Point`]).
+pub type StoredVectors = (Vec<f32>, Vec<Option<SparseVector>>);
+
 impl VectorInput {
-    /// The vector as the collection stores it: the unnamed one, or with named vectors
-    /// `spaces` each named one in its place and NaNs for those not given
-    /// ([`sagitta_engine::spaces`]). Errors name `field`.
-    pub fn into_stored(self, field: &str, spaces: &VectorSpaces) -> ApiResult<Vec<f32>> {
+    /// The vectors as the collection stores them: the unnamed one, or with named vectors
+    /// `spaces` each dense one in its place and NaNs for those not given
+    /// ([`sagitta_engine::spaces`]), and one entry per sparse vector. Errors name `field`.
+    pub fn into_stored(self, field: &str, spaces: &VectorSpaces) -> ApiResult<StoredVectors> {
         if !spaces.is_named() {
-            return self.into_default(field);
+            return Ok((self.into_default(field)?, Vec::new()));
         }
         let named = match self {
+            VectorInput::Dense(values) if spaces.index_of(DEFAULT_VECTOR_NAME).is_some() => {
+                vec![(DEFAULT_VECTOR_NAME.to_string(), NamedVector::Dense(values))]
+            }
             VectorInput::Dense(_) => {
                 return Err(ApiError::bad_request(format!(
                     "Wrong input: `{field}`: the collection has named vectors; send a map of \
@@ -124,18 +168,26 @@ impl VectorInput {
             VectorInput::Named(named) => named,
         };
         let mut parts: Vec<Option<Vec<f32>>> = vec![None; spaces.len()];
+        let mut sparse = vec![None; spaces.sparse().len()];
         for (name, vector) in named {
-            let index = spaces
-                .index_of(&name)
-                .ok_or_else(|| unknown_vector_name(field, &name))?;
-            let NamedVector::Dense(values) = vector else {
-                return Err(not_dense(&format!("{field}.{name}")));
-            };
-            let dim = spaces.get(index).map_or(0, |space| space.dim);
-            parts[index] = Some(sized(values, dim, &format!("{field}.{name}"))?);
+            let at = format!("{field}.{name}");
+            match (
+                spaces.index_of(&name),
+                spaces.sparse_index_of(&name),
+                vector,
+            ) {
+                (Some(index), _, NamedVector::Dense(values)) => {
+                    let dim = spaces.get(index).map_or(0, |space| space.dim);
+                    parts[index] = Some(sized(values, dim, &at)?);
+                }
+                (_, Some(index), NamedVector::Sparse(vector)) => sparse[index] = Some(vector),
+                (None, None, _) => return Err(unknown_vector_name(field, &name)),
+                (Some(_), _, _) => return Err(not_dense(&at)),
+                (_, Some(_), _) => return Err(not_sparse(&at)),
+            }
         }
         let views: Vec<Option<&[f32]>> = parts.iter().map(Option::as_deref).collect();
-        Ok(spaces.join(&views))
+        Ok((spaces.join(&views), sparse))
     }
 
     /// The default vector, or an error naming `field` and what was wrong.
@@ -150,7 +202,9 @@ impl VectorInput {
                     }
                     match vector {
                         NamedVector::Dense(values) => found = Some(values),
-                        NamedVector::Other => return Err(not_dense(field)),
+                        NamedVector::Sparse(_) | NamedVector::Other => {
+                            return Err(not_dense(field))
+                        }
                     }
                 }
                 found.ok_or_else(|| {
@@ -171,68 +225,54 @@ pub fn unknown_vector_name(field: &str, name: &str) -> ApiError {
 #[derive(Clone, Debug, PartialEq)]
 pub enum BatchVectors {
     Dense(Vec<Vec<f32>>),
-    Named(Vec<(String, Vec<Vec<f32>>)>),
+    Named(Vec<(String, Vec<NamedVector>)>),
 }
 
 impl BatchVectors {
     /// The `rows` stored vectors (see [`VectorInput::into_stored`]); each named list must
     /// hold one vector per id.
-    pub fn into_rows(self, rows: usize, spaces: &VectorSpaces) -> ApiResult<Vec<Vec<f32>>> {
+    pub fn into_rows(self, rows: usize, spaces: &VectorSpaces) -> ApiResult<Vec<StoredVectors>> {
         let count_error = |field: &str, count: usize| {
             ApiError::bad_request(format!(
                 "Wrong input: `{field}` has {count} vectors for {rows} ids"
             ))
         };
         let named = match self {
-            BatchVectors::Dense(vectors) if !spaces.is_named() => {
+            BatchVectors::Dense(vectors) => {
                 if vectors.len() != rows {
                     return Err(count_error("batch.vectors", vectors.len()));
                 }
-                return Ok(vectors);
-            }
-            BatchVectors::Dense(_) => {
-                return Err(unknown_vector_name("batch.vectors", ""));
+                if spaces.is_named() && spaces.index_of(DEFAULT_VECTOR_NAME).is_none() {
+                    return Err(unknown_vector_name("batch.vectors", ""));
+                }
+                let column = vectors.into_iter().map(NamedVector::Dense).collect();
+                vec![(DEFAULT_VECTOR_NAME.to_string(), column)]
             }
             BatchVectors::Named(named) => named,
         };
-        let mut columns: Vec<Option<Vec<Vec<f32>>>> = vec![None; spaces.len().max(1)];
+        let mut points: Vec<VectorInput> = vec![VectorInput::Named(Vec::new()); rows];
+        let mut given = false;
         for (name, vectors) in named {
-            let field = format!("batch.vectors.{name}");
             if vectors.len() != rows {
-                return Err(count_error(&field, vectors.len()));
+                return Err(count_error(&format!("batch.vectors.{name}"), vectors.len()));
             }
-            if !spaces.is_named() {
-                if name != DEFAULT_VECTOR_NAME {
-                    return Err(unknown_vector_name("batch.vectors", &name));
+            given = true;
+            for (point, vector) in points.iter_mut().zip(vectors) {
+                if let VectorInput::Named(parts) = point {
+                    parts.push((name.clone(), vector));
                 }
-                columns[0] = Some(vectors);
-                continue;
             }
-            let index = spaces
-                .index_of(&name)
-                .ok_or_else(|| unknown_vector_name("batch.vectors", &name))?;
-            let dim = spaces.get(index).map_or(0, |space| space.dim);
-            let checked = vectors
-                .into_iter()
-                .enumerate()
-                .map(|(row, values)| sized(values, dim, &format!("{field}[{row}]")))
-                .collect::<ApiResult<Vec<_>>>()?;
-            columns[index] = Some(checked);
         }
-        if !spaces.is_named() {
-            return columns[0].take().ok_or_else(|| {
-                ApiError::bad_request("Wrong input: `batch.vectors`: no vectors given")
-            });
+        if !given && !spaces.is_named() {
+            return Err(ApiError::bad_request(
+                "Wrong input: `batch.vectors`: no vectors given",
+            ));
         }
-        Ok((0..rows)
-            .map(|row| {
-                let views: Vec<Option<&[f32]>> = columns
-                    .iter()
-                    .map(|column| column.as_ref().map(|vectors| vectors[row].as_slice()))
-                    .collect();
-                spaces.join(&views)
-            })
-            .collect())
+        points
+            .into_iter()
+            .enumerate()
+            .map(|(row, point)| point.into_stored(&format!("batch.vectors[{row}]"), spaces))
+            .collect()
     }
 }
 
@@ -259,8 +299,7 @@ impl<'de> Deserialize<'de> for BatchVectors {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<BatchVectors, A::Error> {
                 let mut named = Vec::new();
                 while let Some(name) = map.next_key::<String>()? {
-                    let rows: Vec<Dense> = map.next_value()?;
-                    named.push((name, rows.into_iter().map(|Dense(row)| row).collect()));
+                    named.push((name, map.next_value::<Vec<NamedVector>>()?));
                 }
                 Ok(BatchVectors::Named(named))
             }
