@@ -9,7 +9,8 @@
 //! file, the test writes, then lets it finish (or fail, and the power goes out).
 //!
 //! After a crash each shard must hold exactly a prefix of its writes that includes every
-//! synced one; after a clean reopen, all of them. "Hold" means ids, vectors and payloads.
+//! synced one; after a clean reopen, all of them. "Hold" means ids, vectors (dense and, in
+//! the named-vector runs, sparse) and payloads.
 
 mod common;
 
@@ -21,8 +22,8 @@ use common::{differences, engine_state, group_filter, replay, Operation, State, 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sagitta_engine::{
-    Collection, CollectionConfig, Distance, OptimizerPolicy, PointId, SegmentKindName,
-    StorageConfig, VectorSpace, VectorSpaces,
+    Collection, CollectionConfig, Distance, OptimizerPolicy, PointId, SegmentKindName, SparseSpace,
+    SparseVector, StorageConfig, VectorSpace, VectorSpaces,
 };
 use sagitta_storage::sim::SimFileSystem;
 
@@ -111,6 +112,17 @@ impl Simulation {
                     1 => stored.vector[DIM / 2..].fill(f32::NAN),
                     _ => {}
                 }
+                // and a sparse vector, or none (a point may have no vector at all)
+                stored.sparse = vec![self.rng.gen_bool(0.7).then(|| {
+                    let indices: BTreeSet<u32> = (0..self.rng.gen_range(0..5))
+                        .map(|_| self.rng.gen_range(0..50))
+                        .collect();
+                    let values = indices
+                        .iter()
+                        .map(|_| self.rng.gen_range(-2.0..2.0))
+                        .collect();
+                    SparseVector::new(indices.into_iter().collect(), values).unwrap()
+                })];
             }
         }
         let state = self.current();
@@ -349,7 +361,11 @@ fn simulate(seed: u64, steps: usize, kind: SegmentKindName) -> (usize, usize) {
             dim: DIM / 2,
             distance: Distance::Euclid,
         };
-        VectorSpaces::new(vec![space("a"), space("b")], DIM).unwrap()
+        let sparse = SparseSpace {
+            name: "s".to_string(),
+            idf: true,
+        };
+        VectorSpaces::with_sparse(vec![space("a"), space("b")], vec![sparse], DIM).unwrap()
     } else {
         VectorSpaces::default()
     };

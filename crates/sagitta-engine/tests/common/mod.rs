@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use rand::Rng;
-use sagitta_engine::{Collection, FieldType, Filter, Point, PointId};
+use sagitta_engine::{Collection, FieldType, Filter, Point, PointId, SparseVector};
 use sagitta_storage::fs::FileSystem;
 use serde_json::{json, Map, Value};
 
@@ -14,13 +14,17 @@ use serde_json::{json, Map, Value};
 pub struct Stored {
     pub vector: Vec<f32>,
     pub payload: Option<Map<String, Value>>,
+    /// One entry per sparse vector of the collection (none without them).
+    pub sparse: Vec<Option<SparseVector>>,
 }
 
 /// Vectors compare bit for bit: a named vector a point lacks is stored as NaNs, which
 /// must come back as NaNs (and `NaN != NaN` would hide nothing else).
 impl PartialEq for Stored {
     fn eq(&self, other: &Stored) -> bool {
-        same_bits(&self.vector, &other.vector) && self.payload == other.payload
+        same_bits(&self.vector, &other.vector)
+            && self.payload == other.payload
+            && self.sparse == other.sparse
     }
 }
 
@@ -95,7 +99,15 @@ impl Operation {
                     *version += 1;
                     let payload = rng.gen_bool(0.9).then(|| random_payload(rng, *version));
                     let vector = vector_for(id, *version, dim);
-                    (id, Stored { vector, payload })
+                    let sparse = Vec::new();
+                    (
+                        id,
+                        Stored {
+                            vector,
+                            payload,
+                            sparse,
+                        },
+                    )
                 })
                 .collect();
             Operation::Upsert(points)
@@ -150,7 +162,7 @@ impl Operation {
                         id: PointId::Number(*id),
                         vector: stored.vector.clone(),
                         payload: stored.payload.as_ref().map(text),
-                        sparse: Vec::new(),
+                        sparse: stored.sparse.clone(),
                     })
                     .collect();
                 collection.upsert(points, wait).unwrap();
@@ -296,8 +308,15 @@ pub fn engine_state(collection: &Collection, context: &str) -> State {
                     other => panic!("{context}: payload {other} is not an object"),
                 }
             });
-            let vector = point.vector;
-            (id, Stored { vector, payload })
+            let (vector, sparse) = (point.vector, point.sparse);
+            (
+                id,
+                Stored {
+                    vector,
+                    payload,
+                    sparse,
+                },
+            )
         })
         .collect();
     assert_eq!(state.len(), count, "{context}: a point appears twice");
@@ -308,10 +327,12 @@ pub fn engine_state(collection: &Collection, context: &str) -> State {
             .unwrap_or_else(|error| panic!("{context}: get({id}) failed: {error}"))
             .unwrap_or_else(|| panic!("{context}: get({id}) is None"));
         assert!(
-            same_bits(&got.vector, &stored.vector),
-            "{context}: get({id}): {:?} vs {:?}",
+            same_bits(&got.vector, &stored.vector) && got.sparse == stored.sparse,
+            "{context}: get({id}): {:?} {:?} vs {:?} {:?}",
             got.vector,
-            stored.vector
+            got.sparse,
+            stored.vector,
+            stored.sparse
         );
     }
     state

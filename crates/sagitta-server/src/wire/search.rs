@@ -337,9 +337,15 @@ mod tests {
                 &br#"{"query":{"nearest":{"indices":[1,1],"values":[1,2]}}}"#[..],
                 "index 1 is given twice",
             ),
-            (br#"{"query":{"indices":[1,2],"values":[1]}}"#, "2 indices and 1 values"),
+            (
+                br#"{"query":{"indices":[1,2],"values":[1]}}"#,
+                "2 indices and 1 values",
+            ),
             (br#"{"query":{"indices":[1]}}"#, "missing field `values`"),
-            (br#"{"query":{"indices":[1],"values":[1],"x":1}}"#, "unknown field `x`"),
+            (
+                br#"{"query":{"indices":[1],"values":[1],"x":1}}"#,
+                "unknown field `x`",
+            ),
         ] {
             let error = parse::<QueryRequest>(body).err().unwrap();
             assert!(error.message.contains(reason), "{}", error.message);
