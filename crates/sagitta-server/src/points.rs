@@ -582,9 +582,15 @@ impl QueryTarget<'_> {
                 let (vector, same_collection) =
                     self.point_vector(id, lookup_from.as_deref(), &field, search.source_vector())?;
                 if same_collection {
-                    search.filter = Some(without_point(search.filter, id));
+                    search.filter = Some(without_point(search.filter.take(), id));
                 }
-                Ok((vector, search))
+                match vector {
+                    Looked::Dense(vector) => Ok((vector, search)),
+                    Looked::Sparse(vector) => {
+                        search.sparse = Some(vector);
+                        Ok((Vec::new(), search))
+                    }
+                }
             }
             SearchVector::Recommend {
                 positive,
@@ -647,7 +653,13 @@ impl QueryTarget<'_> {
                     if same {
                         mentioned.push(id);
                     }
-                    Ok(vector)
+                    match vector {
+                        Looked::Dense(vector) => Ok(vector),
+                        Looked::Sparse(_) => Err(ApiError::bad_request(format!(
+                            "Wrong input: `{field}query.recommend`: recommendations by sparse \
+                             vectors are not supported"
+                        ))),
+                    }
                 }
             })
             .collect::<ApiResult<Vec<_>>>()?;
@@ -657,15 +669,15 @@ impl QueryTarget<'_> {
         Ok(vectors)
     }
 
-    /// The vector of point `id`, from collection `lookup_from` (else this one), and
-    /// whether the point is one of this collection's.
+    /// The vector `using` names of point `id`, from collection `lookup_from` (else this
+    /// one), and whether the point is one of this collection's.
     fn point_vector(
         &self,
         id: PointId,
         lookup_from: Option<&str>,
         field: &str,
         (using, named_by): (Option<&str>, &str),
-    ) -> ApiResult<(Vec<f32>, bool)> {
+    ) -> ApiResult<(Looked, bool)> {
         let source = match lookup_from {
             None => None,
             Some(name) => Some(
@@ -685,28 +697,41 @@ impl QueryTarget<'_> {
                      `{source_name}`"
                 ))
             })?;
+        let same = source_name == self.name;
         let spaces = source_collection.spaces();
         if !spaces.is_named() {
             if let Some(name) = using.filter(|name| *name != DEFAULT_VECTOR_NAME) {
                 return Err(unknown_vector_name(&format!("{field}{named_by}"), name));
             }
-            return Ok((point.vector, source_name == self.name));
+            return Ok((Looked::Dense(point.vector), same));
         }
         let name = using.unwrap_or(DEFAULT_VECTOR_NAME);
+        let lacking = || {
+            ApiError::bad_request(format!(
+                "Wrong input: `{field}query`: point {id} of collection `{source_name}` has no \
+                 vector named {name:?}"
+            ))
+        };
+        if let Some(index) = spaces.sparse_index_of(name) {
+            let mut sparse = point.sparse;
+            let vector = sparse.get_mut(index).and_then(Option::take);
+            return Ok((Looked::Sparse(vector.ok_or_else(lacking)?), same));
+        }
         let index = spaces
             .index_of(name)
             .ok_or_else(|| unknown_vector_name(&format!("{field}{named_by}"), name))?;
         let part = spaces
             .part(index, &point.vector)
             .map(<[f32]>::to_vec)
-            .ok_or_else(|| {
-                ApiError::bad_request(format!(
-                    "Wrong input: `{field}query`: point {id} of collection `{source_name}` has \
-                     no vector named {name:?}"
-                ))
-            })?;
-        Ok((part, source_name == self.name))
+            .ok_or_else(lacking)?;
+        Ok((Looked::Dense(part), same))
     }
+}
+
+/// A stored point's vector read for a query: dense or sparse.
+enum Looked {
+    Dense(Vec<f32>),
+    Sparse(SparseVector),
 }
 
 /// Runs searches (in parallel when several) and shapes their hits.

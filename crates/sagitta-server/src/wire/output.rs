@@ -84,6 +84,15 @@ pub fn vector_output(
             }
         }
     }
+    // only the unnamed vector: shown as a list, as Qdrant shows it
+    if let [(name, NamedOutput::Dense(_))] = named.as_slice() {
+        if name.is_empty() {
+            let Some((_, NamedOutput::Dense(values))) = named.pop() else {
+                unreachable!("matched above")
+            };
+            return Some(VectorOutput::Dense(values));
+        }
+    }
     Some(VectorOutput::Named(named))
 }
 
