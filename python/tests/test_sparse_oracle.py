@@ -10,6 +10,7 @@ refused naming the field, as it is by Qdrant.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from collections.abc import Iterator
@@ -67,9 +68,9 @@ def _sparse(rng: random.Random, most: int = 8) -> models.SparseVector:
 def _hybrid_points(rng: random.Random, ids: range) -> list[models.PointStruct]:
     points = []
     for point_id in ids:
-        vector: dict[str, models.Vector] = {
-            "": [float(rng.randint(-2, 2)) for _ in range(3)]
-        }
+        # three decimals: dense scores rarely tie, so fused ranks agree
+        dense = [round(rng.uniform(-2, 2), 3) for _ in range(3)]
+        vector: dict[str, models.Vector] = {"": dense}
         if point_id % 5:
             vector["text"] = _sparse(rng)
         payload = {"group": point_id % 3}
@@ -270,6 +271,86 @@ def test_hybrid_collection_matches_qdrant_local_mode(sparse_clients) -> None:
     )
     _same_hits(got, expected)
     assert all(point.id != 1 for point in got)
+
+
+def test_hybrid_queries_fuse_and_rescore_as_qdrant_local_mode(sparse_clients) -> None:
+    """Prefetches (a dense and a sparse search) fused by RRF (default and chosen k) and
+    DBSF, re-scored by an outer query, nested two deep, with offset and threshold."""
+    remote, oracle = sparse_clients
+    rng = random.Random(22)
+    points = _hybrid_points(rng, range(80))
+    for client in (remote, oracle):
+        client.upsert(HYBRID, points, wait=True)
+    group = models.Filter(
+        must=[models.FieldCondition(key="group", match=models.MatchValue(value=2))]
+    )
+    for round_ in range(6):
+        dense = [round(rng.uniform(-2, 2), 3) for _ in range(3)]
+        sparse = _sparse(rng, 12)
+        prefetch = [
+            models.Prefetch(query=dense, limit=15),
+            models.Prefetch(query=sparse, using="text", limit=12, filter=group),
+        ]
+        fusions: list[models.Query] = [
+            models.FusionQuery(fusion=models.Fusion.RRF),
+            models.FusionQuery(fusion=models.Fusion.DBSF),
+            models.RrfQuery(rrf=models.Rrf(k=5)),
+        ]
+        for fusion in fusions:
+            # every candidate (15 + 12 at most): fused scores per id must agree exactly,
+            # whatever order ties take
+            got, expected = (
+                client.query_points(
+                    HYBRID, prefetch=prefetch, query=fusion, limit=30, with_payload=True
+                ).points
+                for client in (remote, oracle)
+            )
+            theirs = {point.id: (point.score, point.payload) for point in expected}
+            assert len(got) == len(theirs)
+            for point in got:
+                score, payload = theirs[point.id]
+                assert abs(point.score - score) <= TOLERANCE, (point, score)
+                assert point.payload == payload
+            assert all(a.score >= b.score for a, b in itertools.pairwise(got))
+            # a page of it: the same hits, from `offset` on
+            page = remote.query_points(
+                HYBRID, prefetch=prefetch, query=fusion, limit=5, offset=round_ % 3
+            ).points
+            assert [p.id for p in page] == [p.id for p in got[round_ % 3 :][:5]]
+        # re-scoring: sparse candidates ranked by the dense query, and a nested fusion
+        got, expected = (
+            client.query_points(
+                HYBRID,
+                prefetch=models.Prefetch(query=sparse, using="text", limit=20),
+                query=dense,
+                limit=6,
+            ).points
+            for client in (remote, oracle)
+        )
+        _same_hits(got, expected)
+        nested = models.Prefetch(
+            prefetch=prefetch,
+            query=models.FusionQuery(fusion=models.Fusion.RRF),
+            limit=10,
+        )
+        got = remote.query_points(
+            HYBRID, prefetch=nested, query=sparse, using="text", limit=5
+        ).points
+        # the oracle step by step (its nested prefetches sometimes let in points outside
+        # the fused candidates): the fusion, then the query among its points
+        fused = oracle.query_points(
+            HYBRID,
+            prefetch=prefetch,
+            query=models.FusionQuery(fusion=models.Fusion.RRF),
+            limit=10,
+        ).points
+        among = models.Filter(
+            must=[models.HasIdCondition(has_id=[p.id for p in fused])]
+        )
+        expected = oracle.query_points(
+            HYBRID, query=sparse, using="text", query_filter=among, limit=5
+        ).points
+        _same_hits(got, expected)
 
 
 def test_sparse_only_collection_matches_qdrant_local_mode(sparse_clients) -> None:

@@ -47,6 +47,8 @@ pub struct VectorSpaces {
     spaces: Vec<VectorSpace>,
     offsets: Vec<usize>,
     sparse: Vec<SparseSpace>,
+    /// Made from a map of vectors (possibly empty: a collection of payloads alone).
+    named: bool,
 }
 
 /// Where one space's vector lies in a stored vector, and how it is compared: what a
@@ -87,8 +89,9 @@ impl VectorSpaces {
     }
 
     /// Dense named vectors `spaces` (as [`VectorSpaces::new`], but possibly none) and
-    /// sparse ones `sparse`; at least one in all, every name distinct. A dense vector may
-    /// be named `""` (the unnamed one) when the collection has sparse vectors beside it.
+    /// sparse ones `sparse`, every name distinct; none at all is a collection whose points
+    /// have payloads only (Qdrant's `vectors: {}`). A dense vector may be named `""` (the
+    /// unnamed one) when the collection has sparse vectors beside it.
     pub fn with_sparse(
         spaces: Vec<VectorSpace>,
         sparse: Vec<SparseSpace>,
@@ -96,7 +99,7 @@ impl VectorSpaces {
     ) -> Result<VectorSpaces> {
         let invalid = |reason: String| EngineError::InvalidVectors { reason };
         let count = spaces.len() + sparse.len();
-        if count == 0 || count > MAX_SPACES {
+        if count > MAX_SPACES {
             return Err(invalid(format!(
                 "{count} named vectors; a collection has 1 to {MAX_SPACES}"
             )));
@@ -139,12 +142,14 @@ impl VectorSpaces {
             spaces,
             offsets,
             sparse,
+            named: true,
         })
     }
 
-    /// Whether the collection has named vectors (dense or sparse).
+    /// Whether the collection was made with a map of vectors (dense, sparse, or none)
+    /// rather than one unnamed vector.
     pub fn is_named(&self) -> bool {
-        !self.spaces.is_empty() || !self.sparse.is_empty()
+        self.named
     }
 
     /// The sparse vectors, numbered as a point's `sparse` list.
@@ -234,7 +239,8 @@ impl VectorSpaces {
 
     /// The spaces as the collection manifest stores them (docs/format.md): a u32 count,
     /// then per space its distance code, u32 dimension and u16-length name; then a u32
-    /// count of sparse spaces, per space a modifier code (0 none, 1 IDF) and its name.
+    /// count of sparse spaces, per space a modifier code (0 none, 1 IDF) and its name;
+    /// then a u8, 1 when the collection was made with a map of vectors (0: one unnamed).
     pub(crate) fn encode_into(&self, out: &mut Writer) {
         out.len_u32(self.len(), "bounded space count");
         for space in &self.spaces {
@@ -247,6 +253,7 @@ impl VectorSpaces {
             out.u8(u8::from(space.idf))
                 .str_u16(&space.name, "bounded vector name");
         }
+        out.u8(u8::from(self.named));
     }
 
     /// Reads what [`VectorSpaces::encode_into`] wrote (without the sparse part unless
@@ -279,7 +286,19 @@ impl VectorSpaces {
                 sparse.push(SparseSpace { name, idf });
             }
         }
-        if spaces.is_empty() && sparse.is_empty() {
+        let named = if with_sparse {
+            reader.code("named", |code| (code <= 1).then_some(code == 1))?
+        } else {
+            !spaces.is_empty()
+        };
+        if !named {
+            if !spaces.is_empty() || !sparse.is_empty() {
+                return Err(Reader::invalid_at(
+                    at,
+                    "named",
+                    "vectors listed for a collection with one unnamed vector".to_string(),
+                ));
+            }
             return Ok(VectorSpaces::default());
         }
         VectorSpaces::with_sparse(spaces, sparse, max_dim)
@@ -364,7 +383,9 @@ mod tests {
     fn bad_spaces_are_refused_naming_the_fault() {
         let error =
             |spaces: Vec<VectorSpace>| VectorSpaces::new(spaces, 10).unwrap_err().to_string();
-        assert!(error(vec![]).contains("0 named vectors"));
+        let payloads_only = VectorSpaces::new(vec![], 10).unwrap();
+        assert!(payloads_only.is_named() && payloads_only.total_dim() == 0);
+        assert!(!VectorSpaces::default().is_named());
         assert!(error(vec![space("", 2, Distance::Dot)]).contains("vector name \"\""));
         assert!(error(vec![
             space("a", 2, Distance::Dot),

@@ -68,7 +68,7 @@ fn point(id: u64, dense: bool, rng: &mut ChaCha8Rng) -> Point {
     Point {
         id: PointId::Number(id),
         vector,
-        payload: Some(json!({"even": id % 2 == 0}).to_string()),
+        payload: Some(json!({"even": id.is_multiple_of(2)}).to_string()),
         sparse: vec![
             (!id.is_multiple_of(6)).then(|| random_sparse(rng, 12)),
             (!id.is_multiple_of(9)).then(|| random_sparse(rng, 8)),

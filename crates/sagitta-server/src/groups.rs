@@ -174,7 +174,8 @@ pub async fn query_groups(
     };
     let query = QueryRequest {
         shard_key: request.shard_key,
-        prefetch: request.prefetch,
+        // refused as it is read (`NoPrefetch`): groups of fused hits are not served
+        prefetch: request.prefetch.and(None),
         query: request.query,
         using: request.using,
         filter: request.filter,

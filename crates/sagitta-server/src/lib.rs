@@ -32,6 +32,7 @@ mod health;
 pub mod metrics;
 mod payload_key;
 mod points;
+mod prefetch;
 mod recommend;
 pub mod response;
 mod vectors;

@@ -27,8 +27,8 @@ use crate::recommend::{ExampleScoring, Page, ScoreStrategy};
 use crate::response::ok;
 use crate::wire::{
     check_count, parse_filter, record_output, scored_output, unknown_vector_name, ExampleInput,
-    IdInput, IdOutput, NamedVector, PointSelector, QueryBatchRequest, QueryInput, QueryRequest,
-    RecommendInput, RecordOutput, RetrieveRequest, ScoredPointOutput, ScrollRequest,
+    Fusion, IdInput, IdOutput, NamedVector, PointSelector, QueryBatchRequest, QueryInput,
+    QueryRequest, RecommendInput, RecordOutput, RetrieveRequest, ScoredPointOutput, ScrollRequest,
     SearchBatchRequest, SearchHits, SearchParamsInput, SearchRequestInput, SearchVectorInput,
     SetPayloadRequest, UpdateMode, UpsertRequest, VectorInput, VectorPick, WithPayload, WithVector,
     DEFAULT_VECTOR_NAME,
@@ -214,9 +214,9 @@ fn parsed(point: &Point) -> Option<Value> {
 /// One search, checked and owned, ready for the blocking pool: everything but its vector.
 pub(crate) struct Search {
     pub limit: usize,
-    offset: usize,
-    filter: Option<Filter>,
-    score_threshold: Option<f32>,
+    pub offset: usize,
+    pub filter: Option<Filter>,
+    pub score_threshold: Option<f32>,
     strategy: Strategy,
     pub with_payload: WithPayload,
     pub with_vector: VectorPick,
@@ -249,6 +249,14 @@ pub(crate) enum SearchVector {
     Given(Vec<f32>),
     /// A sparse vector sent in the request.
     Sparse(SparseVector),
+    /// Hits of `sources` (prefetches), fused or re-scored by `then`
+    /// ([`crate::prefetch`]).
+    Prefetch {
+        sources: Vec<(SearchVector, Search)>,
+        then: Box<SearchVector>,
+    },
+    /// A fusion of the prefetches' hits (only as a [`SearchVector::Prefetch`]'s `then`).
+    Fusion(Fusion),
     /// A stored point's (a query by id), read on the blocking pool from the collection
     /// `lookup_from` names, else the one queried; `field` prefixes its errors.
     Point {
@@ -382,7 +390,25 @@ impl SearchBody for QueryRequest {
         let lookup_vector = self.lookup_from.as_ref().and_then(|l| l.vector.clone());
         let mut using = known_name(spaces, self.using.as_deref(), &format!("{field}using"))?;
         let limit = checked_limit(self.limit, field)?;
+        let sources = match self.prefetch {
+            Some(prefetches) => prefetches
+                .into_vec()
+                .into_iter()
+                .enumerate()
+                .map(|(index, prefetch)| {
+                    prefetch.prepare(&format!("{field}prefetch[{index}]."), spaces)
+                })
+                .collect::<ApiResult<Vec<_>>>()?,
+            None => Vec::new(),
+        };
         let vector = match self.query {
+            Some(QueryInput::Fusion(_)) if sources.is_empty() => {
+                return Err(ApiError::bad_request(format!(
+                    "Wrong input: `{field}query`: a fusion needs `prefetch` (the searches \
+                     whose hits it fuses)"
+                )))
+            }
+            Some(QueryInput::Fusion(fusion)) => SearchVector::Fusion(fusion),
             None => {
                 return Err(ApiError::bad_request(format!(
                     "Wrong input: `{field}query` is required (a vector, a point id or \
@@ -440,7 +466,11 @@ impl SearchBody for QueryRequest {
             scoring: None,
             sparse: None,
         };
-        Ok((vector, search))
+        if sources.is_empty() {
+            return Ok((vector, search));
+        }
+        let then = Box::new(vector);
+        Ok((SearchVector::Prefetch { sources, then }, search))
     }
 
     fn answer(points: Vec<ScoredPointOutput>) -> SearchHits {
@@ -538,6 +568,19 @@ async fn answer_searches<R: SearchBody>(
             name: &name,
             database: &database,
         };
+        if prepared
+            .iter()
+            .any(|(vector, _)| matches!(vector, SearchVector::Prefetch { .. }))
+        {
+            // one at a time: each prefetch tree is several searches in turn
+            return prepared
+                .into_iter()
+                .map(|(vector, search)| {
+                    let (hits, search) = on.evaluate(vector, search)?;
+                    Ok(shaped(hits, &search, target.spaces()))
+                })
+                .collect();
+        }
         let searches = prepared
             .into_iter()
             .map(|(vector, search)| on.resolve(vector, search))
@@ -573,6 +616,9 @@ impl QueryTarget<'_> {
             SearchVector::Sparse(vector) => {
                 search.sparse = Some(vector);
                 Ok((Vec::new(), search))
+            }
+            SearchVector::Prefetch { .. } | SearchVector::Fusion(_) => {
+                unreachable!("prefetches are evaluated by QueryTarget::evaluate")
             }
             SearchVector::Point {
                 id,
@@ -744,19 +790,19 @@ fn run_searches(
     Ok(results
         .into_iter()
         .zip(searches)
-        .map(|(hits, (_, search))| {
-            hits.into_iter()
-                .map(|hit| {
-                    scored_output(
-                        hit,
-                        &search.with_payload,
-                        &search.with_vector,
-                        collection.spaces(),
-                    )
-                })
-                .collect()
-        })
+        .map(|(hits, (_, search))| shaped(hits, search, collection.spaces()))
         .collect())
+}
+
+/// One search's hits with what it asked for of each.
+fn shaped(
+    hits: Vec<ScoredPoint>,
+    search: &Search,
+    spaces: &VectorSpaces,
+) -> Vec<ScoredPointOutput> {
+    hits.into_iter()
+        .map(|hit| scored_output(hit, &search.with_payload, &search.with_vector, spaces))
+        .collect()
 }
 
 /// Runs searches (in parallel when several): their hits as the engine gives them, every

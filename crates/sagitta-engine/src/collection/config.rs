@@ -524,6 +524,7 @@ mod tests {
         expected.extend_from_slice(&[1, 0, 0, 0, 1, 3, 0, b'a', b'.', b'b']);
         expected.extend_from_slice(&[0, 0, 0, 0]); // no named vectors
         expected.extend_from_slice(&[0, 0, 0, 0]); // no sparse vectors
+        expected.push(0); // one unnamed vector, not a map
         assert_eq!(bytes, expected);
         assert_eq!(
             CollectionConfig::try_decode(&bytes).ok(),
@@ -532,7 +533,7 @@ mod tests {
         // a version 7 manifest (before sparse vectors were recorded): none
         let mut seven = expected.clone();
         seven[0] = CONFIG_VERSION_DENSE_ONLY;
-        seven.truncate(seven.len() - 4);
+        seven.truncate(seven.len() - 5);
         assert_eq!(
             CollectionConfig::try_decode(&seven).ok(),
             Some((config, schema.clone()))
@@ -615,7 +616,7 @@ mod tests {
         let bytes = config.encode(&schema);
         let message = |bytes: &[u8]| CollectionConfig::try_decode(bytes).unwrap_err().to_string();
         assert_eq!(
-            message(&bytes[..bytes.len() - 9]),
+            message(&bytes[..bytes.len() - 10]),
             "at byte 28: field name: truncated (needs 4 bytes, 3 remain)"
         );
         let mut no_dim = bytes.clone();
@@ -719,7 +720,7 @@ mod tests {
         let one = PayloadSchema::from([("kind".to_string(), FieldType::Keyword)]);
         let mut twice = config.encode(&one);
         twice[21..25].copy_from_slice(&2u32.to_le_bytes());
-        let no_spaces = twice.split_off(twice.len() - 8);
+        let no_spaces = twice.split_off(twice.len() - 9);
         twice.extend_from_slice(&[1, 4, 0, b'k', b'i', b'n', b'd']);
         twice.extend_from_slice(&no_spaces);
         assert_eq!(message(&twice), "at byte 33: field name: \"kind\" twice");

@@ -491,17 +491,12 @@ fn sparse_spaces(sparse: Option<Map<String, Value>>) -> ApiResult<Vec<SparseSpac
 /// `sparse`; the map holding only the unnamed vector `""` is the single-vector form
 /// (beside sparse vectors it is a space named `""`). Per-vector storage must agree: one
 /// datatype for all, and no `on_disk` (named vectors are kept in RAM segments). The
-/// parameters returned are the first dense vector's (a sparse-only collection: none).
+/// parameters returned are the first dense vector's (none for a collection of sparse
+/// vectors alone, or of payloads alone: `vectors: {}`).
 fn named_spaces(
     named: Vec<(String, VectorParamsInput)>,
     sparse: Vec<SparseSpace>,
 ) -> ApiResult<(Option<VectorParamsInput>, VectorSpaces)> {
-    if named.is_empty() && sparse.is_empty() {
-        return Err(ApiError::bad_request(
-            "Wrong input: `vectors` is an empty map and there are no `sparse_vectors`: a \
-             collection needs at least one vector",
-        ));
-    }
     let datatype = named
         .first()
         .map_or(Datatype::Float32, |(_, params)| params.datatype);

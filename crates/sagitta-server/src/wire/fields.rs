@@ -54,8 +54,8 @@ macro_rules! refusals {
 refusals! {
     NoShardKeys => "shard keys are not supported (SagittaDB shards by id hash, \
                     sharding_method \"auto\"); send null or leave the field out";
-    NoPrefetch => "prefetch is not supported (one dense vector per collection, so there \
-                   is nothing to fuse); send null or leave the field out";
+    NoPrefetch => "prefetch is not supported in group queries (POST /points/query \
+                   fuses prefetches); send null or leave the field out";
     NoOrderBy => "order_by is not supported: scroll pages go in id order; send null or \
                   leave the field out";
     NoMetadata => "collection metadata is not supported (it would not be stored); send \

@@ -39,7 +39,7 @@ pub use requests::{
     SetPayloadRequest,
 };
 pub use search::{
-    AcornInput, ExampleInput, LookupLocation, QuantizationSearchInput, QueryBatchRequest,
+    AcornInput, ExampleInput, Fusion, LookupLocation, QuantizationSearchInput, QueryBatchRequest,
     QueryInput, QueryRequest, RecommendInput, SearchBatchRequest, SearchParamsInput,
     SearchRequestInput, SearchVectorInput,
 };

@@ -10,7 +10,7 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::fields::{refuse_value, unknown_field, NoMmr, NoPrefetch, NoShardKeys, NullOnly};
+use super::fields::{refuse_value, unknown_field, NoMmr, NoShardKeys, NullOnly};
 use super::ids::{signed_id, uuid_id};
 use super::vectors::{sparse_from_map, DenseVisitor, NamedVector};
 use super::{WithPayload, WithVector};
@@ -27,6 +27,8 @@ pub enum QueryInput {
     Sparse(SparseVector),
     /// `{"recommend": {positive, negative, strategy}}`.
     Recommend(RecommendInput),
+    /// `{"fusion": "rrf" | "dbsf"}` or `{"rrf": {"k": ..}}`: the prefetches' hits fused.
+    Fusion(Fusion),
     /// A query kind SagittaDB does not serve (`fusion`, `discover`, ...).
     Unsupported(String),
 }
@@ -41,6 +43,25 @@ pub struct RecommendInput {
     pub negative: Vec<ExampleInput>,
     #[serde(default)]
     pub strategy: Option<String>,
+}
+
+/// How prefetched hits are fused: reciprocal rank fusion (score Σ 1 / (k + rank), ranks
+/// from 0; Qdrant's default k is 2) or distribution-based score fusion (each source's
+/// scores mapped through mean ± 3 standard deviations onto 0..1, then added).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Fusion {
+    Rrf { k: f64 },
+    Dbsf,
+}
+
+/// Qdrant's default RRF constant.
+pub const DEFAULT_RRF_K: f64 = 2.0;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RrfInput {
+    #[serde(default)]
+    k: Option<u32>,
 }
 
 /// One example of a recommendation: a vector or a point id (as `nearest` takes them).
@@ -84,6 +105,23 @@ impl<'de> Deserialize<'de> for QueryInput {
                         "recommend" => {
                             result = Some(QueryInput::Recommend(map.next_value()?));
                         }
+                        "fusion" => {
+                            let fusion = match map.next_value::<String>()?.as_str() {
+                                "rrf" => Fusion::Rrf { k: DEFAULT_RRF_K },
+                                "dbsf" => Fusion::Dbsf,
+                                other => {
+                                    return Err(de::Error::custom(format!(
+                                        "unknown fusion {other:?}, expected \"rrf\" or \"dbsf\""
+                                    )))
+                                }
+                            };
+                            result = Some(QueryInput::Fusion(fusion));
+                        }
+                        "rrf" => {
+                            let rrf: RrfInput = map.next_value()?;
+                            let k = rrf.k.map_or(DEFAULT_RRF_K, f64::from);
+                            result = Some(QueryInput::Fusion(Fusion::Rrf { k }));
+                        }
                         "mmr" => {
                             map.next_value::<Option<NullOnly<NoMmr>>>()?;
                         }
@@ -99,7 +137,10 @@ impl<'de> Deserialize<'de> for QueryInput {
                         _ => {
                             return Err(refuse_value(
                                 &mut map,
-                                unknown_field(&key, &["nearest", "recommend", "mmr"]),
+                                unknown_field(
+                                    &key,
+                                    &["nearest", "recommend", "fusion", "rrf", "mmr"],
+                                ),
                             ))
                         }
                     }
@@ -116,8 +157,6 @@ const QUERY_KINDS: &[&str] = &[
     "discover",
     "context",
     "order_by",
-    "fusion",
-    "rrf",
     "formula",
     "sample",
     "relevance_feedback",
@@ -197,7 +236,9 @@ pub struct AcornInput {
 #[serde(default, deny_unknown_fields)]
 pub struct QueryRequest {
     pub shard_key: Option<NullOnly<NoShardKeys>>,
-    pub prefetch: Option<NullOnly<NoPrefetch>>,
+    /// Searches whose hits this query fuses or re-scores (Qdrant's `Prefetch`: the fields
+    /// of a query but the output ones), nested to any depth.
+    pub prefetch: Option<Prefetches>,
     pub query: Option<QueryInput>,
     pub using: Option<String>,
     pub filter: Option<Value>,
@@ -208,6 +249,23 @@ pub struct QueryRequest {
     pub with_payload: Option<WithPayload>,
     pub with_vector: Option<WithVector>,
     pub lookup_from: Option<LookupLocation>,
+}
+
+/// `prefetch`: one prefetch or a list.
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub enum Prefetches {
+    One(Box<QueryRequest>),
+    Many(Vec<QueryRequest>),
+}
+
+impl Prefetches {
+    pub fn into_vec(self) -> Vec<QueryRequest> {
+        match self {
+            Prefetches::One(one) => vec![*one],
+            Prefetches::Many(many) => many,
+        }
+    }
 }
 
 /// `lookup_from`: the collection (and vector) a query by point id takes its vector from.
