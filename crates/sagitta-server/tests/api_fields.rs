@@ -540,8 +540,8 @@ async fn unknown_fields_are_refused_with_their_path() {
         (
             "POST",
             "/collections/docs/points/query",
-            json!({"query": [1, 0, 0, 0], "prefetch": [{"query": [1, 0, 0, 0]}]}),
-            &["prefetch"],
+            json!({"query": [1, 0, 0, 0], "prefetch": [{"query": [1, 0, 0, 0], "limt": 2}]}),
+            &["prefetch[0].limt"],
         ),
         (
             "POST",

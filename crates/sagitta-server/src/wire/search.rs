@@ -57,6 +57,21 @@ pub enum Fusion {
 /// Qdrant's default RRF constant.
 pub const DEFAULT_RRF_K: f64 = 2.0;
 
+/// The value of `{"fusion": ..}`.
+struct FusionName(Fusion);
+
+impl<'de> Deserialize<'de> for FusionName {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<FusionName, D::Error> {
+        match String::deserialize(deserializer)?.as_str() {
+            "rrf" => Ok(FusionName(Fusion::Rrf { k: DEFAULT_RRF_K })),
+            "dbsf" => Ok(FusionName(Fusion::Dbsf)),
+            other => Err(de::Error::custom(format!(
+                "unknown fusion {other:?}, expected \"rrf\" or \"dbsf\""
+            ))),
+        }
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RrfInput {
@@ -106,15 +121,7 @@ impl<'de> Deserialize<'de> for QueryInput {
                             result = Some(QueryInput::Recommend(map.next_value()?));
                         }
                         "fusion" => {
-                            let fusion = match map.next_value::<String>()?.as_str() {
-                                "rrf" => Fusion::Rrf { k: DEFAULT_RRF_K },
-                                "dbsf" => Fusion::Dbsf,
-                                other => {
-                                    return Err(de::Error::custom(format!(
-                                        "unknown fusion {other:?}, expected \"rrf\" or \"dbsf\""
-                                    )))
-                                }
-                            };
+                            let FusionName(fusion) = map.next_value()?;
                             result = Some(QueryInput::Fusion(fusion));
                         }
                         "rrf" => {
@@ -252,11 +259,33 @@ pub struct QueryRequest {
 }
 
 /// `prefetch`: one prefetch or a list.
-#[derive(Deserialize)]
-#[serde(untagged)]
 pub enum Prefetches {
     One(Box<QueryRequest>),
     Many(Vec<QueryRequest>),
+}
+
+impl<'de> Deserialize<'de> for Prefetches {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Prefetches, D::Error> {
+        struct PrefetchVisitor;
+        impl<'de> Visitor<'de> for PrefetchVisitor {
+            type Value = Prefetches;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a prefetch or a list of them")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Prefetches, A::Error> {
+                let one = QueryRequest::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(Prefetches::One(Box::new(one)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Prefetches, A::Error> {
+                let mut many = Vec::new();
+                while let Some(one) = seq.next_element::<QueryRequest>()? {
+                    many.push(one);
+                }
+                Ok(Prefetches::Many(many))
+            }
+        }
+        deserializer.deserialize_any(PrefetchVisitor)
+    }
 }
 
 impl Prefetches {
@@ -409,10 +438,18 @@ mod tests {
             assert!(error.message.contains(reason), "{}", error.message);
             assert!(error.message.contains("query"), "{}", error.message);
         }
-        let error = parse::<QueryRequest>(br#"{"query":{"fusion":"rrf"}}"#)
+        let fusion: QueryRequest = parse(br#"{"query":{"fusion":"dbsf"}}"#).unwrap();
+        assert_eq!(fusion.query, Some(QueryInput::Fusion(Fusion::Dbsf)));
+        let rrf: QueryRequest = parse(br#"{"query":{"rrf":{"k":7}}}"#).unwrap();
+        assert_eq!(rrf.query, Some(QueryInput::Fusion(Fusion::Rrf { k: 7.0 })));
+        let error = parse::<QueryRequest>(br#"{"query":{"fusion":"max"}}"#)
             .err()
             .unwrap();
         assert!(error.message.contains("query.fusion"), "{}", error.message);
+        let error = parse::<QueryRequest>(br#"{"query":{"formula":{}}}"#)
+            .err()
+            .unwrap();
+        assert!(error.message.contains("query.formula"), "{}", error.message);
         let error = parse::<QueryRequest>(br#"{"query":{"nearest":[1],"foo":1}}"#)
             .err()
             .unwrap();
