@@ -420,14 +420,13 @@ impl Buffer {
                 id: *id,
                 slot,
             };
-            if heap.len() < k {
-                heap.push(candidate);
-            } else if let Some(mut worst) = heap.peek_mut() {
-                if candidate < *worst {
-                    *worst = candidate;
-                }
-            }
+            offer(&mut heap, k, candidate);
         }
+        self.hits(heap, dim)
+    }
+
+    /// The kept candidates, closest first, as hits with their points.
+    fn hits(&self, heap: BinaryHeap<Candidate>, dim: usize) -> Vec<ShardHit> {
         heap.into_sorted_vec()
             .into_iter()
             .map(|candidate| ShardHit {
@@ -435,6 +434,17 @@ impl Buffer {
                 point: self.point(candidate.slot, dim),
             })
             .collect()
+    }
+}
+
+/// Keeps `candidate` if the heap holds fewer than `k` or it beats the worst kept.
+fn offer(heap: &mut BinaryHeap<Candidate>, k: usize, candidate: Candidate) {
+    if heap.len() < k {
+        heap.push(candidate);
+    } else if let Some(mut worst) = heap.peek_mut() {
+        if candidate < *worst {
+            *worst = candidate;
+        }
     }
 }
 
@@ -480,21 +490,9 @@ impl Buffer {
                 id,
                 slot,
             };
-            if heap.len() < k {
-                heap.push(candidate);
-            } else if let Some(mut worst) = heap.peek_mut() {
-                if candidate < *worst {
-                    *worst = candidate;
-                }
-            }
+            offer(&mut heap, k, candidate);
         }
-        heap.into_sorted_vec()
-            .into_iter()
-            .map(|candidate| ShardHit {
-                distance: candidate.distance,
-                point: self.point(candidate.slot, dim),
-            })
-            .collect()
+        self.hits(heap, dim)
     }
 
     /// Adds to `counts[i]` the live slots not `excluded` whose vector in sparse space

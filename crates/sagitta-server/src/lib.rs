@@ -35,6 +35,7 @@ mod points;
 mod prefetch;
 mod recommend;
 pub mod response;
+mod target;
 mod vectors;
 pub mod wire;
 

@@ -27,11 +27,11 @@ use crate::recommend::{ExampleScoring, Page, ScoreStrategy};
 use crate::response::ok;
 use crate::wire::{
     check_count, parse_filter, record_output, scored_output, unknown_vector_name, ExampleInput,
-    Fusion, IdInput, IdOutput, NamedVector, PointSelector, QueryBatchRequest, QueryInput,
-    QueryRequest, RecommendInput, RecordOutput, RetrieveRequest, ScoredPointOutput, ScrollRequest,
-    SearchBatchRequest, SearchHits, SearchParamsInput, SearchRequestInput, SearchVectorInput,
-    SetPayloadRequest, UpdateMode, UpsertRequest, VectorInput, VectorPick, WithPayload, WithVector,
-    DEFAULT_VECTOR_NAME,
+    Fusion, IdInput, IdOutput, NamedVector, PointSelector, Prefetches, QueryBatchRequest,
+    QueryInput, QueryRequest, RecommendInput, RecordOutput, RetrieveRequest, ScoredPointOutput,
+    ScrollRequest, SearchBatchRequest, SearchHits, SearchParamsInput, SearchRequestInput,
+    SearchVectorInput, SetPayloadRequest, UpdateMode, UpsertRequest, VectorInput, VectorPick,
+    WithPayload, WithVector, DEFAULT_VECTOR_NAME,
 };
 use crate::SharedState;
 
@@ -54,13 +54,16 @@ fn checked_limit(limit: Option<usize>, field: &str) -> ApiResult<usize> {
 
 /// `filter` with the point a query by id starts from left out (as Qdrant does, before
 /// `offset` and `limit` apply).
-fn without_point(filter: Option<Filter>, id: PointId) -> Filter {
+pub(crate) fn without_point(filter: Option<Filter>, id: PointId) -> Filter {
     without_points(filter, [id])
 }
 
 /// `filter` with the points `ids` left out (a recommendation's examples), one
 /// condition for all of them.
-fn without_points(filter: Option<Filter>, ids: impl IntoIterator<Item = PointId>) -> Filter {
+pub(crate) fn without_points(
+    filter: Option<Filter>,
+    ids: impl IntoIterator<Item = PointId>,
+) -> Filter {
     Filter {
         must: filter
             .map(|filter| vec![Condition::Nested(Box::new(filter))])
@@ -226,16 +229,16 @@ pub(crate) struct Search {
     /// the one searched).
     lookup_vector: Option<String>,
     /// A recommendation scored against its examples instead of a vector search.
-    scoring: Option<ExampleScoring>,
+    pub scoring: Option<ExampleScoring>,
     /// A sparse query, for the sparse vector `using` names, instead of a dense vector.
-    sparse: Option<SparseVector>,
+    pub sparse: Option<SparseVector>,
 }
 
 impl Search {
     /// The vector a stored point's is read from — `lookup_from.vector` when given (it
     /// applies to `lookup_from`'s collection), else the one searched — and the field that
     /// names it, for errors.
-    fn source_vector(&self) -> (Option<&str>, &'static str) {
+    pub fn source_vector(&self) -> (Option<&str>, &'static str) {
         match self.lookup_vector.as_deref() {
             Some(name) => (Some(name), "lookup_from.vector"),
             None => (self.using.as_deref(), "using"),
@@ -343,7 +346,7 @@ fn recommend(
 }
 
 /// The mean of `vectors` (all of one dimension, at least one).
-fn mean(vectors: &[Vec<f32>]) -> Vec<f64> {
+pub(crate) fn mean(vectors: &[Vec<f32>]) -> Vec<f64> {
     let mut sum = vec![0.0f64; vectors.first().map_or(0, Vec::len)];
     for vector in vectors {
         sum.iter_mut()
@@ -384,23 +387,50 @@ fn known_name(spaces: &VectorSpaces, name: Option<&str>, field: &str) -> ApiResu
     }
 }
 
+/// The prefetches of a query, each prepared as a query of its own.
+fn prepared_prefetches(
+    prefetch: Option<Prefetches>,
+    field: &str,
+    spaces: &VectorSpaces,
+) -> ApiResult<Vec<(SearchVector, Search)>> {
+    let Some(prefetches) = prefetch else {
+        return Ok(Vec::new());
+    };
+    prefetches
+        .into_vec()
+        .into_iter()
+        .enumerate()
+        .map(|(index, prefetch)| prefetch.prepare(&format!("{field}prefetch[{index}]."), spaces))
+        .collect()
+}
+
+/// `{"nearest": {"name": vector}}`: the one named vector given, and its name.
+fn nearest_named(
+    named: Vec<(String, NamedVector)>,
+    field: &str,
+) -> ApiResult<(String, SearchVector)> {
+    let [(name, vector)] = <[_; 1]>::try_from(named).map_err(|_| {
+        ApiError::bad_request(format!(
+            "Wrong input: `{field}query.nearest`: give one named vector"
+        ))
+    })?;
+    let vector = match vector {
+        NamedVector::Sparse(vector) => SearchVector::Sparse(vector),
+        vector => SearchVector::Given(
+            VectorInput::Named(vec![(DEFAULT_VECTOR_NAME.to_string(), vector)])
+                .into_default(&format!("{field}query.nearest.{name}"))?,
+        ),
+    };
+    Ok((name, vector))
+}
+
 impl SearchBody for QueryRequest {
     fn prepare(self, field: &str, spaces: &VectorSpaces) -> ApiResult<(SearchVector, Search)> {
         // checked against the collection it names when the examples are read
         let lookup_vector = self.lookup_from.as_ref().and_then(|l| l.vector.clone());
         let mut using = known_name(spaces, self.using.as_deref(), &format!("{field}using"))?;
         let limit = checked_limit(self.limit, field)?;
-        let sources = match self.prefetch {
-            Some(prefetches) => prefetches
-                .into_vec()
-                .into_iter()
-                .enumerate()
-                .map(|(index, prefetch)| {
-                    prefetch.prepare(&format!("{field}prefetch[{index}]."), spaces)
-                })
-                .collect::<ApiResult<Vec<_>>>()?,
-            None => Vec::new(),
-        };
+        let sources = prepared_prefetches(self.prefetch, field, spaces)?;
         let vector = match self.query {
             Some(QueryInput::Fusion(_)) if sources.is_empty() => {
                 return Err(ApiError::bad_request(format!(
@@ -418,20 +448,9 @@ impl SearchBody for QueryRequest {
             Some(QueryInput::Vector(vector)) => SearchVector::Given(vector),
             Some(QueryInput::Sparse(vector)) => SearchVector::Sparse(vector),
             Some(QueryInput::Named(named)) if spaces.is_named() => {
-                // {"nearest": {"name": vector}}: the one named vector given
-                let [(name, vector)] = <[_; 1]>::try_from(named).map_err(|_| {
-                    ApiError::bad_request(format!(
-                        "Wrong input: `{field}query.nearest`: give one named vector"
-                    ))
-                })?;
+                let (name, vector) = nearest_named(named, field)?;
                 using = known_name(spaces, Some(&name), &format!("{field}query.nearest"))?;
-                match vector {
-                    NamedVector::Sparse(vector) => SearchVector::Sparse(vector),
-                    vector => SearchVector::Given(
-                        VectorInput::Named(vec![(DEFAULT_VECTOR_NAME.to_string(), vector)])
-                            .into_default(&format!("{field}query.nearest.{name}"))?,
-                    ),
-                }
+                vector
             }
             Some(QueryInput::Named(named)) => SearchVector::Given(
                 VectorInput::Named(named).into_default(&format!("{field}query.nearest"))?,
@@ -600,184 +619,6 @@ pub(crate) struct QueryTarget<'a> {
     pub collection: &'a Collection,
     pub name: &'a str,
     pub database: &'a Database,
-}
-
-impl QueryTarget<'_> {
-    /// The vector `search` runs with, and the search: for a query by point id, the
-    /// point's vector, and the point itself left out of the results when it is one of
-    /// this collection's.
-    pub fn resolve(
-        &self,
-        vector: SearchVector,
-        mut search: Search,
-    ) -> ApiResult<(Vec<f32>, Search)> {
-        match vector {
-            SearchVector::Given(vector) => Ok((vector, search)),
-            SearchVector::Sparse(vector) => {
-                search.sparse = Some(vector);
-                Ok((Vec::new(), search))
-            }
-            SearchVector::Prefetch { .. } | SearchVector::Fusion(_) => {
-                unreachable!("prefetches are evaluated by QueryTarget::evaluate")
-            }
-            SearchVector::Point {
-                id,
-                lookup_from,
-                field,
-            } => {
-                let (vector, same_collection) =
-                    self.point_vector(id, lookup_from.as_deref(), &field, search.source_vector())?;
-                if same_collection {
-                    search.filter = Some(without_point(search.filter.take(), id));
-                }
-                match vector {
-                    Looked::Dense(vector) => Ok((vector, search)),
-                    Looked::Sparse(vector) => {
-                        search.sparse = Some(vector);
-                        Ok((Vec::new(), search))
-                    }
-                }
-            }
-            SearchVector::Recommend {
-                positive,
-                negative,
-                strategy,
-                lookup_from,
-                field,
-            } => {
-                let from = (lookup_from.as_deref(), field.as_str());
-                let positive = self.example_vectors(positive, from, &mut search)?;
-                let negative = self.example_vectors(negative, from, &mut search)?;
-                let dims = positive.iter().chain(&negative).map(Vec::len);
-                if dims.clone().min() != dims.max() {
-                    return Err(ApiError::bad_request(format!(
-                        "Wrong input: `{field}query.recommend`: examples of different dimensions"
-                    )));
-                }
-                if let Some(strategy) = strategy {
-                    search.scoring = Some(ExampleScoring {
-                        strategy,
-                        positive,
-                        negative,
-                    });
-                    return Ok((Vec::new(), search));
-                }
-                let positive = mean(&positive);
-                #[allow(clippy::cast_possible_truncation)]
-                let vector = if negative.is_empty() {
-                    positive.iter().map(|p| *p as f32).collect()
-                } else {
-                    let negative = mean(&negative);
-                    positive
-                        .iter()
-                        .zip(&negative)
-                        .map(|(p, n)| (2.0 * p - n) as f32)
-                        .collect()
-                };
-                Ok((vector, search))
-            }
-        }
-    }
-
-    /// The vectors of recommendation `examples`; examples by id are read from
-    /// `lookup_from` (else this collection) and, when they are this collection's, left out
-    /// of `search`'s results. `field` prefixes errors.
-    fn example_vectors(
-        &self,
-        examples: Vec<Example>,
-        (lookup_from, field): (Option<&str>, &str),
-        search: &mut Search,
-    ) -> ApiResult<Vec<Vec<f32>>> {
-        let mut mentioned = Vec::new();
-        let vectors = examples
-            .into_iter()
-            .map(|example| match example {
-                Example::Vector(vector) => Ok(vector),
-                Example::Point(id) => {
-                    let (vector, same) =
-                        self.point_vector(id, lookup_from, field, search.source_vector())?;
-                    if same {
-                        mentioned.push(id);
-                    }
-                    match vector {
-                        Looked::Dense(vector) => Ok(vector),
-                        Looked::Sparse(_) => Err(ApiError::bad_request(format!(
-                            "Wrong input: `{field}query.recommend`: recommendations by sparse \
-                             vectors are not supported"
-                        ))),
-                    }
-                }
-            })
-            .collect::<ApiResult<Vec<_>>>()?;
-        if !mentioned.is_empty() {
-            search.filter = Some(without_points(search.filter.take(), mentioned));
-        }
-        Ok(vectors)
-    }
-
-    /// The vector `using` names of point `id`, from collection `lookup_from` (else this
-    /// one), and whether the point is one of this collection's.
-    fn point_vector(
-        &self,
-        id: PointId,
-        lookup_from: Option<&str>,
-        field: &str,
-        (using, named_by): (Option<&str>, &str),
-    ) -> ApiResult<(Looked, bool)> {
-        let source = match lookup_from {
-            None => None,
-            Some(name) => Some(
-                self.database
-                    .collection(name)
-                    .map_err(|_| ApiError::collection_not_found(name))?,
-            ),
-        };
-        let source_name = lookup_from.unwrap_or(self.name);
-        let source_collection = source.as_deref().unwrap_or(self.collection);
-        let point = source_collection
-            .get(&id)
-            .map_err(|error| ApiError::from_engine(error, source_name))?
-            .ok_or_else(|| {
-                ApiError::not_found(format!(
-                    "Not found: `{field}query`: no point with id {id} in collection \
-                     `{source_name}`"
-                ))
-            })?;
-        let same = source_name == self.name;
-        let spaces = source_collection.spaces();
-        if !spaces.is_named() {
-            if let Some(name) = using.filter(|name| *name != DEFAULT_VECTOR_NAME) {
-                return Err(unknown_vector_name(&format!("{field}{named_by}"), name));
-            }
-            return Ok((Looked::Dense(point.vector), same));
-        }
-        let name = using.unwrap_or(DEFAULT_VECTOR_NAME);
-        let lacking = || {
-            ApiError::bad_request(format!(
-                "Wrong input: `{field}query`: point {id} of collection `{source_name}` has no \
-                 vector named {name:?}"
-            ))
-        };
-        if let Some(index) = spaces.sparse_index_of(name) {
-            let mut sparse = point.sparse;
-            let vector = sparse.get_mut(index).and_then(Option::take);
-            return Ok((Looked::Sparse(vector.ok_or_else(lacking)?), same));
-        }
-        let index = spaces
-            .index_of(name)
-            .ok_or_else(|| unknown_vector_name(&format!("{field}{named_by}"), name))?;
-        let part = spaces
-            .part(index, &point.vector)
-            .map(<[f32]>::to_vec)
-            .ok_or_else(lacking)?;
-        Ok((Looked::Dense(part), same))
-    }
-}
-
-/// A stored point's vector read for a query: dense or sparse.
-enum Looked {
-    Dense(Vec<f32>),
-    Sparse(SparseVector),
 }
 
 /// Runs searches (in parallel when several) and shapes their hits.
