@@ -200,7 +200,10 @@ impl Collection {
         for shard in &self.shards {
             shard.sparse_frequencies(space, query.indices(), &mut counts);
         }
-        let total = self.count(None);
+        // every live point, counted per part (exact: the crash model checks it against
+        // a full count), not by listing them
+        let (indexed, buffered) = self.point_counts();
+        let total = indexed + buffered;
         query.reweighted(|index| {
             let at = query.indices().binary_search(&index).expect("own index");
             idf(counts[at], total)
