@@ -162,6 +162,20 @@ impl VectorSpaces {
         self.sparse.iter().position(|space| space.name == name)
     }
 
+    /// The number of the vector called `name` among all of them, dense and sparse: a
+    /// dense space's own number, a sparse one's [`VectorSpaces::sparse_number`].
+    pub fn number_of(&self, name: &str) -> Option<usize> {
+        self.index_of(name).or_else(|| {
+            self.sparse_index_of(name)
+                .map(|index| self.sparse_number(index))
+        })
+    }
+
+    /// Sparse space `index`'s number among all vectors: after the dense ones.
+    pub fn sparse_number(&self, index: usize) -> usize {
+        self.spaces.len() + index
+    }
+
     pub fn len(&self) -> usize {
         self.spaces.len()
     }
@@ -369,6 +383,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(with_sparse.sparse_index_of("words"), Some(0));
+        assert_eq!(with_sparse.number_of(""), Some(0));
+        assert_eq!(with_sparse.number_of("words"), Some(1));
+        assert_eq!(with_sparse.number_of("nope"), None);
         let mut out = Writer::new();
         with_sparse.encode_into(&mut out);
         let bytes = out.into_bytes();

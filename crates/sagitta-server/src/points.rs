@@ -373,11 +373,7 @@ pub(crate) trait SearchBody: Send + 'static {
 fn known_name(spaces: &VectorSpaces, name: Option<&str>, field: &str) -> ApiResult<Option<String>> {
     match name {
         None => Ok(None),
-        Some(name)
-            if spaces.is_named()
-                && spaces.index_of(name).is_none()
-                && spaces.sparse_index_of(name).is_none() =>
-        {
+        Some(name) if spaces.is_named() && spaces.number_of(name).is_none() => {
             Err(unknown_vector_name(field, name))
         }
         Some(name) if !spaces.is_named() && name != DEFAULT_VECTOR_NAME => {

@@ -136,8 +136,7 @@ impl DeleteVectorsRequest {
             .iter()
             .map(|name| {
                 spaces
-                    .index_of(name)
-                    .or_else(|| spaces.sparse_index_of(name).map(|at| spaces.len() + at))
+                    .number_of(name)
                     .ok_or_else(|| crate::wire::unknown_vector_name("vector", name))
             })
             .collect::<ApiResult<Vec<usize>>>()?;
@@ -218,12 +217,13 @@ pub(crate) fn apply_delete_vectors(
             .enumerate()
             .map(|(index, part)| part.filter(|_| !removed.contains(&index)))
             .collect();
-        let dense_count = spaces.len();
         let sparse = stored
             .sparse
             .into_iter()
             .enumerate()
-            .map(|(index, vector)| vector.filter(|_| !removed.contains(&(dense_count + index))))
+            .map(|(index, vector)| {
+                vector.filter(|_| !removed.contains(&spaces.sparse_number(index)))
+            })
             .collect();
         points.push(Point {
             id,

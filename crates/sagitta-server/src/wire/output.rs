@@ -79,7 +79,7 @@ pub fn vector_output(
         .collect();
     for (index, vector) in sparse.into_iter().enumerate() {
         if let (Some(vector), Some(space)) = (vector, spaces.sparse().get(index)) {
-            if wanted(spaces.len() + index) {
+            if wanted(spaces.sparse_number(index)) {
                 named.push((space.name.clone(), NamedOutput::Sparse(vector)));
             }
         }

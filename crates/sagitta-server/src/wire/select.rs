@@ -153,8 +153,7 @@ impl WithVector {
                 .iter()
                 .map(|name| {
                     spaces
-                        .index_of(name)
-                        .or_else(|| spaces.sparse_index_of(name).map(|at| spaces.len() + at))
+                        .number_of(name)
                         .ok_or_else(|| unknown_vector_name("with_vector", name))
                 })
                 .collect::<ApiResult<Vec<usize>>>()

@@ -238,11 +238,15 @@ impl BatchVectors {
             ))
         };
         let named = match self {
+            BatchVectors::Dense(vectors) if vectors.len() != rows => {
+                return Err(count_error("batch.vectors", vectors.len()));
+            }
+            // the common bulk form: rows as they came, nothing per row to build
+            BatchVectors::Dense(vectors) if !spaces.is_named() => {
+                return Ok(vectors.into_iter().map(|row| (row, Vec::new())).collect());
+            }
             BatchVectors::Dense(vectors) => {
-                if vectors.len() != rows {
-                    return Err(count_error("batch.vectors", vectors.len()));
-                }
-                if spaces.is_named() && spaces.index_of(DEFAULT_VECTOR_NAME).is_none() {
+                if spaces.index_of(DEFAULT_VECTOR_NAME).is_none() {
                     return Err(unknown_vector_name("batch.vectors", ""));
                 }
                 let column = vectors.into_iter().map(NamedVector::Dense).collect();
