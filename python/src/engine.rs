@@ -252,7 +252,7 @@ fn points_from_python(
             id,
             vector: values[row * dim..(row + 1) * dim].to_vec(),
             payload,
-            sparse: Vec::new(),
+            side: Vec::new(),
         })
         .collect();
     Ok(points)

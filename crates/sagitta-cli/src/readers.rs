@@ -192,7 +192,7 @@ fn read_dense(
             id: PointId::Number(id),
             vector,
             payload,
-            sparse: Vec::new(),
+            side: Vec::new(),
         })
         .collect();
     Ok(ReadPoints {

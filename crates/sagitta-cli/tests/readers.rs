@@ -133,7 +133,7 @@ fn number_point(id: u64, vector: &[f32], payload: Option<&str>) -> Point {
         id: PointId::Number(id),
         vector: vector.to_vec(),
         payload: payload.map(str::to_string),
-        sparse: Vec::new(),
+        side: Vec::new(),
     }
 }
 
@@ -667,7 +667,7 @@ fn parquet_fixed_size_list_vectors_and_uuid_ids() {
             id: PointId::Uuid(parse_uuid(uuid).unwrap()),
             vector: vector.to_vec(),
             payload: None,
-            sparse: Vec::new(),
+            side: Vec::new(),
         })
         .collect();
     assert_eq!(read.points, expected);

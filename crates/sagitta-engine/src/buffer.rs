@@ -18,10 +18,9 @@ use serde_json::Value;
 
 use crate::codec::Operation;
 use crate::filter::Filter;
-use crate::point::{Distance, Point, PointId};
-use crate::query::{hit_distance, ShardHit};
+use crate::point::{Distance, Point, PointId, SideVector};
+use crate::query::{hit_distance, ShardHit, SideQuery};
 use crate::spaces::SpaceSlice;
-use crate::sparse::SparseVector;
 
 #[derive(Default)]
 pub(crate) struct Buffer {
@@ -35,8 +34,8 @@ pub(crate) struct Buffer {
     vectors: Vec<f32>,
     /// Parsed once at apply time so filters never re-parse JSON.
     payloads: Vec<Option<Arc<Value>>>,
-    /// Each slot's sparse vectors (empty in a collection without sparse vectors).
-    sparse: Vec<Vec<Option<SparseVector>>>,
+    /// Each slot's side vectors (empty in a collection without any).
+    side: Vec<Vec<Option<SideVector>>>,
     pub graph: Option<Arc<BufferGraph>>,
 }
 
@@ -148,7 +147,7 @@ impl Buffer {
             self.slots.remove(&id);
         }
         self.payloads[slot] = None;
-        self.sparse[slot] = Vec::new();
+        self.side[slot] = Vec::new();
         if let Some(graph) = &self.graph {
             graph.mark_slot_deleted(slot);
         }
@@ -198,7 +197,7 @@ impl Buffer {
                             .and_then(|text| serde_json::from_str(&text).ok())
                             .map(Arc::new),
                     );
-                    self.sparse.push(point.sparse);
+                    self.side.push(point.side);
                     self.slots.insert(point.id, slot);
                 }
             }
@@ -274,7 +273,7 @@ impl Buffer {
             id: self.ids[slot].expect("live slot"),
             vector: self.vectors[slot * dim..(slot + 1) * dim].to_vec(),
             payload: self.payloads[slot].as_deref().map(Value::to_string),
-            sparse: self.sparse[slot].clone(),
+            side: self.side[slot].clone(),
         }
     }
 
@@ -449,14 +448,14 @@ fn offer(heap: &mut BinaryHeap<Candidate>, k: usize, candidate: Candidate) {
 }
 
 impl Buffer {
-    /// Live slots passing `filter` and not `excluded`, with their sparse vector in space
+    /// Live slots passing `filter` and not `excluded`, with their vector in side space
     /// `space`.
-    fn sparse_rows<'a>(
+    fn side_rows<'a>(
         &'a self,
         space: usize,
         filter: Option<&'a Filter>,
         excluded: Option<&'a HashSet<PointId>>,
-    ) -> impl Iterator<Item = (usize, PointId, &'a SparseVector)> + 'a {
+    ) -> impl Iterator<Item = (usize, PointId, &'a SideVector)> + 'a {
         self.ids.iter().enumerate().filter_map(move |(slot, id)| {
             let id = (*id)?;
             if excluded.is_some_and(|excluded| excluded.contains(&id))
@@ -464,32 +463,28 @@ impl Buffer {
             {
                 return None;
             }
-            let vector = self.sparse[slot].get(space)?.as_ref()?;
+            let vector = self.side[slot].get(space)?.as_ref()?;
             Some((slot, id, vector))
         })
     }
 
-    /// Top-`k` by sparse dot product with `query` in sparse space `space` among live slots
-    /// passing `filter` and not `excluded` that share an index with it: an exact scan.
-    /// `dim` is the stored dense vectors' width.
-    pub fn search_sparse(
+    /// Top-`k` by `query` in side space `space` among live slots passing `filter` and
+    /// not `excluded` that it scores ([`SideQuery::distance_to`]): an exact scan. `dim` is
+    /// the stored dense vectors' width.
+    pub fn search_side(
         &self,
-        (query, space): (&SparseVector, usize),
+        (query, space): (SideQuery<'_>, usize),
         k: usize,
         filter: Option<&Filter>,
         excluded: Option<&HashSet<PointId>>,
         dim: usize,
     ) -> Vec<ShardHit> {
         let mut heap: BinaryHeap<Candidate> = BinaryHeap::with_capacity(k + 1);
-        for (slot, id, vector) in self.sparse_rows(space, filter, excluded) {
-            let Some(score) = vector.dot(query) else {
+        for (slot, id, vector) in self.side_rows(space, filter, excluded) {
+            let Some(distance) = query.distance_to(vector) else {
                 continue;
             };
-            let candidate = Candidate {
-                distance: -score,
-                id,
-                slot,
-            };
+            let candidate = Candidate { distance, id, slot };
             offer(&mut heap, k, candidate);
         }
         self.hits(heap, dim)
@@ -504,7 +499,8 @@ impl Buffer {
         excluded: Option<&HashSet<PointId>>,
         counts: &mut [usize],
     ) {
-        for (_, _, vector) in self.sparse_rows(space, None, excluded) {
+        let sparse = self.side_rows(space, None, excluded);
+        for vector in sparse.filter_map(|(_, _, vector)| vector.as_sparse()) {
             for index in vector.indices() {
                 if let Ok(at) = indices.binary_search(index) {
                     counts[at] += 1;

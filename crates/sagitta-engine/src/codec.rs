@@ -6,7 +6,8 @@
 
 use sagitta_storage::codec::{self, DecodeError, DecodeResult, Reader, Writer};
 
-use crate::point::{Point, PointId};
+use crate::multi::{MultiVector, MAX_MULTI_VALUES};
+use crate::point::{Point, PointId, SideVector};
 use crate::sparse::{SparseVector, MAX_SPARSE_ENTRIES};
 
 const OPERATION_UPSERT: u8 = 1;
@@ -14,12 +15,14 @@ const OPERATION_DELETE: u8 = 2;
 const OPERATION_SET_PAYLOAD: u8 = 3;
 const OPERATION_OVERWRITE_PAYLOAD: u8 = 4;
 const OPERATION_DELETE_PAYLOAD_KEYS: u8 = 5;
-/// An upsert whose points carry sparse vectors: as [`OPERATION_UPSERT`], each point
-/// followed by its sparse list. Written only when some point has one, so a log of dense
-/// points reads as before.
+/// An upsert whose points carry side vectors (sparse vectors, multivectors): as
+/// [`OPERATION_UPSERT`], each point followed by its side list. Written only when some
+/// point has one, so a log of dense points reads as before.
 const OPERATION_UPSERT_SPARSE: u8 = 6;
-/// The length written for a sparse space the point has no vector in.
+/// The length written for a side space the point has no vector in.
 const NO_SPARSE: u32 = u32::MAX;
+/// The length written before a multivector (then its u32 row count and u32 row width).
+const MULTI: u32 = u32::MAX - 1;
 const ID_NUMBER: u8 = 0;
 const ID_UUID: u8 = 1;
 const NO_PAYLOAD: u32 = u32::MAX;
@@ -65,7 +68,7 @@ fn put_id(out: &mut Writer, id: &PointId) {
 
 fn put_upsert(out: &mut Writer, points: &[Point]) {
     let dim = points.first().map_or(0, |p| p.vector.len());
-    let sparse = points.iter().any(|point| !point.sparse.is_empty());
+    let sparse = points.iter().any(|point| !point.side.is_empty());
     out.u8(if sparse {
         OPERATION_UPSERT_SPARSE
     } else {
@@ -85,20 +88,27 @@ fn put_upsert(out: &mut Writer, points: &[Point]) {
             None => out.u32(NO_PAYLOAD),
         };
         if sparse {
-            put_sparse(out, &point.sparse);
+            put_side(out, &point.side);
         }
     }
 }
 
-/// A point's sparse list: a u32 count, then per space a u32 entry count (or
-/// [`NO_SPARSE`]), the u32 indices and the f32 values.
-fn put_sparse(out: &mut Writer, sparse: &[Option<SparseVector>]) {
-    out.len_u32(sparse.len(), "bounded space count");
-    for vector in sparse {
+/// A point's side list: a u32 count, then per space either a sparse vector — a u32
+/// entry count, the u32 indices and the f32 values — or [`MULTI`], a u32 row count, a
+/// u32 row width and the f32 values row after row, or [`NO_SPARSE`] for none.
+fn put_side(out: &mut Writer, side: &[Option<SideVector>]) {
+    out.len_u32(side.len(), "bounded space count");
+    for vector in side {
         match vector {
-            Some(vector) => {
+            Some(SideVector::Sparse(vector)) => {
                 out.len_u32(vector.len(), "bounded sparse entries")
                     .u32s(vector.indices().iter().copied())
+                    .f32s(vector.values());
+            }
+            Some(SideVector::Multi(vector)) => {
+                out.u32(MULTI)
+                    .len_u32(vector.len(), "bounded rows")
+                    .len_u32(vector.dim(), "bounded dim")
                     .f32s(vector.values());
             }
             None => {
@@ -108,7 +118,24 @@ fn put_sparse(out: &mut Writer, sparse: &[Option<SparseVector>]) {
     }
 }
 
-fn read_sparse(reader: &mut Reader<'_>) -> DecodeResult<Vec<Option<SparseVector>>> {
+/// A multivector after its [`MULTI`] marker at `at`.
+fn read_multi(reader: &mut Reader<'_>, at: u64) -> DecodeResult<MultiVector> {
+    let rows = reader.u32("multivector rows")? as usize;
+    let dim = reader.u32("multivector dim")? as usize;
+    let values = rows as u128 * dim as u128;
+    if values > MAX_MULTI_VALUES as u128 || values * 4 > reader.remaining() as u128 {
+        return Err(Reader::invalid_at(
+            at,
+            "multivector rows",
+            format!("{rows} rows of {dim}, {} bytes remain", reader.remaining()),
+        ));
+    }
+    let values = codec::f32s(reader.bytes(rows * dim * 4, "multivector values")?).collect();
+    MultiVector::from_values(dim, values)
+        .map_err(|reason| Reader::invalid_at(at, "multivector", reason))
+}
+
+fn read_side(reader: &mut Reader<'_>) -> DecodeResult<Vec<Option<SideVector>>> {
     let count = reader.count_u32("sparse space count", 4)?;
     let mut sparse = Vec::with_capacity(count);
     for _ in 0..count {
@@ -116,6 +143,10 @@ fn read_sparse(reader: &mut Reader<'_>) -> DecodeResult<Vec<Option<SparseVector>
         let entries = reader.u32("sparse entry count")?;
         if entries == NO_SPARSE {
             sparse.push(None);
+            continue;
+        }
+        if entries == MULTI {
+            sparse.push(Some(SideVector::Multi(read_multi(reader, at)?)));
             continue;
         }
         let entries = entries as usize;
@@ -130,7 +161,7 @@ fn read_sparse(reader: &mut Reader<'_>) -> DecodeResult<Vec<Option<SparseVector>
         let values = codec::f32s(reader.bytes(entries * 4, "sparse values")?).collect();
         let vector = SparseVector::new(indices, values)
             .map_err(|reason| Reader::invalid_at(at, "sparse vector", reason))?;
-        sparse.push(Some(vector));
+        sparse.push(Some(SideVector::Sparse(vector)));
     }
     Ok(sparse)
 }
@@ -207,8 +238,8 @@ fn read_upsert(reader: &mut Reader<'_>, with_sparse: bool) -> DecodeResult<Vec<P
             NO_PAYLOAD => None,
             length => Some(reader.str(length as usize, "payload")?.to_string()),
         };
-        let sparse = if with_sparse {
-            read_sparse(reader)?
+        let side = if with_sparse {
+            read_side(reader)?
         } else {
             Vec::new()
         };
@@ -216,7 +247,7 @@ fn read_upsert(reader: &mut Reader<'_>, with_sparse: bool) -> DecodeResult<Vec<P
             id,
             vector,
             payload,
-            sparse,
+            side,
         });
     }
     Ok(points)
@@ -274,13 +305,13 @@ mod tests {
                 id: PointId::Number(7),
                 vector: vec![0.5, -1.0, 2.0],
                 payload: Some(r#"{"a":1}"#.to_string()),
-                sparse: Vec::new(),
+                side: Vec::new(),
             },
             Point {
                 id: PointId::Uuid(0x1234_5678_9abc_def0_1234_5678_9abc_def0),
                 vector: vec![0.0, 0.0, 1.0],
                 payload: None,
-                sparse: Vec::new(),
+                side: Vec::new(),
             },
         ]);
         let bytes = encode(&upsert);
@@ -320,13 +351,13 @@ mod tests {
                 id: PointId::Number(1),
                 vector: vec![],
                 payload: None,
-                sparse: vec![Some(sparse.clone()), None],
+                side: vec![Some(SideVector::Sparse(sparse.clone())), None],
             },
             Point {
                 id: PointId::Number(2),
                 vector: vec![],
                 payload: Some("{}".to_string()),
-                sparse: Vec::new(),
+                side: Vec::new(),
             },
         ]);
         let bytes = encode(&upsert);
@@ -347,12 +378,38 @@ mod tests {
     }
 
     #[test]
+    fn multivectors_round_trip_in_the_documented_layout() {
+        let multi = MultiVector::new(&[vec![1.0, 2.0], vec![3.0, 4.0], vec![5.0, 6.0]]).unwrap();
+        let upsert = Operation::Upsert(vec![Point {
+            id: PointId::Number(1),
+            vector: vec![],
+            payload: None,
+            side: vec![None, Some(SideVector::Multi(multi))],
+        }]);
+        let bytes = encode(&upsert);
+        assert_eq!(decode(&bytes), Some(upsert));
+        // tag, count, dim, id (9), payload length (4), side count, NO_SPARSE, then MULTI
+        let at = 1 + 4 + 4 + 9 + 4 + 4 + 4;
+        assert_eq!(&bytes[at..at + 4], &MULTI.to_le_bytes());
+        assert_eq!(&bytes[at + 4..at + 12], &[3, 0, 0, 0, 2, 0, 0, 0]);
+        assert_eq!(&bytes[at + 12..at + 16], &1.0f32.to_le_bytes());
+        let mut ragged = bytes.clone();
+        ragged[at + 4] = 4; // 4 rows of 2 need 8 more bytes than remain
+        let error = try_decode(&ragged).unwrap_err().to_string();
+        assert!(error.contains("multivector rows"), "{error}");
+        let mut nan = bytes.clone();
+        nan[at + 12..at + 16].copy_from_slice(&f32::NAN.to_le_bytes());
+        let error = try_decode(&nan).unwrap_err().to_string();
+        assert!(error.contains("row 0 position 0"), "{error}");
+    }
+
+    #[test]
     fn encoding_is_the_documented_layout() {
         let upsert = Operation::Upsert(vec![Point {
             id: PointId::Number(7),
             vector: vec![1.0],
             payload: Some("{}".to_string()),
-            sparse: Vec::new(),
+            side: Vec::new(),
         }]);
         let mut expected = vec![OPERATION_UPSERT, 1, 0, 0, 0, 1, 0, 0, 0, ID_NUMBER];
         expected.extend_from_slice(&7u64.to_le_bytes());
@@ -371,7 +428,7 @@ mod tests {
             id: PointId::Number(1),
             vector: vec![],
             payload: None,
-            sparse: Vec::new(),
+            side: Vec::new(),
         }]);
         assert_eq!(encode(&no_payload)[18..], NO_PAYLOAD.to_le_bytes());
     }

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+pub use crate::distance::Distance;
+use crate::multi::MultiVector;
 use crate::sparse::SparseVector;
 
 /// A point id: an unsigned integer or a UUID (stored as its 128-bit value).
@@ -84,68 +86,47 @@ fn hex_digits(digits: &[u8]) -> Option<u128> {
     })
 }
 
-/// Qdrant's distance names. Scores: similarity for Cosine and Dot (higher is closer),
-/// Euclidean distance for Euclid (lower is closer).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Distance {
-    Cosine,
-    Dot,
-    Euclid,
-}
-
-impl Distance {
-    /// Qdrant's name of the distance.
-    pub fn name(self) -> &'static str {
-        match self {
-            Distance::Cosine => "Cosine",
-            Distance::Dot => "Dot",
-            Distance::Euclid => "Euclid",
-        }
-    }
-
-    /// The distance Qdrant calls `name` (spelled as Qdrant spells it: `Cosine`, `Dot`,
-    /// `Euclid`), or why not: the one parser of distance names, used by the server, the
-    /// Python binding and the command line.
-    pub fn from_name(name: &str) -> Result<Distance, String> {
-        match name {
-            "Cosine" => Ok(Distance::Cosine),
-            "Dot" => Ok(Distance::Dot),
-            "Euclid" => Ok(Distance::Euclid),
-            "Manhattan" => {
-                Err("Manhattan distance is not supported; use Cosine, Dot or Euclid".to_string())
-            }
-            other => Err(format!(
-                "unknown distance `{other}`, expected one of `Cosine`, `Dot`, `Euclid`"
-            )),
-        }
-    }
-
-    pub(crate) fn code(self) -> u8 {
-        match self {
-            Distance::Cosine => 0,
-            Distance::Dot => 1,
-            Distance::Euclid => 2,
-        }
-    }
-    pub(crate) fn from_code(code: u8) -> Option<Distance> {
-        match code {
-            0 => Some(Distance::Cosine),
-            1 => Some(Distance::Dot),
-            2 => Some(Distance::Euclid),
-            _ => None,
-        }
-    }
-}
-
 /// A point as stored: vector (normalized for Cosine), payload as JSON text, and its
-/// sparse vectors — none, or one entry per sparse space of the collection
-/// ([`crate::spaces::VectorSpaces::sparse`]), `None` where the point has no vector there.
+/// vectors beside the dense one — none, or one entry per side space of the collection
+/// ([`crate::spaces::VectorSpaces::side`]), `None` where the point has no vector there.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Point {
     pub id: PointId,
     pub vector: Vec<f32>,
     pub payload: Option<String>,
-    pub sparse: Vec<Option<SparseVector>>,
+    pub side: Vec<Option<SideVector>>,
+}
+
+/// A vector kept beside a point's dense stored vector: a sparse vector or a multivector,
+/// as its space is ([`crate::spaces::SideSpace`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum SideVector {
+    Sparse(SparseVector),
+    Multi(MultiVector),
+}
+
+impl SideVector {
+    pub fn as_sparse(&self) -> Option<&SparseVector> {
+        match self {
+            SideVector::Sparse(vector) => Some(vector),
+            SideVector::Multi(_) => None,
+        }
+    }
+
+    pub fn as_multi(&self) -> Option<&MultiVector> {
+        match self {
+            SideVector::Multi(vector) => Some(vector),
+            SideVector::Sparse(_) => None,
+        }
+    }
+
+    /// Heap bytes of the vector.
+    pub fn bytes(&self) -> usize {
+        match self {
+            SideVector::Sparse(vector) => vector.bytes(),
+            SideVector::Multi(vector) => vector.bytes(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,8 @@
 //! (higher is closer), the Euclidean distance for Euclid (lower is closer).
 
 use crate::filter::Filter;
-use crate::point::{Distance, Point, PointId};
+use crate::multi::MultiVector;
+use crate::point::{Distance, Point, PointId, SideVector};
 use crate::sparse::SparseVector;
 
 /// Search beam of the default strategy: at least this, and at least twice the top-k.
@@ -29,6 +30,8 @@ pub struct SearchRequest<'a> {
     pub using: Option<&'a str>,
     /// A sparse query for the sparse vector `using` names; `vector` is then unused.
     pub sparse: Option<&'a SparseVector>,
+    /// A multivector query for the multivector `using` names; `vector` is then unused.
+    pub multi: Option<&'a MultiVector>,
 }
 
 /// How segments are searched.
@@ -56,6 +59,7 @@ impl<'a> SearchRequest<'a> {
             strategy: Strategy::Auto,
             using: None,
             sparse: None,
+            multi: None,
         }
     }
 }
@@ -68,8 +72,31 @@ pub struct ScoredPoint {
     pub score: f32,
     pub payload: Option<String>,
     pub vector: Vec<f32>,
-    /// The point's sparse vectors, as [`Point::sparse`].
-    pub sparse: Vec<Option<SparseVector>>,
+    /// The point's side vectors, as [`Point::side`].
+    pub side: Vec<Option<SideVector>>,
+}
+
+/// A query against one side space ([`crate::spaces::SideSpace`]): a sparse vector
+/// (scored by dot product over shared indices) or a multivector (max_sim by the space's
+/// distance; Cosine queries already unit-length row by row).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum SideQuery<'a> {
+    Sparse(&'a SparseVector),
+    Multi(&'a MultiVector, Distance),
+}
+
+impl SideQuery<'_> {
+    /// The engine distance (lower is closer) from the query to `vector`; `None` when it
+    /// is no hit: a vector of another kind, or a sparse one sharing no index.
+    pub fn distance_to(&self, vector: &SideVector) -> Option<f32> {
+        match self {
+            SideQuery::Sparse(query) => vector.as_sparse()?.dot(query).map(|score| -score),
+            SideQuery::Multi(query, distance) => {
+                let multi = vector.as_multi()?;
+                (multi.dim() == query.dim()).then(|| query.distance_to(multi, *distance))
+            }
+        }
+    }
 }
 
 impl Strategy {

@@ -39,14 +39,54 @@ pub struct SparseSpace {
     pub idf: bool,
 }
 
+/// One multivector of a collection ([`crate::multi`]): a name, the width of its rows and
+/// the distance rows are compared by (max_sim over them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MultiSpace {
+    pub name: String,
+    pub dim: usize,
+    pub distance: Distance,
+}
+
+/// A vector kept beside the dense stored vector ([`crate::point::SideVector`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SideSpace {
+    Sparse(SparseSpace),
+    Multi(MultiSpace),
+}
+
+impl SideSpace {
+    pub fn name(&self) -> &str {
+        match self {
+            SideSpace::Sparse(space) => &space.name,
+            SideSpace::Multi(space) => &space.name,
+        }
+    }
+
+    pub fn as_sparse(&self) -> Option<&SparseSpace> {
+        match self {
+            SideSpace::Sparse(space) => Some(space),
+            SideSpace::Multi(_) => None,
+        }
+    }
+
+    pub fn as_multi(&self) -> Option<&MultiSpace> {
+        match self {
+            SideSpace::Multi(space) => Some(space),
+            SideSpace::Sparse(_) => None,
+        }
+    }
+}
+
 /// The named vectors of a collection, in storage order; empty for a collection with one
-/// unnamed vector. Dense spaces lie side by side in the stored vector; sparse spaces
-/// are numbered apart (a point's `sparse[i]` is sparse space `i`'s).
+/// unnamed vector. Dense spaces lie side by side in the stored vector; side spaces
+/// (sparse vectors and multivectors) are numbered apart (a point's `side[i]` is side
+/// space `i`'s).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VectorSpaces {
     spaces: Vec<VectorSpace>,
     offsets: Vec<usize>,
-    sparse: Vec<SparseSpace>,
+    side: Vec<SideSpace>,
     /// Made from a map of vectors (possibly empty: a collection of payloads alone).
     named: bool,
 }
@@ -85,20 +125,31 @@ impl VectorSpaces {
     /// Named vectors in this order. Names must be 1 to [`MAX_SPACE_NAME_BYTES`] bytes and
     /// distinct; dimensions 1 to `max_dim`; their sum at most `max_dim` too.
     pub fn new(spaces: Vec<VectorSpace>, max_dim: usize) -> Result<VectorSpaces> {
-        VectorSpaces::with_sparse(spaces, Vec::new(), max_dim)
+        VectorSpaces::with_side(spaces, Vec::new(), max_dim)
     }
 
-    /// Dense named vectors `spaces` (as [`VectorSpaces::new`], but possibly none) and
-    /// sparse ones `sparse`, every name distinct; none at all is a collection whose points
-    /// have payloads only (Qdrant's `vectors: {}`). A dense vector may be named `""` (the
-    /// unnamed one) when the collection has sparse vectors beside it.
+    /// Dense named vectors and sparse ones, as [`VectorSpaces::with_side`].
     pub fn with_sparse(
         spaces: Vec<VectorSpace>,
         sparse: Vec<SparseSpace>,
         max_dim: usize,
     ) -> Result<VectorSpaces> {
+        let side = sparse.into_iter().map(SideSpace::Sparse).collect();
+        VectorSpaces::with_side(spaces, side, max_dim)
+    }
+
+    /// Dense named vectors `spaces` (as [`VectorSpaces::new`], but possibly none) and
+    /// side ones `side` (sparse vectors, multivectors), every name distinct; none at all
+    /// is a collection whose points have payloads only (Qdrant's `vectors: {}`). One
+    /// vector may be named `""` (the unnamed one): a dense one when the collection has
+    /// side vectors beside it, or the only multivector.
+    pub fn with_side(
+        spaces: Vec<VectorSpace>,
+        side: Vec<SideSpace>,
+        max_dim: usize,
+    ) -> Result<VectorSpaces> {
         let invalid = |reason: String| EngineError::InvalidVectors { reason };
-        let count = spaces.len() + sparse.len();
+        let count = spaces.len() + side.len();
         if count > MAX_SPACES {
             return Err(invalid(format!(
                 "{count} named vectors; a collection has 1 to {MAX_SPACES}"
@@ -107,12 +158,12 @@ impl VectorSpaces {
         let names: Vec<&str> = spaces
             .iter()
             .map(|space| space.name.as_str())
-            .chain(sparse.iter().map(|space| space.name.as_str()))
+            .chain(side.iter().map(SideSpace::name))
             .collect();
+        let multi_alone = spaces.is_empty() && matches!(side.as_slice(), [SideSpace::Multi(_)]);
         for (index, name) in names.iter().enumerate() {
-            let unnamed_beside_sparse =
-                name.is_empty() && index < spaces.len() && !sparse.is_empty();
-            if (name.is_empty() && !unnamed_beside_sparse) || name.len() > MAX_SPACE_NAME_BYTES {
+            let unnamed_allowed = (index < spaces.len() && !side.is_empty()) || multi_alone;
+            if (name.is_empty() && !unnamed_allowed) || name.len() > MAX_SPACE_NAME_BYTES {
                 return Err(invalid(format!(
                     "vector name {name:?}: use 1 to {MAX_SPACE_NAME_BYTES} bytes"
                 )));
@@ -138,10 +189,18 @@ impl VectorSpaces {
                 "the named vectors' sizes add up to {total}, over the limit of {max_dim}"
             )));
         }
+        for space in side.iter().filter_map(SideSpace::as_multi) {
+            if space.dim == 0 || space.dim > max_dim {
+                return Err(invalid(format!(
+                    "`{}.size` = {}: must be 1 to {max_dim}",
+                    space.name, space.dim
+                )));
+            }
+        }
         Ok(VectorSpaces {
             spaces,
             offsets,
-            sparse,
+            side,
             named: true,
         })
     }
@@ -152,27 +211,40 @@ impl VectorSpaces {
         self.named
     }
 
-    /// The sparse vectors, numbered as a point's `sparse` list.
-    pub fn sparse(&self) -> &[SparseSpace] {
-        &self.sparse
+    /// The side vectors (sparse vectors and multivectors), numbered as a point's `side`
+    /// list.
+    pub fn side(&self) -> &[SideSpace] {
+        &self.side
     }
 
-    /// The number of the sparse space called `name`.
+    /// The number of the side space called `name`.
+    pub fn side_index_of(&self, name: &str) -> Option<usize> {
+        self.side.iter().position(|space| space.name() == name)
+    }
+
+    /// The number of the sparse space called `name` (its side-space number).
     pub fn sparse_index_of(&self, name: &str) -> Option<usize> {
-        self.sparse.iter().position(|space| space.name == name)
+        self.side_index_of(name)
+            .filter(|index| self.side[*index].as_sparse().is_some())
     }
 
-    /// The number of the vector called `name` among all of them, dense and sparse: a
-    /// dense space's own number, a sparse one's [`VectorSpaces::sparse_number`].
+    /// The number of the multivector space called `name` (its side-space number).
+    pub fn multi_index_of(&self, name: &str) -> Option<usize> {
+        self.side_index_of(name)
+            .filter(|index| self.side[*index].as_multi().is_some())
+    }
+
+    /// The number of the vector called `name` among all of them, dense and side: a
+    /// dense space's own number, a side one's [`VectorSpaces::side_number`].
     pub fn number_of(&self, name: &str) -> Option<usize> {
         self.index_of(name).or_else(|| {
-            self.sparse_index_of(name)
-                .map(|index| self.sparse_number(index))
+            self.side_index_of(name)
+                .map(|index| self.side_number(index))
         })
     }
 
-    /// Sparse space `index`'s number among all vectors: after the dense ones.
-    pub fn sparse_number(&self, index: usize) -> usize {
+    /// Side space `index`'s number among all vectors: after the dense ones.
+    pub fn side_number(&self, index: usize) -> usize {
         self.spaces.len() + index
     }
 
@@ -253,8 +325,9 @@ impl VectorSpaces {
 
     /// The spaces as the collection manifest stores them (docs/format.md): a u32 count,
     /// then per space its distance code, u32 dimension and u16-length name; then a u32
-    /// count of sparse spaces, per space a modifier code (0 none, 1 IDF) and its name;
-    /// then a u8, 1 when the collection was made with a map of vectors (0: one unnamed).
+    /// count of side spaces, per space a kind code (0 sparse, 1 sparse with IDF, 2
+    /// multivector then its distance code and u32 row width) and its name; then a u8, 1
+    /// when the collection was made with a map of vectors (0: one unnamed).
     pub(crate) fn encode_into(&self, out: &mut Writer) {
         out.len_u32(self.len(), "bounded space count");
         for space in &self.spaces {
@@ -262,10 +335,16 @@ impl VectorSpaces {
                 .len_u32(space.dim, "validated dim")
                 .str_u16(&space.name, "bounded vector name");
         }
-        out.len_u32(self.sparse.len(), "bounded space count");
-        for space in &self.sparse {
-            out.u8(u8::from(space.idf))
-                .str_u16(&space.name, "bounded vector name");
+        out.len_u32(self.side.len(), "bounded space count");
+        for space in &self.side {
+            match space {
+                SideSpace::Sparse(space) => out.u8(u8::from(space.idf)),
+                SideSpace::Multi(space) => out
+                    .u8(SIDE_MULTI)
+                    .u8(space.distance.code())
+                    .len_u32(space.dim, "validated dim"),
+            };
+            out.str_u16(space.name(), "bounded vector name");
         }
         out.u8(u8::from(self.named));
     }
@@ -291,13 +370,10 @@ impl VectorSpaces {
                 distance,
             });
         }
-        let mut sparse = Vec::new();
+        let mut side = Vec::new();
         if with_sparse {
             for _ in 0..space_count(reader)? {
-                let idf =
-                    reader.code("sparse modifier", |code| (code <= 1).then_some(code == 1))?;
-                let name = reader.str_u16("vector name")?.to_string();
-                sparse.push(SparseSpace { name, idf });
+                side.push(decode_side(reader)?);
             }
         }
         let named = if with_sparse {
@@ -306,7 +382,7 @@ impl VectorSpaces {
             !spaces.is_empty()
         };
         if !named {
-            if !spaces.is_empty() || !sparse.is_empty() {
+            if !spaces.is_empty() || !side.is_empty() {
                 return Err(Reader::invalid_at(
                     at,
                     "named",
@@ -315,9 +391,37 @@ impl VectorSpaces {
             }
             return Ok(VectorSpaces::default());
         }
-        VectorSpaces::with_sparse(spaces, sparse, max_dim)
+        VectorSpaces::with_side(spaces, side, max_dim)
             .map_err(|error| Reader::invalid_at(at, "named vectors", error.to_string()))
     }
+}
+
+/// The kind code of a multivector side space.
+const SIDE_MULTI: u8 = 2;
+
+/// One side space as [`VectorSpaces::encode_into`] wrote it.
+fn decode_side(reader: &mut Reader) -> Result<SideSpace, DecodeError> {
+    let kind = reader.code("side vector kind", |code| {
+        (code <= SIDE_MULTI).then_some(code)
+    })?;
+    let multi = if kind == SIDE_MULTI {
+        let distance = reader.code("vector distance", Distance::from_code)?;
+        Some((distance, reader.u32("vector dim")? as usize))
+    } else {
+        None
+    };
+    let name = reader.str_u16("vector name")?.to_string();
+    Ok(match multi {
+        Some((distance, dim)) => SideSpace::Multi(MultiSpace {
+            name,
+            dim,
+            distance,
+        }),
+        None => SideSpace::Sparse(SparseSpace {
+            name,
+            idf: kind == 1,
+        }),
+    })
 }
 
 fn space_count(reader: &mut Reader) -> Result<usize, DecodeError> {
@@ -394,6 +498,34 @@ mod tests {
             VectorSpaces::decode(&mut reader, 100, true).unwrap(),
             with_sparse
         );
+        // an unnamed multivector alone, and one beside a sparse vector
+        let multi = |name: &str| {
+            SideSpace::Multi(MultiSpace {
+                name: name.to_string(),
+                dim: 7,
+                distance: Distance::Euclid,
+            })
+        };
+        let alone = VectorSpaces::with_side(vec![], vec![multi("")], 100).unwrap();
+        assert_eq!(alone.multi_index_of(""), Some(0));
+        assert_eq!(alone.sparse_index_of(""), None);
+        let words = SideSpace::Sparse(SparseSpace {
+            name: "words".to_string(),
+            idf: false,
+        });
+        assert!(VectorSpaces::with_side(vec![], vec![multi(""), words.clone()], 100).is_err());
+        let both = VectorSpaces::with_side(vec![], vec![words, multi("m")], 100).unwrap();
+        for spaces in [alone, both] {
+            let mut out = Writer::new();
+            spaces.encode_into(&mut out);
+            let bytes = out.into_bytes();
+            let mut reader = Reader::new(&bytes);
+            assert_eq!(
+                VectorSpaces::decode(&mut reader, 100, true).unwrap(),
+                spaces
+            );
+        }
+        assert!(VectorSpaces::with_side(vec![], vec![multi("big")], 5).is_err());
     }
 
     #[test]

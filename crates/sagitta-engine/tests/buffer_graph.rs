@@ -37,7 +37,7 @@ fn random_points(
             id: PointId::Number(id),
             vector,
             payload: None,
-            sparse: Vec::new(),
+            side: Vec::new(),
         }
     })
     .collect()
@@ -139,7 +139,7 @@ fn a_partly_indexed_buffer_returns_only_current_points() {
                 id: PointId::Number(*id),
                 vector: random_vector(rng),
                 payload: None,
-                sparse: Vec::new(),
+                side: Vec::new(),
             })
             .collect();
         for point in &points {
@@ -175,7 +175,7 @@ fn a_partly_indexed_buffer_returns_only_current_points() {
             id: PointId::Number(id),
             vector: random_vector(&mut rng),
             payload: None,
-            sparse: Vec::new(),
+            side: Vec::new(),
         })
         .collect();
     for point in &extra {

@@ -26,7 +26,7 @@ fn point(id: u64, version: u64) -> Point {
         id: PointId::Number(id),
         vector: vector_for(id, version),
         payload: Some(format!(r#"{{"version":{version}}}"#)),
-        sparse: Vec::new(),
+        side: Vec::new(),
     }
 }
 
@@ -52,7 +52,7 @@ fn search_matches_brute_force_across_shards() {
                     id: PointId::Uuid(42),
                     vector: vector_for(999, 1),
                     payload: None,
-                    sparse: Vec::new(),
+                    side: Vec::new(),
                 }],
                 false,
             )
@@ -104,7 +104,7 @@ fn search_spans_sealed_segments_and_the_buffer() {
             id: PointId::Number(id),
             vector: vector(id),
             payload: Some(format!(r#"{{"even":{}}}"#, id % 2 == 0)),
-            sparse: Vec::new(),
+            side: Vec::new(),
         })
         .collect()
     };
@@ -122,7 +122,7 @@ fn search_spans_sealed_segments_and_the_buffer() {
                     id: *id,
                     vector: vector(9_999),
                     payload: None,
-                    sparse: Vec::new(),
+                    side: Vec::new(),
                 })
                 .collect(),
             true,
@@ -379,7 +379,7 @@ fn selective_filters_on_sealed_segments_are_exact() {
             id: PointId::Number(id),
             vector: vector(id),
             payload: Some(format!(r#"{{"rare":{}}}"#, id % 1_000 == 7)),
-            sparse: Vec::new(),
+            side: Vec::new(),
         })
         .collect();
     collection.upsert(points, true).unwrap();
@@ -515,7 +515,7 @@ fn scores_are_finite_up_to_the_norm_limit() {
                     id: PointId::Number(id),
                     vector,
                     payload: None,
-                    sparse: Vec::new(),
+                    side: Vec::new(),
                 }
             })
             .collect();

@@ -32,7 +32,7 @@ fn sealed_collection(fs: &SimFileSystem, directory: &Path) {
             id: PointId::Number(id),
             vector: vector(id),
             payload: Some(format!(r#"{{"n":{id}}}"#)),
-            sparse: Vec::new(),
+            side: Vec::new(),
         })
         .collect()
     };

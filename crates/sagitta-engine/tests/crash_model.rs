@@ -10,7 +10,7 @@
 //!
 //! After a crash each shard must hold exactly a prefix of its writes that includes every
 //! synced one; after a clean reopen, all of them. "Hold" means ids, vectors (dense and, in
-//! the named-vector runs, sparse) and payloads.
+//! the named-vector runs, sparse and multi) and payloads.
 
 mod common;
 
@@ -22,13 +22,16 @@ use common::{differences, engine_state, group_filter, replay, Operation, State, 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sagitta_engine::{
-    Collection, CollectionConfig, Distance, OptimizerPolicy, PointId, SegmentKindName, SparseSpace,
-    SparseVector, StorageConfig, VectorSpace, VectorSpaces,
+    Collection, CollectionConfig, Distance, MultiSpace, MultiVector, OptimizerPolicy, PointId,
+    SegmentKindName, SideSpace, SideVector, SparseSpace, SparseVector, StorageConfig, VectorSpace,
+    VectorSpaces,
 };
 use sagitta_storage::sim::SimFileSystem;
 
 const DIM: usize = 4;
 const IDS: u64 = 24;
+/// The row width of the named-vector runs' multivector.
+const MULTI_DIM: usize = 3;
 
 /// The model: per shard, the ordered writes and how many of them are synced.
 #[derive(Clone, Default)]
@@ -112,8 +115,9 @@ impl Simulation {
                     1 => stored.vector[DIM / 2..].fill(f32::NAN),
                     _ => {}
                 }
-                // and a sparse vector, or none (a point may have no vector at all)
-                stored.sparse = vec![self.rng.gen_bool(0.7).then(|| {
+                // a sparse vector and a multivector (1 to 4 rows), each or none (a
+                // point may have no vector at all)
+                let sparse = self.rng.gen_bool(0.7).then(|| {
                     let indices: BTreeSet<u32> = (0..self.rng.gen_range(0..5))
                         .map(|_| self.rng.gen_range(0..50))
                         .collect();
@@ -122,7 +126,18 @@ impl Simulation {
                         .map(|_| self.rng.gen_range(-2.0..2.0))
                         .collect();
                     SparseVector::new(indices.into_iter().collect(), values).unwrap()
-                })];
+                });
+                let multi = self.rng.gen_bool(0.6).then(|| {
+                    let rows: Vec<Vec<f32>> = (0..self.rng.gen_range(1..5))
+                        .map(|_| {
+                            (0..MULTI_DIM)
+                                .map(|_| self.rng.gen_range(-1.0..1.0))
+                                .collect()
+                        })
+                        .collect();
+                    MultiVector::new(&rows).unwrap()
+                });
+                stored.side = vec![sparse.map(SideVector::Sparse), multi.map(SideVector::Multi)];
             }
         }
         let state = self.current();
@@ -361,11 +376,16 @@ fn simulate(seed: u64, steps: usize, kind: SegmentKindName) -> (usize, usize) {
             dim: DIM / 2,
             distance: Distance::Euclid,
         };
-        let sparse = SparseSpace {
+        let sparse = SideSpace::Sparse(SparseSpace {
             name: "s".to_string(),
             idf: true,
-        };
-        VectorSpaces::with_sparse(vec![space("a"), space("b")], vec![sparse], DIM).unwrap()
+        });
+        let multi = SideSpace::Multi(MultiSpace {
+            name: "m".to_string(),
+            dim: MULTI_DIM,
+            distance: Distance::Dot,
+        });
+        VectorSpaces::with_side(vec![space("a"), space("b")], vec![sparse, multi], DIM).unwrap()
     } else {
         VectorSpaces::default()
     };

@@ -25,7 +25,7 @@ fn one_point(id: u64) -> Vec<Point> {
         id: PointId::Number(id),
         vector: vec![1.0, 0.5, 0.25, id as f32],
         payload: Some(r#"{"k":"v"}"#.to_string()),
-        sparse: Vec::new(),
+        side: Vec::new(),
     }]
 }
 

@@ -55,7 +55,7 @@ fn points(ids: std::ops::Range<u64>, seed: u64) -> Vec<Point> {
             id: PointId::Number(id),
             vector,
             payload: Some(format!("{{\"n\":{}}}", id % 7)),
-            sparse: Vec::new(),
+            side: Vec::new(),
         }
     })
     .collect()

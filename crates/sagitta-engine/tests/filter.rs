@@ -273,7 +273,7 @@ fn match_except_needs_a_value_outside_the_list() {
             id: PointId::Number(id),
             vector: vec![1.0, 0.0],
             payload: Some(payload.to_string()),
-            sparse: Vec::new(),
+            side: Vec::new(),
         })
         .collect();
     collection.upsert(points, true).unwrap();
@@ -319,7 +319,7 @@ fn empty_clauses_and_min_should_follow_qdrant() {
             id: PointId::Number(id),
             vector: vec![1.0, 0.0],
             payload: Some(json!({"a": id}).to_string()),
-            sparse: Vec::new(),
+            side: Vec::new(),
         })
         .collect();
     collection.upsert(points, true).unwrap();
@@ -469,7 +469,7 @@ fn indexes_on_array_paths_agree_with_filters() {
             payload: Some(
                 json!({"objs": [{"n": id % 5}, {"n": id % 7}], "flat": [id % 3, 10]}).to_string(),
             ),
-            sparse: Vec::new(),
+            side: Vec::new(),
         })
         .collect();
     collection.upsert(points, true).unwrap();
@@ -957,7 +957,7 @@ fn filtered_search_count_scroll_and_delete_match_brute_force() {
             id: PointId::Number(id),
             vector: vec![id as f32, (id % 7) as f32, 1.0, 0.0],
             payload: Some(payload_for(id).to_string()),
-            sparse: Vec::new(),
+            side: Vec::new(),
         })
         .collect();
     collection.upsert(points, true).unwrap();
@@ -1030,7 +1030,7 @@ fn exact_search_breaks_ties_by_id_in_buffers_and_segments() {
         id: PointId::Number(id),
         vector: vec![1.0, 0.0],
         payload: None,
-        sparse: Vec::new(),
+        side: Vec::new(),
     };
     let exact_ids = |collection: &Collection| -> Vec<PointId> {
         let request = sagitta_engine::SearchRequest {
@@ -1084,7 +1084,7 @@ fn small_segments_answer_filtered_searches_exactly() {
             id: PointId::Number(id as u64),
             vector: row.clone(),
             payload: Some(json!({"third": id % 3 == 0}).to_string()),
-            sparse: Vec::new(),
+            side: Vec::new(),
         })
         .collect();
     collection.upsert(points, true).unwrap();

@@ -26,7 +26,7 @@ fn random_points(count: u64, seed: u64) -> Vec<Point> {
             id: PointId::Number(id),
             vector: (0..DIM).map(|_| rng.gen_range(-1.0..1.0)).collect(),
             payload: Some(format!(r#"{{"n":{id}}}"#)),
-            sparse: Vec::new(),
+            side: Vec::new(),
         })
         .collect()
 }
@@ -420,7 +420,7 @@ fn rows_lent_in_place_build_a_disk_collection_with_half_precision_records() {
         id: PointId::Number(5_000),
         vector: rows[..DIM].to_vec(),
         payload: None,
-        sparse: Vec::new(),
+        side: Vec::new(),
     };
     collection.upsert(vec![upserted], true).unwrap();
     drop(collection);

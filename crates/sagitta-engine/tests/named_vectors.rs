@@ -54,7 +54,7 @@ fn point(id: u64, parts: &[Option<Vec<f32>>]) -> Point {
         id: PointId::Number(id),
         vector: spaces().join(&views),
         payload: Some(format!("{{\"even\": {}}}", id.is_multiple_of(2))),
-        sparse: Vec::new(),
+        side: Vec::new(),
     }
 }
 

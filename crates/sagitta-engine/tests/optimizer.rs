@@ -26,7 +26,7 @@ fn points(ids: impl Iterator<Item = u64>) -> Vec<Point> {
         id: PointId::Number(id),
         vector: vector(id),
         payload: None,
-        sparse: Vec::new(),
+        side: Vec::new(),
     })
     .collect()
 }

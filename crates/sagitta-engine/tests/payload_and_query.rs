@@ -23,7 +23,7 @@ fn create_collection(fs: &SimFileSystem, distance: Distance) -> Collection {
             id: PointId::Number(id),
             vector: vec![id as f32, 1.0],
             payload: Some(json!({"a": id, "b": "keep"}).to_string()),
-            sparse: Vec::new(),
+            side: Vec::new(),
         })
         .collect();
     collection.upsert(points, true).unwrap();
@@ -163,7 +163,7 @@ fn search_strategies_on_sealed_segments() {
             id: PointId::Number(id as u64),
             vector: vector.clone(),
             payload: None,
-            sparse: Vec::new(),
+            side: Vec::new(),
         })
         .collect();
     collection.upsert(points, true).unwrap();

@@ -28,7 +28,7 @@ fn points(range: std::ops::Range<u64>, rng: &mut ChaCha8Rng) -> Vec<Point> {
                 id: PointId::Number(id),
                 vector: (0..DIM).map(|_| rng.gen_range(-1.0..1.0)).collect(),
                 payload: Some(payload.to_string()),
-                sparse: Vec::new(),
+                side: Vec::new(),
             }
         })
         .collect()

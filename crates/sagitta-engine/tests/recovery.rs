@@ -21,7 +21,7 @@ fn point(id: u64, version: u64) -> Point {
             .map(|j| ((id * 13 + version * 5 + j as u64) % 29) as f32 - 14.0)
             .collect(),
         payload: Some(format!(r#"{{"version":{version}}}"#)),
-        sparse: Vec::new(),
+        side: Vec::new(),
     }
 }
 

@@ -20,7 +20,7 @@ fn point(id: u64, payload: &Value) -> Point {
         id: PointId::Number(id),
         vector: vec![id as f32, 1.0],
         payload: Some(payload.to_string()),
-        sparse: Vec::new(),
+        side: Vec::new(),
     }
 }
 

@@ -3,18 +3,22 @@
 //! buffer, sealed, sealed and buffered with rewrites and deletes, merged and after a
 //! restart; and a sparse-only collection (no dense values at all).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::Path;
+
+use common::{through_every_state, PointModel};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sagitta_engine::sparse::idf;
 use sagitta_engine::{
-    Collection, CollectionConfig, Distance, Filter, Point, PointId, SearchRequest, SparseSpace,
-    SparseVector, StorageConfig, VectorSpace, VectorSpaces,
+    Collection, CollectionConfig, Distance, Filter, Point, PointId, SearchRequest, SideVector,
+    SparseSpace, SparseVector, StorageConfig, VectorSpace, VectorSpaces,
 };
 use sagitta_storage::sim::SimFileSystem;
 use serde_json::json;
+
+mod common;
 
 const POINTS: u64 = 1_200;
 const VOCABULARY: u32 = 300;
@@ -69,14 +73,19 @@ fn point(id: u64, dense: bool, rng: &mut ChaCha8Rng) -> Point {
         id: PointId::Number(id),
         vector,
         payload: Some(json!({"even": id.is_multiple_of(2)}).to_string()),
-        sparse: vec![
-            (!id.is_multiple_of(6)).then(|| random_sparse(rng, 12)),
-            (!id.is_multiple_of(9)).then(|| random_sparse(rng, 8)),
+        side: vec![
+            (!id.is_multiple_of(6)).then(|| SideVector::Sparse(random_sparse(rng, 12))),
+            (!id.is_multiple_of(9)).then(|| SideVector::Sparse(random_sparse(rng, 8))),
         ],
     }
 }
 
-type Model = BTreeMap<u64, Point>;
+type Model = PointModel;
+
+/// The point's sparse vector in side space `space`, if it has one.
+fn sparse_of(point: &Point, space: usize) -> Option<&SparseVector> {
+    point.side[space].as_ref()?.as_sparse()
+}
 
 /// The top `limit` by brute force: ids and scores, ties by id, points without a shared
 /// index left out; IDF weights from the model's own counts.
@@ -91,11 +100,7 @@ fn brute_force(
         query.reweighted(|index| {
             let df = model
                 .values()
-                .filter(|point| {
-                    point.sparse[1]
-                        .as_ref()
-                        .is_some_and(|v| v.indices().contains(&index))
-                })
+                .filter(|point| sparse_of(point, 1).is_some_and(|v| v.indices().contains(&index)))
                 .count();
             idf(df, model.len())
         })
@@ -115,7 +120,7 @@ fn brute_force(
             let PointId::Number(id) = point.id else {
                 unreachable!()
             };
-            let score = point.sparse[space].as_ref()?.dot(&query)?;
+            let score = sparse_of(point, space)?.dot(&query)?;
             Some((id, score))
         })
         .collect();
@@ -167,13 +172,13 @@ fn check(collection: &Collection, model: &Model, moment: &str) {
                 let PointId::Number(id) = hit.id else {
                     unreachable!()
                 };
-                assert_eq!(hit.sparse, model[&id].sparse, "{moment}: point {id}");
+                assert_eq!(hit.side, model[&id].side, "{moment}: point {id}");
             }
         }
     }
     for (id, point) in model {
         let got = collection.get(&PointId::Number(*id)).unwrap().unwrap();
-        assert_eq!(got.sparse, point.sparse, "{moment}: get({id})");
+        assert_eq!(got.side, point.side, "{moment}: get({id})");
     }
     assert_eq!(collection.count(None), model.len(), "{moment}: count");
 }
@@ -191,42 +196,13 @@ fn run(dense: bool, directory: &Path) {
         Collection::create_with_spaces(&fs, directory, base.named(&spaces), spaces.clone(), &[])
             .unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(5);
-    let mut model = Model::new();
-    let first: Vec<Point> = (0..POINTS / 2)
-        .map(|id| point(id, dense, &mut rng))
-        .collect();
-    model.extend(first.iter().map(|p| (number(p), p.clone())));
-    collection.upsert(first, true).unwrap();
-    check(&collection, &model, "in the write buffer");
-    collection.optimize(&fs).unwrap();
-    check(&collection, &model, "sealed");
-    let second: Vec<Point> = (POINTS / 2..POINTS)
-        .chain(0..80)
-        .map(|id| point(id, dense, &mut rng))
-        .collect();
-    model.extend(second.iter().map(|p| (number(p), p.clone())));
-    collection.upsert(second, true).unwrap();
-    let deleted: Vec<PointId> = (100..160).map(PointId::Number).collect();
-    collection.delete(&deleted, true).unwrap();
-    model.retain(|id, _| !(100..160).contains(id));
-    check(&collection, &model, "sealed and buffered");
-    collection.optimize(&fs).unwrap();
-    let mut policy = collection.policy();
-    policy.max_segments = 1;
-    collection.set_policy(policy);
-    while collection.maintain(&fs).unwrap() {}
-    check(&collection, &model, "merged");
-    drop(collection);
-    let reopened = Collection::open(&fs, directory).unwrap();
-    assert_eq!(reopened.spaces(), &spaces);
-    check(&reopened, &model, "after a restart");
-}
-
-fn number(point: &Point) -> u64 {
-    match point.id {
-        PointId::Number(id) => id,
-        PointId::Uuid(_) => unreachable!(),
-    }
+    through_every_state(
+        (&fs, collection, directory),
+        POINTS,
+        &mut |id| point(id, dense, &mut rng),
+        &|point| point,
+        &check,
+    );
 }
 
 #[test]
@@ -267,13 +243,13 @@ fn bad_sparse_input_is_refused_naming_the_fault() {
     );
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     let mut three = point(1, true, &mut rng);
-    three.sparse.push(None);
+    three.side.push(None);
     let error = collection
         .upsert(vec![three], true)
         .unwrap_err()
         .to_string();
     assert!(
-        error.contains("has 3 sparse vectors; the collection has 2"),
+        error.contains("has 3 sparse or multi vectors; the collection has 2"),
         "{error}"
     );
     // a point with no vector at all is kept, and found by no search
@@ -281,11 +257,16 @@ fn bad_sparse_input_is_refused_naming_the_fault() {
         id: PointId::Number(2),
         vector: vec![f32::NAN; 4],
         payload: None,
-        sparse: vec![None, Some(SparseVector::new(vec![], vec![]).unwrap())],
+        side: vec![
+            None,
+            Some(SideVector::Sparse(
+                SparseVector::new(vec![], vec![]).unwrap(),
+            )),
+        ],
     };
     collection.upsert(vec![empty.clone()], true).unwrap();
     let got = collection.get(&PointId::Number(2)).unwrap().unwrap();
-    assert_eq!(got.sparse, empty.sparse);
+    assert_eq!(got.side, empty.side);
     let hits = collection
         .query(&SearchRequest {
             using: Some("bm25"),

@@ -10,7 +10,7 @@ use axum::http::request::Parts;
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use sagitta_engine::collection::MAX_SHARDS;
-use sagitta_engine::{Collection, CollectionConfig, Datatype, FieldType, VectorSpaces};
+use sagitta_engine::{Collection, CollectionConfig, Datatype, FieldType, SideSpace, VectorSpaces};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
@@ -299,19 +299,28 @@ fn params_info(config: &CollectionConfig, spaces: &VectorSpaces) -> Value {
         }
         vector
     };
-    let unnamed_only = spaces.len() == 1 && spaces.index_of("").is_some();
-    let vectors = if unnamed_only {
-        // the unnamed vector beside sparse ones: shown in the single-vector form, as given
-        let space = spaces.get(0).expect("one space");
-        params(space.dim, space.distance)
-    } else if spaces.is_named() {
-        let named: Map<String, Value> = spaces
-            .iter()
-            .map(|space| (space.name.clone(), params(space.dim, space.distance)))
-            .collect();
-        Value::Object(named)
-    } else {
-        params(config.dim, config.distance)
+    let multi = |space: &sagitta_engine::MultiSpace| {
+        let mut vector = params(space.dim, space.distance);
+        vector["multivector_config"] = json!({"comparator": "max_sim"});
+        vector
+    };
+    let mut named: Map<String, Value> = spaces
+        .iter()
+        .map(|space| (space.name.clone(), params(space.dim, space.distance)))
+        .collect();
+    for space in spaces.side().iter().filter_map(SideSpace::as_multi) {
+        named.insert(space.name.clone(), multi(space));
+    }
+    let vectors = match named.remove("") {
+        // the unnamed vector (beside sparse ones, or a multivector): shown in the
+        // single-vector form, as given
+        Some(unnamed) if named.is_empty() => unnamed,
+        Some(unnamed) => {
+            named.insert(String::new(), unnamed);
+            Value::Object(named)
+        }
+        None if spaces.is_named() => Value::Object(named),
+        None => params(config.dim, config.distance),
     };
     let mut info = json!({
         "vectors": vectors,
@@ -320,10 +329,14 @@ fn params_info(config: &CollectionConfig, spaces: &VectorSpaces) -> Value {
         "write_consistency_factor": 1,
         "on_disk_payload": false,
     });
-    if !spaces.sparse().is_empty() {
-        let sparse: Map<String, Value> = spaces
-            .sparse()
-            .iter()
+    let sparse: Vec<&sagitta_engine::SparseSpace> = spaces
+        .side()
+        .iter()
+        .filter_map(SideSpace::as_sparse)
+        .collect();
+    if !sparse.is_empty() {
+        let sparse: Map<String, Value> = sparse
+            .into_iter()
             .map(|space| {
                 let params = if space.idf {
                     json!({"modifier": "idf"})

@@ -13,8 +13,8 @@ use sagitta_engine::collection::MAX_LIMIT;
 use sagitta_engine::filter::{Condition, KeyPath};
 use sagitta_engine::point::parse_uuid;
 use sagitta_engine::{
-    Collection, Database, Filter, Point, PointId, ScoredPoint, SearchRequest, SparseVector,
-    Strategy, VectorSpaces,
+    Collection, Database, Filter, Point, PointId, ScoredPoint, SearchRequest, SideVector, Strategy,
+    VectorSpaces,
 };
 use serde_json::{json, Value};
 use tokio::sync::OwnedSemaphorePermit;
@@ -26,12 +26,12 @@ use crate::payload_key::{parse_key, set_payload_at};
 use crate::recommend::{ExampleScoring, Page, ScoreStrategy};
 use crate::response::ok;
 use crate::wire::{
-    check_count, parse_filter, record_output, scored_output, unknown_vector_name, ExampleInput,
-    Fusion, IdInput, IdOutput, NamedVector, PointSelector, Prefetches, QueryBatchRequest,
-    QueryInput, QueryRequest, RecommendInput, RecordOutput, RetrieveRequest, ScoredPointOutput,
-    ScrollRequest, SearchBatchRequest, SearchHits, SearchParamsInput, SearchRequestInput,
-    SearchVectorInput, SetPayloadRequest, UpdateMode, UpsertRequest, VectorInput, VectorPick,
-    WithPayload, WithVector, DEFAULT_VECTOR_NAME,
+    check_count, multi_vector, parse_filter, record_output, scored_output, unknown_vector_name,
+    ExampleInput, Fusion, IdInput, IdOutput, NamedVector, PointSelector, Prefetches,
+    QueryBatchRequest, QueryInput, QueryRequest, RecommendInput, RecordOutput, RetrieveRequest,
+    ScoredPointOutput, ScrollRequest, SearchBatchRequest, SearchHits, SearchParamsInput,
+    SearchRequestInput, SearchVectorInput, SetPayloadRequest, UpdateMode, UpsertRequest,
+    VectorInput, VectorPick, WithPayload, WithVector, DEFAULT_VECTOR_NAME,
 };
 use crate::SharedState;
 
@@ -230,8 +230,9 @@ pub(crate) struct Search {
     lookup_vector: Option<String>,
     /// A recommendation scored against its examples instead of a vector search.
     pub scoring: Option<ExampleScoring>,
-    /// A sparse query, for the sparse vector `using` names, instead of a dense vector.
-    pub sparse: Option<SparseVector>,
+    /// A sparse or multivector query, for the side vector `using` names, instead of a
+    /// dense vector.
+    pub side: Option<SideVector>,
 }
 
 impl Search {
@@ -250,8 +251,8 @@ impl Search {
 pub(crate) enum SearchVector {
     /// Sent in the request.
     Given(Vec<f32>),
-    /// A sparse vector sent in the request.
-    Sparse(SparseVector),
+    /// A sparse vector or a multivector sent in the request.
+    Side(SideVector),
     /// Hits of `sources` (prefetches), fused or re-scored by `then`
     /// ([`crate::prefetch`]).
     Prefetch {
@@ -411,7 +412,11 @@ fn nearest_named(
         ))
     })?;
     let vector = match vector {
-        NamedVector::Sparse(vector) => SearchVector::Sparse(vector),
+        NamedVector::Sparse(vector) => SearchVector::Side(SideVector::Sparse(vector)),
+        NamedVector::Multi(rows) => SearchVector::Side(SideVector::Multi(multi_vector(
+            &rows,
+            &format!("{field}query.nearest.{name}"),
+        )?)),
         vector => SearchVector::Given(
             VectorInput::Named(vec![(DEFAULT_VECTOR_NAME.to_string(), vector)])
                 .into_default(&format!("{field}query.nearest.{name}"))?,
@@ -442,7 +447,11 @@ impl SearchBody for QueryRequest {
                 )))
             }
             Some(QueryInput::Vector(vector)) => SearchVector::Given(vector),
-            Some(QueryInput::Sparse(vector)) => SearchVector::Sparse(vector),
+            Some(QueryInput::Sparse(vector)) => SearchVector::Side(SideVector::Sparse(vector)),
+            Some(QueryInput::Multi(rows)) => SearchVector::Side(SideVector::Multi(multi_vector(
+                &rows,
+                &format!("{field}query"),
+            )?)),
             Some(QueryInput::Named(named)) if spaces.is_named() => {
                 let (name, vector) = nearest_named(named, field)?;
                 using = known_name(spaces, Some(&name), &format!("{field}query.nearest"))?;
@@ -479,7 +488,7 @@ impl SearchBody for QueryRequest {
             using,
             lookup_vector,
             scoring: None,
-            sparse: None,
+            side: None,
         };
         if sources.is_empty() {
             return Ok((vector, search));
@@ -503,7 +512,7 @@ impl SearchBody for SearchRequestInput {
             }
             SearchVectorInput::NamedSparse { name, vector } => {
                 let using = known_name(spaces, Some(&name), &format!("{field}vector.name"))?;
-                (SearchVector::Sparse(vector), using)
+                (SearchVector::Side(SideVector::Sparse(vector)), using)
             }
         };
         let search = Search {
@@ -517,7 +526,7 @@ impl SearchBody for SearchRequestInput {
             using,
             lookup_vector: None,
             scoring: None,
-            sparse: None,
+            side: None,
         };
         Ok((vector, search))
     }
@@ -660,7 +669,8 @@ pub(crate) fn search_hits(
             score_threshold: search.score_threshold,
             strategy: search.strategy,
             using: search.using.as_deref(),
-            sparse: search.sparse.as_ref(),
+            sparse: search.side.as_ref().and_then(SideVector::as_sparse),
+            multi: search.side.as_ref().and_then(SideVector::as_multi),
         })
         .collect();
     let found = match requests.len() {
@@ -1058,7 +1068,7 @@ mod tests {
             score,
             payload: None,
             vector: Vec::new(),
-            sparse: Vec::new(),
+            side: Vec::new(),
         };
         assert!(check_scores(&[hit(1, 0.5), hit(2, -3.0e38)]).is_ok());
         for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {

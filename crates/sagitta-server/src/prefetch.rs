@@ -139,7 +139,7 @@ mod tests {
             score,
             payload: None,
             vector: Vec::new(),
-            sparse: Vec::new(),
+            side: Vec::new(),
         }
     }
 

@@ -189,7 +189,7 @@ pub(crate) fn scan(
                 score,
                 payload: point.payload,
                 vector: point.vector,
-                sparse: point.sparse,
+                side: point.side,
             })
         })
         .collect())

@@ -1,9 +1,9 @@
 //! Where a search's vector comes from, read on the blocking pool: a query by point id
-//! takes the point's dense or sparse vector (from `lookup_from`'s collection or this
+//! takes the point's dense, sparse or multi vector (from `lookup_from`'s collection or this
 //! one), a recommendation its examples' vectors; this collection's points named that way
 //! are left out of the results.
 
-use sagitta_engine::{PointId, SparseVector};
+use sagitta_engine::{PointId, SideVector};
 
 use crate::error::{ApiError, ApiResult};
 use crate::points::{
@@ -23,8 +23,8 @@ impl QueryTarget<'_> {
     ) -> ApiResult<(Vec<f32>, Search)> {
         match vector {
             SearchVector::Given(vector) => Ok((vector, search)),
-            SearchVector::Sparse(vector) => {
-                search.sparse = Some(vector);
+            SearchVector::Side(vector) => {
+                search.side = Some(vector);
                 Ok((Vec::new(), search))
             }
             SearchVector::Prefetch { .. } | SearchVector::Fusion(_) => {
@@ -92,8 +92,8 @@ impl QueryTarget<'_> {
         }
         match vector {
             Looked::Dense(vector) => Ok((vector, search)),
-            Looked::Sparse(vector) => {
-                search.sparse = Some(vector);
+            Looked::Side(vector) => {
+                search.side = Some(vector);
                 Ok((Vec::new(), search))
             }
         }
@@ -121,9 +121,9 @@ impl QueryTarget<'_> {
                     }
                     match vector {
                         Looked::Dense(vector) => Ok(vector),
-                        Looked::Sparse(_) => Err(ApiError::bad_request(format!(
+                        Looked::Side(_) => Err(ApiError::bad_request(format!(
                             "Wrong input: `{field}query.recommend`: recommendations by sparse \
-                             vectors are not supported"
+                             vectors or multivectors are not supported"
                         ))),
                     }
                 }
@@ -178,10 +178,10 @@ impl QueryTarget<'_> {
                  vector named {name:?}"
             ))
         };
-        if let Some(index) = spaces.sparse_index_of(name) {
-            let mut sparse = point.sparse;
-            let vector = sparse.get_mut(index).and_then(Option::take);
-            return Ok((Looked::Sparse(vector.ok_or_else(lacking)?), same));
+        if let Some(index) = spaces.side_index_of(name) {
+            let mut side = point.side;
+            let vector = side.get_mut(index).and_then(Option::take);
+            return Ok((Looked::Side(vector.ok_or_else(lacking)?), same));
         }
         let index = spaces
             .index_of(name)
@@ -194,8 +194,8 @@ impl QueryTarget<'_> {
     }
 }
 
-/// A stored point's vector read for a query: dense or sparse.
+/// A stored point's vector read for a query: dense, or a sparse or multi vector.
 enum Looked {
     Dense(Vec<f32>),
-    Sparse(SparseVector),
+    Side(SideVector),
 }

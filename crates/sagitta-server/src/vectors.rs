@@ -82,7 +82,7 @@ fn missing(id: PointId) -> ApiError {
 }
 
 /// The vectors of an update: each point's id and its vectors as given (NaNs where a
-/// dense named vector is not, `None` where a sparse one is not).
+/// dense named vector is not, `None` where a side one is not).
 pub(crate) type GivenVectors = Vec<(PointId, StoredVectors)>;
 
 /// The points of a delete: listed ids, or a filter.
@@ -104,17 +104,17 @@ impl UpdateVectorsRequest {
             .enumerate()
             .map(|(index, point)| {
                 let field = format!("points[{index}].vector");
-                let (vector, sparse) = point.vector.into_stored(&field, collection.spaces())?;
+                let (vector, side) = point.vector.into_stored(&field, collection.spaces())?;
                 let check = Point {
                     id: point.id.0,
                     vector,
                     payload: None,
-                    sparse,
+                    side,
                 };
                 collection.check_point(&check).map_err(|error| {
                     ApiError::bad_request(format!("Wrong input: `{field}`: {error}"))
                 })?;
-                Ok((check.id, (check.vector, check.sparse)))
+                Ok((check.id, (check.vector, check.side)))
             })
             .collect::<ApiResult<Vec<_>>>()?;
         Ok((given, update_filter))
@@ -158,7 +158,7 @@ pub(crate) fn apply_update_vectors(
 ) -> ApiResult<()> {
     let spaces = target.spaces();
     let mut points: Vec<Point> = Vec::with_capacity(given.len());
-    for (id, (vector, sparse)) in given {
+    for (id, (vector, side)) in given {
         // an earlier entry of the same request for this id counts as its state
         let stored = match points.iter().rposition(|point| point.id == id) {
             Some(at) => points[at].clone(),
@@ -172,13 +172,13 @@ pub(crate) fn apply_update_vectors(
             filter.matches(&id, payload.as_ref())
         });
         if passes {
-            let mut kept = stored.sparse;
-            kept.resize(sparse.len(), None);
+            let mut kept = stored.side;
+            kept.resize(side.len(), None);
             points.push(Point {
                 id,
                 vector: merged(&stored.vector, &vector, spaces),
                 payload: stored.payload,
-                sparse: sparse
+                side: side
                     .into_iter()
                     .zip(kept)
                     .map(|(new, old)| new.or(old))
@@ -217,19 +217,17 @@ pub(crate) fn apply_delete_vectors(
             .enumerate()
             .map(|(index, part)| part.filter(|_| !removed.contains(&index)))
             .collect();
-        let sparse = stored
-            .sparse
+        let side = stored
+            .side
             .into_iter()
             .enumerate()
-            .map(|(index, vector)| {
-                vector.filter(|_| !removed.contains(&spaces.sparse_number(index)))
-            })
+            .map(|(index, vector)| vector.filter(|_| !removed.contains(&spaces.side_number(index))))
             .collect();
         points.push(Point {
             id,
             vector: spaces.join(&parts),
             payload: stored.payload,
-            sparse,
+            side,
         });
     }
     write(target, points, wait, name)

@@ -321,7 +321,7 @@ impl BatchContext<'_> {
                 id: self.id(batch, index)?,
                 vector,
                 payload: self.payload(batch, index)?,
-                sparse: Vec::new(),
+                side: Vec::new(),
             });
         }
         Ok(())

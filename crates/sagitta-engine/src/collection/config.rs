@@ -6,9 +6,9 @@ use sagitta_storage::codec::{DecodeError, Reader, Writer};
 
 use crate::error::{EngineError, Result};
 use crate::payload_index::{check_field_name, FieldType, PayloadSchema, MAX_INDEXED_FIELDS};
-use crate::point::{Distance, Point};
+use crate::point::{Distance, Point, SideVector};
 pub use crate::segment::SegmentKindName;
-use crate::spaces::VectorSpaces;
+use crate::spaces::{SideSpace, VectorSpaces};
 
 /// Largest vector dimension.
 pub const MAX_DIMENSION: usize = 65_536;
@@ -247,17 +247,7 @@ impl CollectionConfig {
             check_payload(&point.id.to_string(), payload)?;
         }
         let mut point = point;
-        let sparse_count = spaces.sparse().len();
-        if point.sparse.len() > sparse_count {
-            return Err(EngineError::InvalidVectors {
-                reason: format!(
-                    "{} has {} sparse vectors; the collection has {sparse_count}",
-                    EngineError::point(&point.id),
-                    point.sparse.len()
-                ),
-            });
-        }
-        point.sparse.resize(sparse_count, None);
+        prepare_side(spaces, &mut point)?;
         if spaces.is_named() {
             prepare_named(self, spaces, &mut point)?;
         } else {
@@ -405,6 +395,56 @@ impl CollectionConfig {
         reader.expect_end("end of collection config")?;
         Ok((config, schema, spaces))
     }
+}
+
+/// Checks a point's side vectors against the collection's side spaces: at most one per
+/// space, each of its space's kind, a multivector's rows of the space's width (Cosine
+/// rows stored unit-length); the list is then padded with `None` to one per space.
+fn prepare_side(spaces: &VectorSpaces, point: &mut Point) -> Result<()> {
+    let count = spaces.side().len();
+    let point_name = EngineError::point(&point.id);
+    let invalid = |reason: String| EngineError::InvalidVectors { reason };
+    if point.side.len() > count {
+        return Err(invalid(format!(
+            "{point_name} has {} sparse or multi vectors; the collection has {count}",
+            point.side.len()
+        )));
+    }
+    point.side.resize(count, None);
+    for (space, vector) in spaces.side().iter().zip(&mut point.side) {
+        let Some(given) = vector.take() else {
+            continue;
+        };
+        *vector = Some(match (space, given) {
+            (SideSpace::Sparse(_), given @ SideVector::Sparse(_)) => given,
+            (SideSpace::Multi(multi), SideVector::Multi(given)) => {
+                if given.dim() != multi.dim {
+                    return Err(EngineError::WrongVectorDimension {
+                        point: format!("{point_name}, vector {:?}", multi.name),
+                        expected: multi.dim,
+                        received: given.dim(),
+                    });
+                }
+                SideVector::Multi(if multi.distance == Distance::Cosine {
+                    given.normalized()
+                } else {
+                    given
+                })
+            }
+            (space, _) => {
+                let kind = if space.as_sparse().is_some() {
+                    "a sparse vector"
+                } else {
+                    "a multivector"
+                };
+                return Err(invalid(format!(
+                    "{point_name}: vector {:?} must be {kind}",
+                    space.name()
+                )));
+            }
+        });
+    }
+    Ok(())
 }
 
 /// [`CollectionConfig::prepare`] of a point with named vectors.

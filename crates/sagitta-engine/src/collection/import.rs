@@ -53,7 +53,7 @@ impl ImportSource<'_> {
                         id,
                         vector: vector.to_vec(),
                         payload: None,
-                        sparse: Vec::new(),
+                        side: Vec::new(),
                     })
                     .collect())
             }
@@ -267,7 +267,7 @@ impl Collection {
                 id,
                 vector: Vec::new(),
                 payload: None,
-                sparse: Vec::new(),
+                side: Vec::new(),
             })
             .collect();
         fs.create_dir_all(directory)?;

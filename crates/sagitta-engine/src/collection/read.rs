@@ -3,8 +3,11 @@
 
 use crate::error::{EngineError, Result};
 use crate::filter::Filter;
+use crate::multi::MultiVector;
 use crate::point::{Distance, Point, PointId};
-use crate::query::{user_score, within_threshold, ScoredPoint, SearchRequest, ShardHit, Strategy};
+use crate::query::{
+    user_score, within_threshold, ScoredPoint, SearchRequest, ShardHit, SideQuery, Strategy,
+};
 use crate::sparse::{idf, SparseVector};
 
 use super::config::{check_range, normalize, CollectionConfig, MAX_LIMIT};
@@ -136,6 +139,9 @@ impl Collection {
         if let Some(sparse) = request.sparse {
             return self.query_sparse(request, sparse);
         }
+        if let Some(multi) = request.multi {
+            return self.query_multi(request, multi);
+        }
         let query = request.vector;
         check_range("limit", request.limit, 1, MAX_LIMIT)?;
         check_range("offset", request.offset, 0, MAX_LIMIT)?;
@@ -169,28 +175,72 @@ impl Collection {
         request: &SearchRequest<'_>,
         query: &SparseVector,
     ) -> Result<Vec<ScoredPoint>> {
-        check_range("limit", request.limit, 1, MAX_LIMIT)?;
-        check_range("offset", request.offset, 0, MAX_LIMIT)?;
         let name = request.using.unwrap_or("");
-        let space =
-            self.spaces
-                .sparse_index_of(name)
-                .ok_or_else(|| EngineError::InvalidVectors {
-                    reason: format!("Wrong input: Not existing sparse vector name error: {name}"),
-                })?;
+        let (space, idf) = self
+            .spaces
+            .sparse_index_of(name)
+            .and_then(|index| Some((index, self.spaces.side()[index].as_sparse()?.idf)))
+            .ok_or_else(|| EngineError::InvalidVectors {
+                reason: format!("Wrong input: Not existing sparse vector name error: {name}"),
+            })?;
         let weighted;
-        let query = if self.spaces.sparse()[space].idf {
+        let query = if idf {
             weighted = self.idf_weighted(space, query);
             &weighted
         } else {
             query
         };
+        self.query_side(request, (SideQuery::Sparse(query), space), Distance::Dot)
+    }
+
+    /// [`Collection::query`] of a multivector query: the top hits by max_sim in the
+    /// multivector `request.using` names (Cosine query rows made unit-length first).
+    fn query_multi(
+        &self,
+        request: &SearchRequest<'_>,
+        query: &MultiVector,
+    ) -> Result<Vec<ScoredPoint>> {
+        let name = request.using.unwrap_or("");
+        let (space, multi) = self
+            .spaces
+            .multi_index_of(name)
+            .and_then(|index| Some((index, self.spaces.side()[index].as_multi()?)))
+            .ok_or_else(|| EngineError::InvalidVectors {
+                reason: format!("Wrong input: Not existing multivector name error: {name}"),
+            })?;
+        if query.dim() != multi.dim {
+            return Err(EngineError::WrongVectorDimension {
+                point: "query".to_string(),
+                expected: multi.dim,
+                received: query.dim(),
+            });
+        }
+        let normalized;
+        let query = if multi.distance == Distance::Cosine {
+            normalized = query.clone().normalized();
+            &normalized
+        } else {
+            query
+        };
+        let side = (SideQuery::Multi(query, multi.distance), space);
+        self.query_side(request, side, multi.distance)
+    }
+
+    /// The top hits of a side-space query, merged over the shards.
+    fn query_side(
+        &self,
+        request: &SearchRequest<'_>,
+        (query, space): (SideQuery<'_>, usize),
+        distance: Distance,
+    ) -> Result<Vec<ScoredPoint>> {
+        check_range("limit", request.limit, 1, MAX_LIMIT)?;
+        check_range("offset", request.offset, 0, MAX_LIMIT)?;
         let wanted = request.offset + request.limit;
         let mut hits = Vec::new();
         for shard in &self.shards {
-            hits.extend(shard.search_sparse(query, space, wanted, request.filter)?);
+            hits.extend(shard.search_side(query, space, wanted, request.filter)?);
         }
-        Ok(ranked(hits, request, Distance::Dot))
+        Ok(ranked(hits, request, distance))
     }
 
     /// `query` with each weight multiplied by its index's inverse document frequency in
@@ -232,7 +282,7 @@ fn ranked(
             score: user_score(hit.distance, distance),
             payload: hit.point.payload,
             vector: hit.point.vector,
-            sparse: hit.point.sparse,
+            side: hit.point.side,
         })
         .filter(|hit| {
             request

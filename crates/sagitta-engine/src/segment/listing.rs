@@ -142,7 +142,7 @@ impl Listing {
             id: self.id(position),
             vector,
             payload: self.payload_text(position),
-            sparse: Vec::new(),
+            side: Vec::new(),
         }
     }
 

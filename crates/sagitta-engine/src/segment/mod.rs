@@ -51,9 +51,8 @@ use crate::error::Result;
 use crate::filter::Filter;
 use crate::payload_index::{FieldType, PayloadSchema};
 use crate::point::{Distance, Point, PointId};
-use crate::query::Strategy;
+use crate::query::{SideQuery, Strategy};
 use crate::spaces::{SpaceSlice, VectorSpaces};
-use crate::sparse::SparseVector;
 
 pub(crate) use disk::DiskSegment;
 pub(crate) use hnsw::{segment_params, HnswSegment};
@@ -200,12 +199,12 @@ pub(crate) trait SegmentRead: Send + Sync {
         space: SpaceSlice,
         strategy: Strategy,
     ) -> Result<Vec<(f32, Point)>>;
-    /// Top-`k` by sparse dot product with `query` in sparse space `space` (see
-    /// [`crate::sparse`]). Only the named-vector kind holds sparse vectors; the others
-    /// have no point to return.
-    fn search_sparse(
+    /// Top-`k` by `query` in side space `space` (a sparse vector's or a multivector's,
+    /// [`SideQuery`]). Only the named-vector kind holds side vectors; the others have no
+    /// point to return.
+    fn search_side(
         &self,
-        _query: (&SparseVector, usize),
+        _query: (SideQuery<'_>, usize),
         _k: usize,
         _filter: Option<&Filter>,
     ) -> Result<Vec<(f32, Point)>> {
@@ -401,7 +400,7 @@ pub(crate) fn listing(ids: &[PointId], payloads: &[Option<Arc<serde_json::Value>
             id: *id,
             vector: Vec::new(),
             payload: payload.as_deref().map(serde_json::Value::to_string),
-            sparse: Vec::new(),
+            side: Vec::new(),
         })
         .collect()
 }

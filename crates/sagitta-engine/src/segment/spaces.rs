@@ -23,10 +23,11 @@ use super::listing::{
 use super::{SegmentKind, SegmentKindName, SegmentRead, SegmentShape, SegmentWrite};
 use crate::error::Result;
 use crate::filter::Filter;
+use crate::point::SideVector;
 use crate::point::{Point, PointId};
-use crate::query::{hit_distance, Strategy};
+use crate::query::{hit_distance, SideQuery, Strategy};
 use crate::spaces::SpaceSlice;
-use crate::sparse::{SparseIndex, SparseVector};
+use crate::sparse::SparseIndex;
 
 const SPACES_MAGIC: &[u8; 8] = b"SAGSPCS1";
 
@@ -39,8 +40,9 @@ pub(crate) struct SpacesSegment {
     /// Per space, its graph (labels: positions), or `None` when no point has a vector there.
     graphs: Vec<Option<HnswIndex>>,
     slices: Vec<SpaceSlice>,
-    /// Each position's sparse vectors, and per sparse space an inverted index over them.
-    sparse: Vec<Vec<Option<SparseVector>>>,
+    /// Each position's side vectors, and per side space an inverted index over its
+    /// sparse vectors (empty for a multivector space).
+    side: Vec<Vec<Option<SideVector>>>,
     sparse_indexes: Vec<SparseIndex>,
     listing: Listing,
     deleted: DeletedSet,
@@ -93,7 +95,7 @@ impl SpacesSegment {
             }
         }
         let mut point = self.listing.point(position, vector);
-        point.sparse.clone_from(&self.sparse[position as usize]);
+        point.side.clone_from(&self.side[position as usize]);
         point
     }
 
@@ -129,17 +131,18 @@ impl SpacesSegment {
         file_bytes: u64,
         shape: &SegmentShape<'_>,
     ) -> SpacesSegment {
-        let sparse: Vec<Vec<Option<SparseVector>>> = points
+        let side: Vec<Vec<Option<SideVector>>> = points
             .iter_mut()
-            .map(|point| std::mem::take(&mut point.sparse))
+            .map(|point| std::mem::take(&mut point.side))
             .collect();
-        let sparse_indexes = (0..shape.spaces.sparse().len())
+        let sparse_indexes = (0..shape.spaces.side().len())
             .map(|space| {
-                SparseIndex::build(
-                    sparse
-                        .iter()
-                        .map(|vectors| vectors.get(space).and_then(Option::as_ref)),
-                )
+                SparseIndex::build(side.iter().map(|vectors| {
+                    vectors
+                        .get(space)
+                        .and_then(Option::as_ref)
+                        .and_then(SideVector::as_sparse)
+                }))
             })
             .collect();
         let listing = Listing::new(points, shape.schema);
@@ -148,7 +151,7 @@ impl SpacesSegment {
             id,
             graphs,
             slices: shape.spaces.slices(),
-            sparse,
+            side,
             sparse_indexes,
             listing,
             deleted,
@@ -316,30 +319,48 @@ impl SegmentRead for SpacesSegment {
             .map(|graph| graph.memory_usage().total_bytes())
             .sum();
         let vectors: usize = self
-            .sparse
+            .side
             .iter()
             .flatten()
             .flatten()
-            .map(SparseVector::bytes)
+            .map(SideVector::bytes)
             .sum();
         let postings: usize = self.sparse_indexes.iter().map(SparseIndex::bytes).sum();
         (graphs + vectors + postings) as u64
     }
 
-    /// Top-`k` by sparse dot product among live points passing `filter` whose vector in
-    /// sparse space `space` shares an index with `query`, from the space's inverted index.
-    fn search_sparse(
+    /// Top-`k` by `query` among live points passing `filter` that it scores in side
+    /// space `space`: a sparse query from the space's inverted index (only points sharing
+    /// an index with it), a multivector query by a scan of the points that have one.
+    fn search_side(
         &self,
-        (query, space): (&SparseVector, usize),
+        (query, space): (SideQuery<'_>, usize),
         k: usize,
         filter: Option<&Filter>,
     ) -> Result<Vec<(f32, Point)>> {
-        let Some(index) = self.sparse_indexes.get(space) else {
-            return Ok(Vec::new());
-        };
         let mut best = BestK::new(k);
-        for (position, score) in index.scores(query, |position| self.passes(position, filter)) {
-            best.offer(-score, self.listing.id(position), || position);
+        match query {
+            SideQuery::Sparse(sparse) => {
+                let Some(index) = self.sparse_indexes.get(space) else {
+                    return Ok(Vec::new());
+                };
+                let passes = |position| self.passes(position, filter);
+                for (position, score) in index.scores(sparse, passes) {
+                    best.offer(-score, self.listing.id(position), || position);
+                }
+            }
+            SideQuery::Multi(..) => {
+                for (position, vectors) in (0u32..).zip(&self.side) {
+                    let Some(vector) = vectors.get(space).and_then(Option::as_ref) else {
+                        continue;
+                    };
+                    if let Some(distance) = query.distance_to(vector) {
+                        if self.passes(position, filter) {
+                            best.offer(distance, self.listing.id(position), || position);
+                        }
+                    }
+                }
+            }
         }
         Ok(best
             .into_sorted()

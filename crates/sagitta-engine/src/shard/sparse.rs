@@ -1,20 +1,20 @@
-//! Sparse-vector reads of a shard ([`crate::sparse`]): the top-k by sparse dot product
-//! over the write buffer (an exact scan), the frozen buffer and each segment's inverted
-//! index; and the document frequencies an IDF-weighted query needs.
+//! Side-vector reads of a shard ([`crate::sparse`], [`crate::multi`]): the top-k by a
+//! sparse or multivector query over the write buffer (an exact scan), the frozen buffer
+//! and each segment (a sparse space's inverted index, a multivector scan); and the
+//! document frequencies an IDF-weighted sparse query needs.
 
 use crate::error::Result;
 use crate::filter::Filter;
-use crate::query::ShardHit;
-use crate::sparse::SparseVector;
+use crate::query::{ShardHit, SideQuery};
 
 use super::Shard;
 
 impl Shard {
-    /// Top-`k` candidates per part (the caller merges) by sparse dot product with `query`
-    /// in sparse space `space`, among points passing `filter` that share an index with it.
-    pub fn search_sparse(
+    /// Top-`k` candidates per part (the caller merges) by `query` in side space `space`,
+    /// among points passing `filter` that it scores ([`SideQuery::distance_to`]).
+    pub(crate) fn search_side(
         &self,
-        query: &SparseVector,
+        query: SideQuery<'_>,
         space: usize,
         k: usize,
         filter: Option<&Filter>,
@@ -25,11 +25,11 @@ impl Shard {
         let buffer = self.buffer.read();
         let segments = segments_lock.clone();
         let frozen = frozen_lock.clone();
-        let mut hits = buffer.search_sparse((query, space), k, filter, None, self.dim);
+        let mut hits = buffer.search_side((query, space), k, filter, None, self.dim);
         drop((buffer, frozen_lock, segments_lock));
         if let Some(frozen) = frozen.as_ref() {
             let removed = frozen.removed.lock();
-            hits.extend(frozen.buffer.search_sparse(
+            hits.extend(frozen.buffer.search_side(
                 (query, space),
                 k,
                 filter,
@@ -38,7 +38,7 @@ impl Shard {
             ));
         }
         for segment in &segments {
-            for (distance, point) in segment.search_sparse((query, space), k, filter)? {
+            for (distance, point) in segment.search_side((query, space), k, filter)? {
                 hits.push(ShardHit { distance, point });
             }
         }

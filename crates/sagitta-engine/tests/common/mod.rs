@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use rand::Rng;
-use sagitta_engine::{Collection, FieldType, Filter, Point, PointId, SparseVector};
+use sagitta_engine::{Collection, FieldType, Filter, Point, PointId, SideVector};
 use sagitta_storage::fs::FileSystem;
 use serde_json::{json, Map, Value};
 
@@ -14,8 +14,8 @@ use serde_json::{json, Map, Value};
 pub struct Stored {
     pub vector: Vec<f32>,
     pub payload: Option<Map<String, Value>>,
-    /// One entry per sparse vector of the collection (none without them).
-    pub sparse: Vec<Option<SparseVector>>,
+    /// One entry per side vector (sparse or multi) of the collection (none without them).
+    pub side: Vec<Option<SideVector>>,
 }
 
 /// Vectors compare bit for bit: a named vector a point lacks is stored as NaNs, which
@@ -24,7 +24,7 @@ impl PartialEq for Stored {
     fn eq(&self, other: &Stored) -> bool {
         same_bits(&self.vector, &other.vector)
             && self.payload == other.payload
-            && self.sparse == other.sparse
+            && self.side == other.side
     }
 }
 
@@ -99,13 +99,13 @@ impl Operation {
                     *version += 1;
                     let payload = rng.gen_bool(0.9).then(|| random_payload(rng, *version));
                     let vector = vector_for(id, *version, dim);
-                    let sparse = Vec::new();
+                    let side = Vec::new();
                     (
                         id,
                         Stored {
                             vector,
                             payload,
-                            sparse,
+                            side,
                         },
                     )
                 })
@@ -162,7 +162,7 @@ impl Operation {
                         id: PointId::Number(*id),
                         vector: stored.vector.clone(),
                         payload: stored.payload.as_ref().map(text),
-                        sparse: stored.sparse.clone(),
+                        side: stored.side.clone(),
                     })
                     .collect();
                 collection.upsert(points, wait).unwrap();
@@ -308,13 +308,13 @@ pub fn engine_state(collection: &Collection, context: &str) -> State {
                     other => panic!("{context}: payload {other} is not an object"),
                 }
             });
-            let (vector, sparse) = (point.vector, point.sparse);
+            let (vector, side) = (point.vector, point.side);
             (
                 id,
                 Stored {
                     vector,
                     payload,
-                    sparse,
+                    side,
                 },
             )
         })
@@ -327,12 +327,12 @@ pub fn engine_state(collection: &Collection, context: &str) -> State {
             .unwrap_or_else(|error| panic!("{context}: get({id}) failed: {error}"))
             .unwrap_or_else(|| panic!("{context}: get({id}) is None"));
         assert!(
-            same_bits(&got.vector, &stored.vector) && got.sparse == stored.sparse,
+            same_bits(&got.vector, &stored.vector) && got.side == stored.side,
             "{context}: get({id}): {:?} {:?} vs {:?} {:?}",
             got.vector,
-            got.sparse,
+            got.side,
             stored.vector,
-            stored.sparse
+            stored.side
         );
     }
     state
@@ -352,4 +352,49 @@ pub fn differences(expected: &State, got: &State) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Points by id, as a side-vector test's model keeps them.
+pub type PointModel = BTreeMap<u64, Point>;
+
+/// Drives a collection of `points` points (made by `make`, kept in the model as `stored`
+/// makes them) through every state a point can be in, calling `check` in each: in the
+/// write buffer, sealed, sealed with rewrites and deletes buffered, merged into one
+/// segment, and after a restart.
+pub fn through_every_state(
+    (fs, collection, directory): (&dyn FileSystem, Collection, &std::path::Path),
+    points: u64,
+    make: &mut dyn FnMut(u64) -> Point,
+    stored: &dyn Fn(Point) -> Point,
+    check: &dyn Fn(&Collection, &PointModel, &str),
+) {
+    let number = |point: &Point| match point.id {
+        PointId::Number(id) => id,
+        PointId::Uuid(_) => unreachable!("numbered points"),
+    };
+    let mut model = PointModel::new();
+    let first: Vec<Point> = (0..points / 2).map(&mut *make).collect();
+    model.extend(first.iter().map(|p| (number(p), stored(p.clone()))));
+    collection.upsert(first, true).unwrap();
+    check(&collection, &model, "in the write buffer");
+    collection.optimize(fs).unwrap();
+    check(&collection, &model, "sealed");
+    let second: Vec<Point> = (points / 2..points).chain(0..60).map(&mut *make).collect();
+    model.extend(second.iter().map(|p| (number(p), stored(p.clone()))));
+    collection.upsert(second, true).unwrap();
+    let deleted: Vec<PointId> = (100..150).map(PointId::Number).collect();
+    collection.delete(&deleted, true).unwrap();
+    model.retain(|id, _| !(100..150).contains(id));
+    check(&collection, &model, "sealed and buffered");
+    collection.optimize(fs).unwrap();
+    let mut policy = collection.policy();
+    policy.max_segments = 1;
+    collection.set_policy(policy);
+    while collection.maintain(fs).unwrap() {}
+    check(&collection, &model, "merged");
+    let spaces = collection.spaces().clone();
+    drop(collection);
+    let reopened = Collection::open(fs, directory).unwrap();
+    assert_eq!(reopened.spaces(), &spaces);
+    check(&reopened, &model, "after a restart");
 }

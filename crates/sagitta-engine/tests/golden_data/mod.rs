@@ -41,7 +41,7 @@ fn point(id: u64, version: u64) -> Point {
         id: PointId::Number(id),
         vector: vector(id, version),
         payload: Some(payload(id)),
-        sparse: Vec::new(),
+        side: Vec::new(),
     }
 }
 
@@ -89,7 +89,7 @@ pub fn write(root: &Path) {
                 id: PointId::Uuid(UUID),
                 vector: vector(9_999, 1),
                 payload: None,
-                sparse: Vec::new(),
+                side: Vec::new(),
             }],
             true,
         )

@@ -13,15 +13,14 @@ use std::fmt;
 
 use sagitta_engine::collection::{MAX_PAGE_CACHE_MB, MAX_PARTITION_SIZE, MIN_PARTITION_SIZE};
 use sagitta_engine::{
-    Datatype, Distance, SegmentKindName, SparseSpace, StorageConfig, VectorSpace, VectorSpaces,
+    Datatype, Distance, MultiSpace, SegmentKindName, SideSpace, SparseSpace, StorageConfig,
+    VectorSpace, VectorSpaces,
 };
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::fields::{
-    refuse_value, unknown_field, NoMetadata, NoMultivectors, NoStrictMode, NullOnly,
-};
+use super::fields::{refuse_value, unknown_field, NoMetadata, NoStrictMode, NullOnly};
 use super::DEFAULT_VECTOR_NAME;
 use crate::error::{ApiError, ApiResult};
 
@@ -50,6 +49,21 @@ pub struct VectorParamsInput {
     pub datatype: Datatype,
     /// `on_disk`: HNSW segments keep their full vectors in records files.
     pub on_disk: bool,
+    /// `multivector_config` given: each value is a multivector of rows of `size`.
+    pub multi: bool,
+}
+
+/// `multivector_config`: max_sim, Qdrant's only comparator.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MultivectorInput {
+    comparator: Comparator,
+}
+
+#[derive(Deserialize)]
+enum Comparator {
+    #[serde(rename = "max_sim")]
+    MaxSim,
 }
 
 #[derive(Default)]
@@ -58,6 +72,7 @@ struct ParamsBuilder {
     distance: Option<Distance>,
     datatype: Option<Datatype>,
     on_disk: Option<bool>,
+    multi: bool,
 }
 
 impl ParamsBuilder {
@@ -79,7 +94,8 @@ impl ParamsBuilder {
                     .map(|kept| kept.0);
             }
             "multivector_config" => {
-                map.next_value::<Option<NullOnly<NoMultivectors>>>()?;
+                let config = map.next_value::<Option<MultivectorInput>>()?;
+                self.multi = config.is_some_and(|c| matches!(c.comparator, Comparator::MaxSim));
             }
             _ => return Err(refuse_value(map, unknown_field(key, VECTOR_PARAMS))),
         }
@@ -92,6 +108,7 @@ impl ParamsBuilder {
             distance: self.distance.ok_or_else(|| E::missing_field("distance"))?,
             datatype: self.datatype.unwrap_or_default(),
             on_disk: self.on_disk.unwrap_or(false),
+            multi: self.multi,
         })
     }
 }
@@ -489,10 +506,11 @@ fn sparse_spaces(sparse: Option<Map<String, Value>>) -> ApiResult<Vec<SparseSpac
 
 /// Named vectors from `vectors: {name: {size, distance, ..}}` and the sparse vectors
 /// `sparse`; the map holding only the unnamed vector `""` is the single-vector form
-/// (beside sparse vectors it is a space named `""`). Per-vector storage must agree: one
+/// (beside sparse vectors, or as a multivector, it is a space named `""`). Vectors with
+/// `multivector_config` are multivector spaces. Per-vector storage must agree: one
 /// datatype for all, and no `on_disk` (named vectors are kept in RAM segments). The
 /// parameters returned are the first dense vector's (none for a collection of sparse
-/// vectors alone, or of payloads alone: `vectors: {}`).
+/// vectors or multivectors alone, or of payloads alone: `vectors: {}`).
 fn named_spaces(
     named: Vec<(String, VectorParamsInput)>,
     sparse: Vec<SparseSpace>,
@@ -501,6 +519,7 @@ fn named_spaces(
         .first()
         .map_or(Datatype::Float32, |(_, params)| params.datatype);
     let mut spaces = Vec::with_capacity(named.len());
+    let mut side: Vec<SideSpace> = Vec::new();
     for (name, params) in &named {
         if params.on_disk {
             return Err(ApiError::bad_request(format!(
@@ -514,16 +533,26 @@ fn named_spaces(
              must have the same datatype"
             )));
         }
+        if params.multi {
+            side.push(SideSpace::Multi(MultiSpace {
+                name: name.clone(),
+                dim: params.size,
+                distance: params.distance,
+            }));
+            continue;
+        }
         spaces.push(VectorSpace {
             name: name.clone(),
             dim: params.size,
             distance: params.distance,
         });
     }
+    side.extend(sparse.into_iter().map(SideSpace::Sparse));
     let spaces =
-        VectorSpaces::with_sparse(spaces, sparse, sagitta_engine::collection::MAX_DIMENSION)
+        VectorSpaces::with_side(spaces, side, sagitta_engine::collection::MAX_DIMENSION)
             .map_err(|error| ApiError::bad_request(format!("Wrong input: `vectors`: {error}")))?;
-    Ok((named.into_iter().next().map(|(_, params)| params), spaces))
+    let first_dense = named.into_iter().find(|(_, params)| !params.multi);
+    Ok((first_dense.map(|(_, params)| params), spaces))
 }
 
 impl CreateCollectionRequest {
@@ -538,14 +567,17 @@ impl CreateCollectionRequest {
                 ))
             }
             None => named_spaces(Vec::new(), sparse)?,
-            Some(VectorsConfigInput::Single(params)) if sparse.is_empty() => {
+            Some(VectorsConfigInput::Single(params)) if sparse.is_empty() && !params.multi => {
                 (Some(params), VectorSpaces::default())
             }
             Some(VectorsConfigInput::Single(params)) => {
                 named_spaces(vec![(DEFAULT_VECTOR_NAME.to_string(), params)], sparse)?
             }
             Some(VectorsConfigInput::Named(mut named))
-                if named.len() == 1 && named[0].0 == DEFAULT_VECTOR_NAME && sparse.is_empty() =>
+                if named.len() == 1
+                    && named[0].0 == DEFAULT_VECTOR_NAME
+                    && !named[0].1.multi
+                    && sparse.is_empty() =>
             {
                 (Some(named.remove(0).1), VectorSpaces::default())
             }
@@ -582,6 +614,7 @@ impl CreateCollectionRequest {
             distance: Distance::Dot,
             datatype: Datatype::Float32,
             on_disk: false,
+            multi: false,
         });
         storage.datatype = vectors.datatype;
         storage.vectors_on_disk = vectors.on_disk;
@@ -654,7 +687,7 @@ impl UpdateCollectionRequest {
         if let Some(vectors) = &self.vectors {
             let known = |name: &String| {
                 if spaces.is_named() {
-                    spaces.index_of(name).is_some()
+                    spaces.index_of(name).is_some() || spaces.multi_index_of(name).is_some()
                 } else {
                     name == DEFAULT_VECTOR_NAME
                 }
@@ -668,7 +701,7 @@ impl UpdateCollectionRequest {
             let Some(index) = spaces.sparse_index_of(&given.name) else {
                 return Err(super::unknown_vector_name("sparse_vectors", &given.name));
             };
-            if spaces.sparse()[index].idf != given.idf {
+            if spaces.side()[index].as_sparse().map(|space| space.idf) != Some(given.idf) {
                 return Err(ApiError::bad_request(format!(
                     "Wrong input: `{field}.modifier`: a sparse vector's modifier is set when \
                      the collection is created and cannot be changed"

@@ -47,7 +47,9 @@ pub use select::{
     select_payload, PayloadOutput, PayloadSelector, VectorPick, WithPayload, WithVector,
 };
 pub use upsert::{BatchInput, PointInput, UpdateMode, UpsertRequest};
-pub use vectors::{unknown_vector_name, BatchVectors, NamedVector, StoredVectors, VectorInput};
+pub use vectors::{
+    multi_vector, unknown_vector_name, BatchVectors, NamedVector, StoredVectors, VectorInput,
+};
 
 /// The name of the unnamed default vector in Qdrant's API.
 pub const DEFAULT_VECTOR_NAME: &str = "";

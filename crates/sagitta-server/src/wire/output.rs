@@ -1,35 +1,47 @@
 //! Points out: the hits of a search and the records of a scroll or retrieve, with what
 //! `with_payload` and `with_vector` asked for of each.
 
-use sagitta_engine::{Point, ScoredPoint, SparseVector, VectorSpaces};
+use sagitta_engine::{MultiVector, Point, ScoredPoint, SideVector, VectorSpaces};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
 use super::{select_payload, IdOutput, PayloadOutput, VectorPick, WithPayload};
 
-/// A point's vectors in a response: the unnamed one as a list, named ones as a map of
-/// those the point has (Qdrant leaves out a named vector a point lacks).
+/// A point's vectors in a response: the unnamed one alone as itself (a list, or a list
+/// of rows), named ones as a map of those the point has (Qdrant leaves out a named
+/// vector a point lacks).
 pub enum VectorOutput {
     Dense(Vec<f32>),
+    Multi(MultiVector),
     Named(Vec<(String, NamedOutput)>),
 }
 
-/// One named vector in a response: a list, or `{"indices", "values"}`.
+/// One named vector in a response: a list, `{"indices", "values"}`, or a list of rows.
 pub enum NamedOutput {
     Dense(Vec<f32>),
-    Sparse(SparseVector),
+    Side(SideVector),
+}
+
+/// A multivector as its list of rows.
+struct Rows<'a>(&'a MultiVector);
+
+impl Serialize for Rows<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.rows())
+    }
 }
 
 impl Serialize for NamedOutput {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
             NamedOutput::Dense(values) => values.serialize(serializer),
-            NamedOutput::Sparse(vector) => {
+            NamedOutput::Side(SideVector::Sparse(vector)) => {
                 let mut map = serializer.serialize_map(Some(2))?;
                 map.serialize_entry("indices", vector.indices())?;
                 map.serialize_entry("values", vector.values())?;
                 map.end()
             }
+            NamedOutput::Side(SideVector::Multi(vector)) => Rows(vector).serialize(serializer),
         }
     }
 }
@@ -38,6 +50,7 @@ impl Serialize for VectorOutput {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
             VectorOutput::Dense(values) => values.serialize(serializer),
+            VectorOutput::Multi(vector) => Rows(vector).serialize(serializer),
             VectorOutput::Named(named) => {
                 let mut map = serializer.serialize_map(Some(named.len()))?;
                 for (name, values) in named {
@@ -49,10 +62,10 @@ impl Serialize for VectorOutput {
     }
 }
 
-/// The vectors `pick` asks for of a stored vector and sparse list (numbered as
+/// The vectors `pick` asks for of a stored vector and side list (numbered as
 /// [`VectorPick::Spaces`] numbers them).
 pub fn vector_output(
-    (vector, sparse): (Vec<f32>, Vec<Option<SparseVector>>),
+    (vector, side): (Vec<f32>, Vec<Option<SideVector>>),
     pick: &VectorPick,
     spaces: &VectorSpaces,
 ) -> Option<VectorOutput> {
@@ -77,20 +90,25 @@ pub fn vector_output(
             Some((name, NamedOutput::Dense(part?.to_vec())))
         })
         .collect();
-    for (index, vector) in sparse.into_iter().enumerate() {
-        if let (Some(vector), Some(space)) = (vector, spaces.sparse().get(index)) {
-            if wanted(spaces.sparse_number(index)) {
-                named.push((space.name.clone(), NamedOutput::Sparse(vector)));
+    for (index, vector) in side.into_iter().enumerate() {
+        if let (Some(vector), Some(space)) = (vector, spaces.side().get(index)) {
+            if wanted(spaces.side_number(index)) {
+                named.push((space.name().to_string(), NamedOutput::Side(vector)));
             }
         }
     }
-    // only the unnamed vector: shown as a list, as Qdrant shows it
-    if let [(name, NamedOutput::Dense(_))] = named.as_slice() {
+    // only the unnamed dense vector or multivector: shown as itself, as Qdrant shows it
+    if let [(name, NamedOutput::Dense(_) | NamedOutput::Side(SideVector::Multi(_)))] =
+        named.as_slice()
+    {
         if name.is_empty() {
-            let Some((_, NamedOutput::Dense(values))) = named.pop() else {
-                unreachable!("matched above")
+            return match named.pop() {
+                Some((_, NamedOutput::Dense(values))) => Some(VectorOutput::Dense(values)),
+                Some((_, NamedOutput::Side(SideVector::Multi(multi)))) => {
+                    Some(VectorOutput::Multi(multi))
+                }
+                _ => unreachable!("matched above"),
             };
-            return Some(VectorOutput::Dense(values));
         }
     }
     Some(VectorOutput::Named(named))
@@ -126,7 +144,7 @@ pub fn scored_output(
         version: 0,
         score: hit.score,
         payload: select_payload(hit.payload, with_payload),
-        vector: vector_output((hit.vector, hit.sparse), with_vector, spaces),
+        vector: vector_output((hit.vector, hit.side), with_vector, spaces),
     }
 }
 
@@ -139,7 +157,7 @@ pub fn record_output(
     RecordOutput {
         id: IdOutput(point.id),
         payload: select_payload(point.payload, with_payload),
-        vector: vector_output((point.vector, point.sparse), with_vector, spaces),
+        vector: vector_output((point.vector, point.side), with_vector, spaces),
     }
 }
 

@@ -12,13 +12,15 @@ use serde_json::Value;
 
 use super::fields::{refuse_value, unknown_field, NoMmr, NoShardKeys, NullOnly};
 use super::ids::{signed_id, uuid_id};
-use super::vectors::{sparse_from_map, DenseVisitor, NamedVector};
+use super::vectors::{list_input, sparse_from_map, DenseVisitor, ListInput, NamedVector};
 use super::{WithPayload, WithVector};
 
 /// `query` of `POST /points/query`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum QueryInput {
     Vector(Vec<f32>),
+    /// A list of lists: a multivector query, for the multivector `using` names.
+    Multi(Vec<Vec<f32>>),
     /// Search with a stored point's vector (the point itself is left out of the results).
     Point(PointId),
     Named(Vec<(String, NamedVector)>),
@@ -98,7 +100,7 @@ impl<'de> Deserialize<'de> for QueryInput {
                 f.write_str("a vector, a point id, or {\"nearest\": vector or point id}")
             }
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<QueryInput, A::Error> {
-                DenseVisitor.visit_seq(seq).map(QueryInput::Vector)
+                list_input(seq).map(QueryInput::from)
             }
             fn visit_u64<E: de::Error>(self, value: u64) -> Result<QueryInput, E> {
                 Ok(QueryInput::Point(PointId::Number(value)))
@@ -159,6 +161,15 @@ impl<'de> Deserialize<'de> for QueryInput {
     }
 }
 
+impl From<ListInput> for QueryInput {
+    fn from(list: ListInput) -> QueryInput {
+        match list {
+            ListInput::Dense(values) => QueryInput::Vector(values),
+            ListInput::Multi(rows) => QueryInput::Multi(rows),
+        }
+    }
+}
+
 /// The query kinds of Qdrant's `query` object besides `nearest`.
 const QUERY_KINDS: &[&str] = &[
     "discover",
@@ -181,9 +192,7 @@ impl<'de> Deserialize<'de> for NearestInput {
                 f.write_str("a vector or a point id")
             }
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<NearestInput, A::Error> {
-                DenseVisitor
-                    .visit_seq(seq)
-                    .map(|v| NearestInput(QueryInput::Vector(v)))
+                list_input(seq).map(|list| NearestInput(QueryInput::from(list)))
             }
             fn visit_u64<E: de::Error>(self, value: u64) -> Result<NearestInput, E> {
                 Ok(NearestInput(QueryInput::Point(PointId::Number(value))))
@@ -341,14 +350,7 @@ impl<'de> Deserialize<'de> for SearchVectorInput {
                 while let Some(key) = map.next_key::<String>()? {
                     match key.as_str() {
                         "name" => name = Some(map.next_value::<String>()?),
-                        "vector" => match map.next_value::<NamedVector>()? {
-                            NamedVector::Other => {
-                                return Err(de::Error::custom(
-                                    "multi-vectors are not supported; send a list of numbers",
-                                ))
-                            }
-                            given => vector = Some(given),
-                        },
+                        "vector" => vector = Some(map.next_value::<NamedVector>()?),
                         _ => {
                             return Err(refuse_value(
                                 &mut map,
@@ -363,7 +365,9 @@ impl<'de> Deserialize<'de> for SearchVectorInput {
                         Ok(SearchVectorInput::NamedSparse { name, vector })
                     }
                     NamedVector::Dense(vector) => Ok(SearchVectorInput::Named { name, vector }),
-                    NamedVector::Other => Err(de::Error::custom("multi-vectors are not supported")),
+                    NamedVector::Multi(_) => Err(de::Error::custom(
+                        "multivectors are searched with the Query API (`POST /points/query`)",
+                    )),
                 }
             }
         }

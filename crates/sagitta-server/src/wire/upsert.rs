@@ -80,7 +80,7 @@ impl UpsertRequest {
                     .into_iter()
                     .enumerate()
                     .map(|(index, point)| {
-                        let (vector, sparse) = point
+                        let (vector, side) = point
                             .vector
                             .into_stored(&format!("points[{index}].vector"), spaces)?;
                         Ok(Point {
@@ -90,7 +90,7 @@ impl UpsertRequest {
                                 point.payload,
                                 &format!("points[{index}].payload"),
                             )?,
-                            sparse,
+                            side,
                         })
                     })
                     .collect::<ApiResult<Vec<Point>>>()?
@@ -115,12 +115,12 @@ impl UpsertRequest {
                     .zip(vectors)
                     .zip(payloads)
                     .enumerate()
-                    .map(|(index, ((id, (vector, sparse)), payload))| {
+                    .map(|(index, ((id, (vector, side)), payload))| {
                         Ok(Point {
                             id: id.0,
                             vector,
                             payload: payload_text(payload, &format!("batch.payloads[{index}]"))?,
-                            sparse,
+                            side,
                         })
                     })
                     .collect::<ApiResult<Vec<Point>>>()?
