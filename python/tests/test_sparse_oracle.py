@@ -15,13 +15,12 @@ import math
 import random
 from collections.abc import Iterator
 
-import httpx
 import pytest
+from oracle_checks import TOLERANCE, refusal, same_hits, same_vectors
 from qdrant_client import QdrantClient, models
 
 HYBRID = "hybrid"
 SPARSE_ONLY = "sparse-only"
-TOLERANCE = 1e-4
 
 
 def _create(client: QdrantClient) -> None:
@@ -94,47 +93,6 @@ def _sparse_points(rng: random.Random, ids: range) -> list[models.PointStruct]:
     return points
 
 
-def _same_hits(
-    got: list[models.ScoredPoint], expected: list[models.ScoredPoint]
-) -> None:
-    assert len(got) == len(expected), (got, expected)
-    for mine, theirs in zip(got, expected, strict=True):
-        assert abs(mine.score - theirs.score) <= TOLERANCE * max(
-            1.0, abs(theirs.score)
-        ), (
-            got,
-            expected,
-        )
-    # ties may be broken either way: each hit is one the oracle scores the same
-    for point in got:
-        same = {
-            theirs.id
-            for theirs in expected
-            if abs(theirs.score - point.score) <= TOLERANCE * max(1.0, abs(point.score))
-        }
-        assert point.id in same, (point, expected)
-
-
-def _same_vectors(got: object, expected: object) -> None:
-    if expected in (None, {}):
-        assert got in (None, {}), got
-        return
-    if isinstance(expected, list):  # only the unnamed vector: a plain list
-        assert got == pytest.approx(expected), (got, expected)
-        return
-    assert isinstance(got, dict) and isinstance(expected, dict), (got, expected)
-    assert set(got) == set(expected), (got, expected)
-    for name, theirs in expected.items():
-        mine = got[name]
-        if isinstance(theirs, models.SparseVector):
-            assert isinstance(mine, models.SparseVector), (name, mine)
-            order = sorted(range(len(theirs.indices)), key=lambda i: theirs.indices[i])
-            assert mine.indices == [theirs.indices[i] for i in order]
-            assert mine.values == pytest.approx([theirs.values[i] for i in order])
-        else:
-            assert mine == pytest.approx(theirs), (name, mine, theirs)
-
-
 def _check_records(
     remote: QdrantClient, oracle: QdrantClient, name: str, ids: list[int]
 ):
@@ -151,7 +109,7 @@ def _check_records(
         assert [r.id for r in got] == [r.id for r in expected]
         for mine, theirs in zip(got, expected, strict=True):
             assert mine.payload == theirs.payload
-            _same_vectors(mine.vector, theirs.vector)
+            same_vectors(mine.vector, theirs.vector)
 
 
 def _check_queries(
@@ -182,10 +140,10 @@ def _check_queries(
             ).points
             for client in (remote, oracle)
         )
-        _same_hits(got, expected)
+        same_hits(got, expected)
         for mine, theirs in zip(got, expected, strict=True):
             if mine.id == theirs.id:
-                _same_vectors(mine.vector, theirs.vector)
+                same_vectors(mine.vector, theirs.vector)
     # the pre-1.16 search endpoint with a named sparse vector
     query = _sparse(rng, 12)
     answer = remote.http.search_api.search_points(
@@ -196,7 +154,7 @@ def _check_queries(
     )
     assert answer.result is not None
     expected = oracle.query_points(name, query=query, using=using, limit=5).points
-    _same_hits(answer.result, expected)
+    same_hits(answer.result, expected)
     # a batch of queries, answered in order
     queries = [_sparse(rng, 10) for _ in range(3)]
     got, expected = (
@@ -207,7 +165,7 @@ def _check_queries(
         for client in (remote, oracle)
     )
     for mine, theirs in zip(got, expected, strict=True):
-        _same_hits(mine.points, theirs.points)
+        same_hits(mine.points, theirs.points)
 
 
 def _idf_brute_force(
@@ -263,13 +221,13 @@ def test_hybrid_collection_matches_qdrant_local_mode(sparse_clients) -> None:
         client.query_points(HYBRID, query=[1.0, 0.5, -1.0], limit=5).points
         for client in (remote, oracle)
     )
-    _same_hits(got, expected)
+    same_hits(got, expected)
     # by point id: its sparse vector is the query, the point itself left out
     got, expected = (
         client.query_points(HYBRID, query=1, using="text", limit=5).points
         for client in (remote, oracle)
     )
-    _same_hits(got, expected)
+    same_hits(got, expected)
     assert all(point.id != 1 for point in got)
 
 
@@ -327,7 +285,7 @@ def test_hybrid_queries_fuse_and_rescore_as_qdrant_local_mode(sparse_clients) ->
             ).points
             for client in (remote, oracle)
         )
-        _same_hits(got, expected)
+        same_hits(got, expected)
         nested = models.Prefetch(
             prefetch=prefetch,
             query=models.FusionQuery(fusion=models.Fusion.RRF),
@@ -350,7 +308,7 @@ def test_hybrid_queries_fuse_and_rescore_as_qdrant_local_mode(sparse_clients) ->
         expected = oracle.query_points(
             HYBRID, query=sparse, using="text", query_filter=among, limit=5
         ).points
-        _same_hits(got, expected)
+        same_hits(got, expected)
 
 
 def test_sparse_only_collection_matches_qdrant_local_mode(sparse_clients) -> None:
@@ -431,18 +389,10 @@ def test_bad_sparse_input_is_refused_naming_the_field(
     server, sparse_clients, vector: dict[str, object], reason: str
 ) -> None:
     remote, _ = sparse_clients
-    reply = httpx.put(
-        f"{server.url}/collections/{HYBRID}/points?wait=true",
-        json={"points": [{"id": 1, "vector": vector}]},
-        timeout=30,
-    )
-    assert reply.status_code == 400, reply.text
-    assert reason in reply.json()["status"]["error"]
+    points = {"points": [{"id": 1, "vector": vector}]}
+    path = f"/collections/{HYBRID}/points?wait=true"
+    assert reason in refusal(server.url, "PUT", path, points)
     assert remote.count(HYBRID).count == 0
-    reply = httpx.post(
-        f"{server.url}/collections/{HYBRID}/points/query",
-        json={"query": {"indices": [3, 3], "values": [1, 1]}, "using": "text"},
-        timeout=30,
-    )
-    assert reply.status_code == 400, reply.text
-    assert "index 3 is given twice" in reply.json()["status"]["error"]
+    query = {"query": {"indices": [3, 3], "values": [1, 1]}, "using": "text"}
+    error = refusal(server.url, "POST", f"/collections/{HYBRID}/points/query", query)
+    assert "index 3 is given twice" in error

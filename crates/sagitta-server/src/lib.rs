@@ -30,6 +30,7 @@ mod facet;
 mod groups;
 mod health;
 pub mod metrics;
+mod mmr;
 mod payload_key;
 mod points;
 mod prefetch;

@@ -22,6 +22,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use crate::body::{wait_flag, JsonBody};
 use crate::collections::{blocking, collection, read, update_result, Path};
 use crate::error::{ApiError, ApiResult};
+use crate::mmr::Reranking;
 use crate::payload_key::{parse_key, set_payload_at};
 use crate::recommend::{ExampleScoring, Page, ScoreStrategy};
 use crate::response::ok;
@@ -233,6 +234,9 @@ pub(crate) struct Search {
     /// A sparse or multivector query, for the side vector `using` names, instead of a
     /// dense vector.
     pub side: Option<SideVector>,
+    /// Hits re-ranked by maximal marginal relevance ([`crate::mmr`]); `limit` then counts
+    /// the candidates searched, `mmr_limit` the hits answered.
+    pub mmr: Reranking,
 }
 
 impl Search {
@@ -430,47 +434,43 @@ impl SearchBody for QueryRequest {
         // checked against the collection it names when the examples are read
         let lookup_vector = self.lookup_from.as_ref().and_then(|l| l.vector.clone());
         let mut using = known_name(spaces, self.using.as_deref(), &format!("{field}using"))?;
-        let limit = checked_limit(self.limit, field)?;
+        let mut limit = checked_limit(self.limit, field)?;
         let sources = prepared_prefetches(self.prefetch, field, spaces)?;
-        let vector = match self.query {
-            Some(QueryInput::Fusion(_)) if sources.is_empty() => {
+        let (query, mmr) = crate::mmr::split_mmr(self.query, &mut limit, field)?;
+        let vector = match query {
+            QueryInput::Fusion(_) if sources.is_empty() => {
                 return Err(ApiError::bad_request(format!(
                     "Wrong input: `{field}query`: a fusion needs `prefetch` (the searches \
                      whose hits it fuses)"
                 )))
             }
-            Some(QueryInput::Fusion(fusion)) => SearchVector::Fusion(fusion),
-            None => {
-                return Err(ApiError::bad_request(format!(
-                    "Wrong input: `{field}query` is required (a vector, a point id or \
-                     {{\"nearest\": ..}})"
-                )))
-            }
-            Some(QueryInput::Vector(vector)) => SearchVector::Given(vector),
-            Some(QueryInput::Sparse(vector)) => SearchVector::Side(SideVector::Sparse(vector)),
-            Some(QueryInput::Multi(rows)) => SearchVector::Side(SideVector::Multi(multi_vector(
+            QueryInput::Fusion(fusion) => SearchVector::Fusion(fusion),
+            QueryInput::Vector(vector) => SearchVector::Given(vector),
+            QueryInput::Sparse(vector) => SearchVector::Side(SideVector::Sparse(vector)),
+            QueryInput::Multi(rows) => SearchVector::Side(SideVector::Multi(multi_vector(
                 &rows,
                 &format!("{field}query"),
             )?)),
-            Some(QueryInput::Named(named)) if spaces.is_named() => {
+            QueryInput::Named(named) if spaces.is_named() => {
                 let (name, vector) = nearest_named(named, field)?;
                 using = known_name(spaces, Some(&name), &format!("{field}query.nearest"))?;
                 vector
             }
-            Some(QueryInput::Named(named)) => SearchVector::Given(
+            QueryInput::Named(named) => SearchVector::Given(
                 VectorInput::Named(named).into_default(&format!("{field}query.nearest"))?,
             ),
-            Some(QueryInput::Point(id)) => SearchVector::Point {
+            QueryInput::Point(id) => SearchVector::Point {
                 id,
                 lookup_from: self.lookup_from.map(|lookup| lookup.collection),
                 field: field.to_string(),
             },
-            Some(QueryInput::Recommend(input)) => recommend(
+            QueryInput::Recommend(input) => recommend(
                 input,
                 self.lookup_from.map(|lookup| lookup.collection),
                 field,
             )?,
-            Some(QueryInput::Unsupported(kind)) => {
+            QueryInput::Mmr(..) => unreachable!("unwrapped above"),
+            QueryInput::Unsupported(kind) => {
                 return Err(ApiError::bad_request(format!(
                     "Wrong input: `{field}query`: {kind:?} queries are not supported; use \
                      {{\"nearest\": ..}}"
@@ -489,6 +489,7 @@ impl SearchBody for QueryRequest {
             lookup_vector,
             scoring: None,
             side: None,
+            mmr,
         };
         if sources.is_empty() {
             return Ok((vector, search));
@@ -527,6 +528,7 @@ impl SearchBody for SearchRequestInput {
             lookup_vector: None,
             scoring: None,
             side: None,
+            mmr: None,
         };
         Ok((vector, search))
     }
@@ -698,7 +700,20 @@ pub(crate) fn search_hits(
         })
         .collect::<ApiResult<Vec<_>>>()?;
     results.iter().try_for_each(|hits| check_scores(hits))?;
-    Ok(results)
+    let spaces = collection.spaces();
+    let unnamed = collection.config().distance;
+    Ok(results
+        .into_iter()
+        .zip(searches)
+        .map(|(hits, (vector, search))| match search.mmr {
+            None => hits,
+            Some(mmr) => {
+                let using = search.using.as_deref().unwrap_or(DEFAULT_VECTOR_NAME);
+                let query = (vector.as_slice(), search.side.as_ref());
+                crate::mmr::rerank(hits, query, mmr, (using, spaces, unnamed))
+            }
+        })
+        .collect())
 }
 
 /// Every score must be a finite number: JSON has no NaN or infinity, and serde would

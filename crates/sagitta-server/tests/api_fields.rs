@@ -528,7 +528,19 @@ async fn unknown_fields_are_refused_with_their_path() {
         (
             "POST",
             "/collections/docs/points/query",
-            json!({"query": {"nearest": [1, 0, 0, 0], "mmr": {"diversity": 0.5}}}),
+            json!({"query": {"nearest": [1, 0, 0, 0], "mmr": {"diversty": 0.5}}}),
+            &["diversty"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/query",
+            json!({"query": {"nearest": [1, 0, 0, 0], "mmr": {"diversity": 1.5}}}),
+            &["query.mmr.diversity"],
+        ),
+        (
+            "POST",
+            "/collections/docs/points/query",
+            json!({"query": {"recommend": {"positive": [1]}, "mmr": {}}}),
             &["mmr"],
         ),
         (

@@ -62,7 +62,6 @@ refusals! {
                    null or leave the field out";
     NoStrictMode => "strict mode is not supported (its limits would not be enforced); \
                      send null or leave the field out";
-    NoMmr => "MMR re-ranking is not supported; send null or leave the field out";
 }
 
 /// Fails at the value of the key just read, so that the error's path names the key

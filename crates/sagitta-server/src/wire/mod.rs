@@ -39,9 +39,9 @@ pub use requests::{
     SetPayloadRequest,
 };
 pub use search::{
-    AcornInput, ExampleInput, Fusion, LookupLocation, Prefetches, QuantizationSearchInput,
-    QueryBatchRequest, QueryInput, QueryRequest, RecommendInput, SearchBatchRequest,
-    SearchParamsInput, SearchRequestInput, SearchVectorInput,
+    AcornInput, ExampleInput, Fusion, LookupLocation, MmrInput, Prefetches,
+    QuantizationSearchInput, QueryBatchRequest, QueryInput, QueryRequest, RecommendInput,
+    SearchBatchRequest, SearchParamsInput, SearchRequestInput, SearchVectorInput,
 };
 pub use select::{
     select_payload, PayloadOutput, PayloadSelector, VectorPick, WithPayload, WithVector,

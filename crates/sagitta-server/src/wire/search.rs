@@ -10,7 +10,7 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::fields::{refuse_value, unknown_field, NoMmr, NoShardKeys, NullOnly};
+use super::fields::{refuse_value, unknown_field, NoShardKeys, NullOnly};
 use super::ids::{signed_id, uuid_id};
 use super::vectors::{list_input, sparse_from_map, DenseVisitor, ListInput, NamedVector};
 use super::{WithPayload, WithVector};
@@ -31,8 +31,19 @@ pub enum QueryInput {
     Recommend(RecommendInput),
     /// `{"fusion": "rrf" | "dbsf"}` or `{"rrf": {"k": ..}}`: the prefetches' hits fused.
     Fusion(Fusion),
+    /// `{"nearest": .., "mmr": {..}}`: the nearest hits re-ranked for diversity.
+    Mmr(Box<QueryInput>, MmrInput),
     /// A query kind SagittaDB does not serve (`fusion`, `discover`, ...).
     Unsupported(String),
+}
+
+/// `mmr` of a nearest query: maximal marginal relevance over the `candidates_limit`
+/// nearest hits (default: the query's limit), `diversity` 0 (relevance only) to 1.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MmrInput {
+    pub diversity: Option<f32>,
+    pub candidates_limit: Option<usize>,
 }
 
 /// `{"recommend": ..}`: examples (vectors or point ids) to move towards and away from.
@@ -112,7 +123,7 @@ impl<'de> Deserialize<'de> for QueryInput {
                 uuid_id(value).map(QueryInput::Point)
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<QueryInput, A::Error> {
-                let mut result = None;
+                let (mut result, mut mmr) = (None, None);
                 while let Some(key) = map.next_key::<String>()? {
                     match key.as_str() {
                         "indices" | "values" if result.is_none() => {
@@ -131,9 +142,7 @@ impl<'de> Deserialize<'de> for QueryInput {
                             let k = rrf.k.map_or(DEFAULT_RRF_K, f64::from);
                             result = Some(QueryInput::Fusion(Fusion::Rrf { k }));
                         }
-                        "mmr" => {
-                            map.next_value::<Option<NullOnly<NoMmr>>>()?;
-                        }
+                        "mmr" => mmr = map.next_value::<Option<MmrInput>>()?,
                         _ if QUERY_KINDS.contains(&key.as_str()) => {
                             return Err(refuse_value(
                                 &mut map,
@@ -154,7 +163,9 @@ impl<'de> Deserialize<'de> for QueryInput {
                         }
                     }
                 }
-                result.ok_or_else(|| de::Error::custom("the query object needs `nearest`"))
+                let result =
+                    result.ok_or_else(|| de::Error::custom("the query object needs `nearest`"))?;
+                with_mmr(result, mmr)
             }
         }
         deserializer.deserialize_any(QueryVisitor)
@@ -167,6 +178,17 @@ impl From<ListInput> for QueryInput {
             ListInput::Dense(values) => QueryInput::Vector(values),
             ListInput::Multi(rows) => QueryInput::Multi(rows),
         }
+    }
+}
+
+/// A query object's kind with its `mmr`, which only a `nearest` query takes.
+fn with_mmr<E: de::Error>(query: QueryInput, mmr: Option<MmrInput>) -> Result<QueryInput, E> {
+    match (mmr, query) {
+        (None, query) => Ok(query),
+        (Some(_), QueryInput::Recommend(_) | QueryInput::Fusion(_)) => {
+            Err(E::custom("`mmr` re-ranks a `nearest` query's hits only"))
+        }
+        (Some(mmr), nearest) => Ok(QueryInput::Mmr(Box::new(nearest), mmr)),
     }
 }
 

@@ -1,0 +1,64 @@
+"""Comparisons of SagittaDB's answers with qdrant-client's local mode (the oracle),
+shared by the oracle tests: hits (scores within a tolerance, ties broken either way)
+and vectors (dense lists, sparse vectors in any index order, multivectors row by row).
+"""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from qdrant_client import models
+
+TOLERANCE = 1e-4
+
+
+def close(mine: float, theirs: float) -> bool:
+    return abs(mine - theirs) <= TOLERANCE * max(1.0, abs(theirs))
+
+
+def same_hits(
+    got: list[models.ScoredPoint], expected: list[models.ScoredPoint]
+) -> None:
+    assert len(got) == len(expected), (got, expected)
+    for mine, theirs in zip(got, expected, strict=True):
+        assert close(mine.score, theirs.score), (got, expected)
+    # ties may be broken either way: each hit is one the oracle scores the same
+    for point in got:
+        same = {theirs.id for theirs in expected if close(point.score, theirs.score)}
+        assert point.id in same, (point, expected)
+
+
+def same_vector(mine: object, theirs: object, name: str = "") -> None:
+    """One vector: a sparse vector, a multivector (a list of rows) or a dense list."""
+    if isinstance(theirs, models.SparseVector):
+        assert isinstance(mine, models.SparseVector), (name, mine)
+        order = sorted(range(len(theirs.indices)), key=lambda i: theirs.indices[i])
+        assert mine.indices == [theirs.indices[i] for i in order]
+        assert mine.values == pytest.approx([theirs.values[i] for i in order])
+    elif isinstance(theirs, list) and theirs and isinstance(theirs[0], list):
+        assert isinstance(mine, list) and len(mine) == len(theirs), (name, mine, theirs)
+        for row, expected_row in zip(mine, theirs, strict=True):
+            assert row == pytest.approx(expected_row), (name, mine, theirs)
+    else:
+        assert mine == pytest.approx(theirs), (name, mine, theirs)
+
+
+def same_vectors(got: object, expected: object) -> None:
+    """A point's vectors: none, the unnamed one alone, or a map of named ones."""
+    if expected in (None, {}):
+        assert got in (None, {}), got
+        return
+    if not isinstance(expected, dict):
+        same_vector(got, expected)
+        return
+    assert isinstance(got, dict), (got, expected)
+    assert set(got) == set(expected), (got, expected)
+    for name, theirs in expected.items():
+        same_vector(got[name], theirs, name)
+
+
+def refusal(url: str, method: str, path: str, body: dict[str, object]) -> str:
+    """The error text of a request SagittaDB must refuse with 400."""
+    reply = httpx.request(method, f"{url}{path}", json=body, timeout=30)
+    assert reply.status_code == 400, reply.text
+    return str(reply.json()["status"]["error"])
