@@ -14,7 +14,7 @@ import random
 from collections.abc import Iterator
 
 import pytest
-from oracle_checks import refusal, same_hits, same_vectors
+from oracle_checks import refusal, same_hits, same_recommendations, same_vectors
 from qdrant_client import QdrantClient, models
 
 NAMED = "multi-named"
@@ -197,6 +197,7 @@ def test_named_multivectors_match_qdrant_local_mode(multi_clients) -> None:
     for using in MULTI:
         _check_queries(remote, oracle, NAMED, using, rng)
         _check_mmr(remote, oracle, using, _matrix(rng))
+        same_recommendations(remote, oracle, NAMED, using)
     _check_mmr(remote, oracle, "dense", [0.3, -0.2, 0.9])
 
 

@@ -16,7 +16,13 @@ import random
 from collections.abc import Iterator
 
 import pytest
-from oracle_checks import TOLERANCE, refusal, same_hits, same_vectors
+from oracle_checks import (
+    TOLERANCE,
+    refusal,
+    same_hits,
+    same_recommendations,
+    same_vectors,
+)
 from qdrant_client import QdrantClient, models
 
 HYBRID = "hybrid"
@@ -311,7 +317,9 @@ def test_hybrid_queries_fuse_and_rescore_as_qdrant_local_mode(sparse_clients) ->
         same_hits(got, expected)
 
 
-def test_sparse_only_collection_matches_qdrant_local_mode(sparse_clients) -> None:
+def test_sparse_only_collection_matches_qdrant_local_mode(
+    server, sparse_clients
+) -> None:
     remote, oracle = sparse_clients
     rng = random.Random(21)
     points = _sparse_points(rng, range(50))
@@ -335,6 +343,16 @@ def test_sparse_only_collection_matches_qdrant_local_mode(sparse_clients) -> Non
     _check_records(remote, oracle, SPARSE_ONLY, ids)
     for using in ("words", "bm25"):
         _check_queries(remote, oracle, SPARSE_ONLY, using, rng)
+    same_recommendations(remote, oracle, SPARSE_ONLY, "words")
+    # scoring strategies score raw weights: refused for an IDF vector, naming the field
+    best = {"recommend": {"positive": [1], "strategy": "best_score"}}
+    error = refusal(
+        server.url,
+        "POST",
+        f"/collections/{SPARSE_ONLY}/points/query",
+        {"query": best, "using": "bm25"},
+    )
+    assert "query.recommend.strategy" in error
 
     # rewrites: one vector replaced, one removed, points deleted — IDF follows the counts
     for client in (remote, oracle):

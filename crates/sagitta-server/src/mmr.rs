@@ -90,23 +90,27 @@ impl Compared<'_> {
     fn similarity(&self, other: &Compared<'_>) -> f64 {
         match (self, other) {
             (Compared::Dense(a, distance), Compared::Dense(b, _)) => rows(a, b, *distance),
-            (
-                Compared::Side(SideVector::Sparse(a), _),
-                Compared::Side(SideVector::Sparse(b), _),
-            ) => a.dot(b).map_or(0.0, f64::from),
-            (
-                Compared::Side(SideVector::Multi(a), distance),
-                Compared::Side(SideVector::Multi(b), _),
-            ) if a.dim() == b.dim() => a
-                .rows()
-                .map(|q| {
-                    b.rows()
-                        .map(|row| rows(q, row, *distance))
-                        .fold(f64::NEG_INFINITY, f64::max)
-                })
-                .sum(),
+            (Compared::Side(a, distance), Compared::Side(b, _)) => side_similarity(a, b, *distance),
             _ => f64::NEG_INFINITY,
         }
+    }
+}
+
+/// Two side vectors' raw similarity, higher is closer: the sparse dot product over shared
+/// indices (0 when none), or max_sim of `a`'s rows over `b`'s; −∞ for vectors of
+/// different kinds or widths. Also the per-example score of a recommendation.
+pub(crate) fn side_similarity(a: &SideVector, b: &SideVector, distance: Distance) -> f64 {
+    match (a, b) {
+        (SideVector::Sparse(a), SideVector::Sparse(b)) => a.dot(b).map_or(0.0, f64::from),
+        (SideVector::Multi(a), SideVector::Multi(b)) if a.dim() == b.dim() => a
+            .rows()
+            .map(|q| {
+                b.rows()
+                    .map(|row| rows(q, row, distance))
+                    .fold(f64::NEG_INFINITY, f64::max)
+            })
+            .sum(),
+        _ => f64::NEG_INFINITY,
     }
 }
 

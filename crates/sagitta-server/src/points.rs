@@ -24,7 +24,7 @@ use crate::collections::{blocking, collection, read, update_result, Path};
 use crate::error::{ApiError, ApiResult};
 use crate::mmr::Reranking;
 use crate::payload_key::{parse_key, set_payload_at};
-use crate::recommend::{ExampleScoring, Page, ScoreStrategy};
+use crate::recommend::{ExampleScoring, ExampleVector, Page, ScoreStrategy};
 use crate::response::ok;
 use crate::wire::{
     check_count, multi_vector, parse_filter, record_output, scored_output, unknown_vector_name,
@@ -288,7 +288,7 @@ pub(crate) enum SearchVector {
 
 /// A recommendation example.
 pub(crate) enum Example {
-    Vector(Vec<f32>),
+    Vector(ExampleVector),
     Point(PointId),
 }
 
@@ -299,19 +299,27 @@ fn examples(inputs: Vec<ExampleInput>, field: &str) -> ApiResult<Vec<Example>> {
         .into_iter()
         .enumerate()
         .map(|(index, ExampleInput(input))| match input {
-            QueryInput::Vector(vector) => Ok(Example::Vector(vector)),
+            QueryInput::Vector(vector) => Ok(Example::Vector(ExampleVector::Dense(vector))),
             QueryInput::Point(id) => Ok(Example::Point(id)),
+            QueryInput::Sparse(vector) => Ok(Example::Vector(ExampleVector::Side(
+                SideVector::Sparse(vector),
+            ))),
+            QueryInput::Multi(rows) => Ok(Example::Vector(ExampleVector::Side(SideVector::Multi(
+                multi_vector(&rows, &format!("{field}[{index}]"))?,
+            )))),
             QueryInput::Named(named) => {
                 let values = named.into_iter().map(|(_, vector)| vector).next();
                 match values {
-                    Some(crate::wire::NamedVector::Dense(vector)) => Ok(Example::Vector(vector)),
+                    Some(crate::wire::NamedVector::Dense(vector)) => {
+                        Ok(Example::Vector(ExampleVector::Dense(vector)))
+                    }
                     _ => Err(ApiError::bad_request(format!(
-                        "Wrong input: `{field}[{index}]`: a dense vector or a point id"
+                        "Wrong input: `{field}[{index}]`: a vector or a point id"
                     ))),
                 }
             }
             _ => Err(ApiError::bad_request(format!(
-                "Wrong input: `{field}[{index}]`: a dense vector or a point id"
+                "Wrong input: `{field}[{index}]`: a vector or a point id"
             ))),
         })
         .collect()

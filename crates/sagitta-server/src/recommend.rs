@@ -12,8 +12,21 @@
 //! Points are ranked by that score (ties by id); `offset`, `limit` and `score_threshold`
 //! (at least) apply. The scan reads every live point, so these strategies cost O(points)
 //! per query; the average-vector strategy uses the index.
+//!
+//! Sparse vectors and multivectors are recommended too. An example's score is then their
+//! raw similarity ([`crate::mmr::side_similarity`]: the sparse dot product, 0 without a
+//! shared index; max_sim of the example's rows). The average-vector strategy searches
+//! with the average of the positive sparse examples (2 × average − the negatives'
+//! average, index by index, with negatives), or with the positive multivectors' rows
+//! followed by the negatives' rows negated ([`side_average`]), as qdrant-client's local
+//! mode does.
 
-use sagitta_engine::{Collection, Distance, Filter, PointId, ScoredPoint};
+use std::collections::BTreeMap;
+
+use sagitta_engine::{
+    Collection, Distance, Filter, MultiVector, PointId, ScoredPoint, SideSpace, SideVector,
+    SparseVector,
+};
 
 use crate::error::{ApiError, ApiResult};
 
@@ -23,11 +36,25 @@ pub(crate) enum ScoreStrategy {
     SumScores,
 }
 
+/// One example of a recommendation: a dense vector, or a sparse vector or multivector.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum ExampleVector {
+    Dense(Vec<f32>),
+    Side(SideVector),
+}
+
 /// The examples of a scored recommendation, as vectors of the space searched.
 pub(crate) struct ExampleScoring {
     pub strategy: ScoreStrategy,
-    pub positive: Vec<Vec<f32>>,
-    pub negative: Vec<Vec<f32>>,
+    pub positive: Vec<ExampleVector>,
+    pub negative: Vec<ExampleVector>,
+}
+
+/// A point's vector in the space searched.
+#[derive(Clone, Copy)]
+enum Scored<'a> {
+    Dense(&'a [f32]),
+    Side(&'a SideVector),
 }
 
 /// What the scan returns: the page asked for.
@@ -55,12 +82,19 @@ fn normalized(vector: &[f32]) -> Vec<f32> {
         .collect()
 }
 
-/// An example's score for `vector`, higher is closer.
-fn core_score(distance: Distance, example: &[f32], vector: &[f32]) -> f32 {
+/// An example's score for `vector`, higher is closer (−∞ for vectors of other kinds).
+fn core_score(distance: Distance, example: &ExampleVector, vector: Scored<'_>) -> f32 {
     let kernels = sagitta_kernels::kernels();
-    match distance {
-        Distance::Euclid => -(kernels.l2_squared_f32)(example, vector),
-        Distance::Cosine | Distance::Dot => (kernels.dot_f32)(example, vector),
+    match (example, vector) {
+        (ExampleVector::Dense(example), Scored::Dense(vector)) => match distance {
+            Distance::Euclid => -(kernels.l2_squared_f32)(example, vector),
+            Distance::Cosine | Distance::Dot => (kernels.dot_f32)(example, vector),
+        },
+        #[allow(clippy::cast_possible_truncation)]
+        (ExampleVector::Side(example), Scored::Side(vector)) => {
+            crate::mmr::side_similarity(example, vector, distance) as f32
+        }
+        _ => f32::NEG_INFINITY,
     }
 }
 
@@ -72,8 +106,8 @@ fn scaled_sigmoid(x: f32) -> f32 {
 }
 
 impl ExampleScoring {
-    fn score(&self, distance: Distance, vector: &[f32]) -> f32 {
-        let scores = |examples: &[Vec<f32>]| -> Vec<f32> {
+    fn score(&self, distance: Distance, vector: Scored<'_>) -> f32 {
+        let scores = |examples: &[ExampleVector]| -> Vec<f32> {
             examples
                 .iter()
                 .map(|example| core_score(distance, example, vector))
@@ -100,12 +134,17 @@ impl ExampleScoring {
     /// The examples as the stored vectors they are scored against are: unit-length for
     /// Cosine.
     fn for_distance(&self, distance: Distance) -> ExampleScoring {
-        let prepare = |examples: &[Vec<f32>]| -> Vec<Vec<f32>> {
+        let prepare = |examples: &[ExampleVector]| -> Vec<ExampleVector> {
             examples
                 .iter()
-                .map(|example| match distance {
-                    Distance::Cosine => normalized(example),
-                    Distance::Dot | Distance::Euclid => example.clone(),
+                .map(|example| match (distance, example) {
+                    (Distance::Cosine, ExampleVector::Dense(example)) => {
+                        ExampleVector::Dense(normalized(example))
+                    }
+                    (Distance::Cosine, ExampleVector::Side(SideVector::Multi(multi))) => {
+                        ExampleVector::Side(SideVector::Multi(multi.clone().normalized()))
+                    }
+                    (_, example) => example.clone(),
                 })
                 .collect()
         };
@@ -117,24 +156,106 @@ impl ExampleScoring {
     }
 }
 
-/// The named vector `using` names (its number; `None` for a collection with one unnamed
-/// vector) and its distance.
-fn searched_space(
-    collection: &Collection,
-    using: Option<&str>,
-) -> ApiResult<(Option<usize>, Distance)> {
+/// Where the vector searched lies in a point.
+#[derive(Clone, Copy)]
+enum Slot {
+    /// The one unnamed vector: the whole stored vector.
+    Whole,
+    /// A dense named vector (its number).
+    Dense(usize),
+    /// A sparse vector or multivector (its side-space number).
+    Side(usize),
+}
+
+/// The vector `using` names and its distance (Dot for a sparse vector). An IDF sparse
+/// vector is refused: the scan scores raw weights.
+fn searched_space(collection: &Collection, using: Option<&str>) -> ApiResult<(Slot, Distance)> {
     let spaces = collection.spaces();
     if !spaces.is_named() {
-        return Ok((None, collection.config().distance));
+        return Ok((Slot::Whole, collection.config().distance));
     }
     let wanted = using.unwrap_or("");
+    if let Some(index) = spaces.index_of(wanted) {
+        let distance = spaces
+            .get(index)
+            .map_or(Distance::Dot, |space| space.distance);
+        return Ok((Slot::Dense(index), distance));
+    }
     let index = spaces
-        .index_of(wanted)
+        .side_index_of(wanted)
         .ok_or_else(|| crate::wire::unknown_vector_name("using", wanted))?;
-    let distance = spaces
-        .get(index)
-        .map_or(Distance::Dot, |space| space.distance);
-    Ok((Some(index), distance))
+    match &spaces.side()[index] {
+        SideSpace::Multi(space) => Ok((Slot::Side(index), space.distance)),
+        SideSpace::Sparse(space) if space.idf => Err(ApiError::bad_request(format!(
+            "Wrong input: `query.recommend.strategy`: `best_score` and `sum_scores` are not \
+             supported for the IDF sparse vector {wanted:?}; use the average-vector strategy"
+        ))),
+        SideSpace::Sparse(_) => Ok((Slot::Side(index), Distance::Dot)),
+    }
+}
+
+/// The average-vector strategy's query for sparse or multi examples (see the module).
+pub(crate) fn side_average(
+    positive: &[SideVector],
+    negative: &[SideVector],
+    field: &str,
+) -> ApiResult<SideVector> {
+    let refused = |reason: &str| {
+        ApiError::bad_request(format!("Wrong input: `{field}query.recommend`: {reason}"))
+    };
+    let mut sparse: Vec<&SparseVector> = Vec::new();
+    let mut rows: Vec<Vec<f32>> = Vec::new();
+    for (example, sign) in positive
+        .iter()
+        .map(|e| (e, 1.0))
+        .chain(negative.iter().map(|e| (e, -1.0)))
+    {
+        match example {
+            SideVector::Sparse(vector) if sign > 0.0 => sparse.push(vector),
+            SideVector::Sparse(_) => {}
+            SideVector::Multi(multi) => rows.extend(
+                multi
+                    .rows()
+                    .map(|row| row.iter().map(|v| v * sign).collect()),
+            ),
+        }
+    }
+    if positive.is_empty() {
+        return Err(refused(
+            "the average-vector strategy needs a positive example",
+        ));
+    }
+    if !rows.is_empty() {
+        return MultiVector::new(&rows)
+            .map(SideVector::Multi)
+            .map_err(|reason| refused(&reason));
+    }
+    let average = |vectors: &[&SparseVector]| {
+        let mut sums: BTreeMap<u32, f64> = BTreeMap::new();
+        for vector in vectors {
+            for (index, value) in vector.indices().iter().zip(vector.values()) {
+                *sums.entry(*index).or_default() += f64::from(*value);
+            }
+        }
+        #[allow(clippy::cast_precision_loss)]
+        let count = vectors.len().max(1) as f64;
+        sums.into_iter()
+            .map(|(index, sum)| (index, sum / count))
+            .collect::<BTreeMap<u32, f64>>()
+    };
+    let mut query = average(&sparse);
+    let negative: Vec<&SparseVector> = negative.iter().filter_map(SideVector::as_sparse).collect();
+    if !negative.is_empty() {
+        query.values_mut().for_each(|value| *value *= 2.0);
+        for (index, value) in average(&negative) {
+            *query.entry(index).or_default() -= value;
+        }
+    }
+    #[allow(clippy::cast_possible_truncation)]
+    let (indices, values) = query.into_iter().map(|(i, v)| (i, v as f32)).unzip();
+    SparseVector::new(indices, values)
+        .map(SideVector::Sparse)
+        .map_err(|reason| refused(&reason))
 }
 
 /// The page of points ranked by `scoring` (see the module).
@@ -153,11 +274,15 @@ pub(crate) fn scan(
     let mut scored: Vec<(f32, PointId, usize)> = Vec::new();
     for (at, point) in points.iter().enumerate() {
         let vector = match slice {
-            Some(index) => match spaces.part(index, &point.vector) {
-                Some(part) => part,
+            Slot::Whole => Scored::Dense(point.vector.as_slice()),
+            Slot::Dense(index) => match spaces.part(index, &point.vector) {
+                Some(part) => Scored::Dense(part),
                 None => continue,
             },
-            None => point.vector.as_slice(),
+            Slot::Side(index) => match point.side.get(index).and_then(Option::as_ref) {
+                Some(vector) => Scored::Side(vector),
+                None => continue,
+            },
         };
         if let Some(filter) = page.filter {
             let payload = point
@@ -201,27 +326,62 @@ mod tests {
 
     #[test]
     fn best_score_prefers_the_closer_side_and_sum_scores_subtracts() {
+        let dense = |values: &[f32]| ExampleVector::Dense(values.to_vec());
         let scoring = ExampleScoring {
             strategy: ScoreStrategy::BestScore,
-            positive: vec![vec![1.0, 0.0]],
-            negative: vec![vec![0.0, 1.0]],
+            positive: vec![dense(&[1.0, 0.0])],
+            negative: vec![dense(&[0.0, 1.0])],
         };
         // closer to the positive: s(1) = 0.75
-        assert!((scoring.score(Distance::Dot, &[1.0, 0.0]) - 0.75).abs() < 1e-6);
+        let score = |scoring: &ExampleScoring, distance, vector: &[f32]| {
+            scoring.score(distance, Scored::Dense(vector))
+        };
+        assert!((score(&scoring, Distance::Dot, &[1.0, 0.0]) - 0.75).abs() < 1e-6);
         // closer to the negative: −s(2) = −5/6
-        assert!((scoring.score(Distance::Dot, &[0.0, 2.0]) + 5.0 / 6.0).abs() < 1e-6);
+        assert!((score(&scoring, Distance::Dot, &[0.0, 2.0]) + 5.0 / 6.0).abs() < 1e-6);
         let sum = ExampleScoring {
             strategy: ScoreStrategy::SumScores,
             ..scoring
         };
-        assert!((sum.score(Distance::Dot, &[3.0, 1.0]) - 2.0).abs() < 1e-6);
+        assert!((score(&sum, Distance::Dot, &[3.0, 1.0]) - 2.0).abs() < 1e-6);
         // Euclid: minus the squared distance
-        assert!((sum.score(Distance::Euclid, &[1.0, 0.0]) - 2.0).abs() < 1e-6);
+        assert!((score(&sum, Distance::Euclid, &[1.0, 0.0]) - 2.0).abs() < 1e-6);
         let only_negative = ExampleScoring {
             strategy: ScoreStrategy::BestScore,
             positive: vec![],
-            negative: vec![vec![1.0, 0.0]],
+            negative: vec![dense(&[1.0, 0.0])],
         };
-        assert!(only_negative.score(Distance::Dot, &[1.0, 0.0]) < 0.0);
+        assert!(score(&only_negative, Distance::Dot, &[1.0, 0.0]) < 0.0);
+    }
+
+    #[test]
+    fn side_examples_average_as_local_mode_does() {
+        let sparse = |indices: Vec<u32>, values: Vec<f32>| {
+            SideVector::Sparse(SparseVector::new(indices, values).unwrap())
+        };
+        let positive = vec![
+            sparse(vec![1, 2], vec![1.0, 2.0]),
+            sparse(vec![2], vec![4.0]),
+        ];
+        let negative = vec![sparse(vec![2, 5], vec![1.0, 6.0])];
+        // average of the positives: {1: 0.5, 2: 3}; then 2·p − n: {1: 1, 2: 5, 5: −6}
+        let query = side_average(&positive, &negative, "").unwrap();
+        assert_eq!(query, sparse(vec![1, 2, 5], vec![1.0, 5.0, -6.0]));
+        let multi = |rows: &[Vec<f32>]| SideVector::Multi(MultiVector::new(rows).unwrap());
+        let query = side_average(
+            &[multi(&[vec![1.0, 2.0]])],
+            &[multi(&[vec![3.0, -1.0]])],
+            "",
+        );
+        assert_eq!(query.unwrap(), multi(&[vec![1.0, 2.0], vec![-3.0, 1.0]]));
+        assert!(side_average(&[], &[multi(&[vec![1.0, 0.0]])], "").is_err());
+        // raw sparse similarity: no shared index scores 0, not −∞
+        let scoring = ExampleScoring {
+            strategy: ScoreStrategy::SumScores,
+            positive: vec![ExampleVector::Side(sparse(vec![1], vec![2.0]))],
+            negative: vec![],
+        };
+        let point = sparse(vec![9], vec![1.0]);
+        assert_eq!(scoring.score(Distance::Dot, Scored::Side(&point)), 0.0);
     }
 }

@@ -9,7 +9,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::points::{
     mean, without_point, without_points, Example, QueryTarget, Search, SearchVector,
 };
-use crate::recommend::ExampleScoring;
+use crate::recommend::{side_average, ExampleScoring, ExampleVector};
 use crate::wire::{unknown_vector_name, DEFAULT_VECTOR_NAME};
 
 impl QueryTarget<'_> {
@@ -43,37 +43,71 @@ impl QueryTarget<'_> {
                 field,
             } => {
                 let from = (lookup_from.as_deref(), field.as_str());
-                let positive = self.example_vectors(positive, from, &mut search)?;
-                let negative = self.example_vectors(negative, from, &mut search)?;
-                let dims = positive.iter().chain(&negative).map(Vec::len);
-                if dims.clone().min() != dims.max() {
-                    return Err(ApiError::bad_request(format!(
-                        "Wrong input: `{field}query.recommend`: examples of different dimensions"
-                    )));
-                }
-                if let Some(strategy) = strategy {
-                    search.scoring = Some(ExampleScoring {
-                        strategy,
-                        positive,
-                        negative,
-                    });
-                    return Ok((Vec::new(), search));
-                }
-                let positive = mean(&positive);
-                #[allow(clippy::cast_possible_truncation)]
-                let vector = if negative.is_empty() {
-                    positive.iter().map(|p| *p as f32).collect()
-                } else {
-                    let negative = mean(&negative);
-                    positive
-                        .iter()
-                        .zip(&negative)
-                        .map(|(p, n)| (2.0 * p - n) as f32)
-                        .collect()
-                };
-                Ok((vector, search))
+                self.recommend((positive, negative), strategy, from, search)
             }
         }
+    }
+
+    /// `recommend`'s query: with a scoring strategy, a scan scoring every point against
+    /// the examples ([`crate::recommend`]); else a search for the examples' average
+    /// (dense: 2 × mean of positives − mean of negatives; sparse or multi:
+    /// [`side_average`]).
+    fn recommend(
+        &self,
+        (positive, negative): (Vec<Example>, Vec<Example>),
+        strategy: Option<crate::recommend::ScoreStrategy>,
+        from: (Option<&str>, &str),
+        mut search: Search,
+    ) -> ApiResult<(Vec<f32>, Search)> {
+        let field = from.1;
+        let positive = self.example_vectors(positive, from, &mut search)?;
+        let negative = self.example_vectors(negative, from, &mut search)?;
+        let dims = positive
+            .iter()
+            .chain(&negative)
+            .filter_map(|example| match example {
+                ExampleVector::Dense(vector) => Some(vector.len()),
+                ExampleVector::Side(_) => None,
+            });
+        if dims.clone().min() != dims.max() {
+            return Err(ApiError::bad_request(format!(
+                "Wrong input: `{field}query.recommend`: examples of different dimensions"
+            )));
+        }
+        if let Some(strategy) = strategy {
+            search.scoring = Some(ExampleScoring {
+                strategy,
+                positive,
+                negative,
+            });
+            return Ok((Vec::new(), search));
+        }
+        let side = |example: &ExampleVector| matches!(example, ExampleVector::Side(_));
+        let examples = || positive.iter().chain(&negative);
+        if examples().any(side) {
+            if !examples().all(side) {
+                return Err(ApiError::bad_request(format!(
+                    "Wrong input: `{field}query.recommend`: examples of different kinds"
+                )));
+            }
+            let (positive, negative) = (side_vectors(positive), side_vectors(negative));
+            search.side = Some(side_average(&positive, &negative, field)?);
+            return Ok((Vec::new(), search));
+        }
+        let (positive, negative) = (dense_vectors(positive), dense_vectors(negative));
+        let positive = mean(&positive);
+        #[allow(clippy::cast_possible_truncation)]
+        let vector = if negative.is_empty() {
+            positive.iter().map(|p| *p as f32).collect()
+        } else {
+            let negative = mean(&negative);
+            positive
+                .iter()
+                .zip(&negative)
+                .map(|(p, n)| (2.0 * p - n) as f32)
+                .collect()
+        };
+        Ok((vector, search))
     }
 
     /// A query by point `id` (read from `lookup_from`'s collection, else this one): the
@@ -107,7 +141,7 @@ impl QueryTarget<'_> {
         examples: Vec<Example>,
         (lookup_from, field): (Option<&str>, &str),
         search: &mut Search,
-    ) -> ApiResult<Vec<Vec<f32>>> {
+    ) -> ApiResult<Vec<ExampleVector>> {
         let mut mentioned = Vec::new();
         let vectors = examples
             .into_iter()
@@ -119,13 +153,10 @@ impl QueryTarget<'_> {
                     if same {
                         mentioned.push(id);
                     }
-                    match vector {
-                        Looked::Dense(vector) => Ok(vector),
-                        Looked::Side(_) => Err(ApiError::bad_request(format!(
-                            "Wrong input: `{field}query.recommend`: recommendations by sparse \
-                             vectors or multivectors are not supported"
-                        ))),
-                    }
+                    Ok(match vector {
+                        Looked::Dense(vector) => ExampleVector::Dense(vector),
+                        Looked::Side(vector) => ExampleVector::Side(vector),
+                    })
                 }
             })
             .collect::<ApiResult<Vec<_>>>()?;
@@ -192,6 +223,24 @@ impl QueryTarget<'_> {
             .ok_or_else(lacking)?;
         Ok((Looked::Dense(part), same))
     }
+}
+
+/// The dense examples' vectors.
+fn dense_vectors(examples: Vec<ExampleVector>) -> Vec<Vec<f32>> {
+    let dense = examples.into_iter().filter_map(|example| match example {
+        ExampleVector::Dense(vector) => Some(vector),
+        ExampleVector::Side(_) => None,
+    });
+    dense.collect()
+}
+
+/// The sparse or multi examples' vectors.
+fn side_vectors(examples: Vec<ExampleVector>) -> Vec<SideVector> {
+    let side = examples.into_iter().filter_map(|example| match example {
+        ExampleVector::Side(vector) => Some(vector),
+        ExampleVector::Dense(_) => None,
+    });
+    side.collect()
 }
 
 /// A stored point's vector read for a query: dense, or a sparse or multi vector.
