@@ -63,7 +63,8 @@ fn to_python_error(error: EngineError) -> PyErr {
         | EngineError::InvalidFilter { .. }
         | EngineError::InvalidPayloadIndex { .. }
         | EngineError::NameInUse { .. }
-        | EngineError::InvalidVectors { .. } => InvalidParameterError::new_err(message),
+        | EngineError::InvalidVectors { .. }
+        | EngineError::InvalidSettings { .. } => InvalidParameterError::new_err(message),
         EngineError::CollectionExists { .. } => CollectionExistsError::new_err(message),
         EngineError::CollectionNotFound { .. } | EngineError::AliasNotFound { .. } => {
             CollectionNotFoundError::new_err(message)

@@ -65,6 +65,9 @@ pub enum EngineError {
     /// A collection's named vectors, or a point's or query's use of them.
     #[error("{reason}")]
     InvalidVectors { reason: String },
+    /// A collection settings document that is not a JSON object, or too large.
+    #[error("{reason}")]
+    InvalidSettings { reason: String },
     #[error("collection data is corrupt: {reason}")]
     Corrupt { reason: String },
     #[error("{operation} cancelled before it finished; nothing was published")]

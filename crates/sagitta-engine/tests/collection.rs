@@ -534,3 +534,27 @@ fn scores_are_finite_up_to_the_norm_limit() {
         }
     }
 }
+
+#[test]
+fn the_settings_document_is_kept_with_the_manifest_across_restarts_and_index_changes() {
+    let fs = SimFileSystem::new();
+    let directory = Path::new("/db/settings");
+    let collection = Collection::create(&fs, directory, config(Distance::Dot, 1)).unwrap();
+    assert_eq!(collection.settings(), "");
+    let settings = r#"{"metadata":{"owner":"team"}}"#;
+    collection.set_settings(&fs, settings).unwrap();
+    // a payload index republishes the manifest: the settings stay in it
+    collection
+        .create_payload_index(&fs, "kind", sagitta_engine::FieldType::Keyword)
+        .unwrap();
+    for bad in ["[1]", "{\"a\":", &"x".repeat(70_000)] {
+        let error = collection.set_settings(&fs, bad).unwrap_err().to_string();
+        assert!(error.contains("settings"), "{bad}: {error}");
+    }
+    drop(collection);
+    let reopened = Collection::open(&fs, directory).unwrap();
+    assert_eq!(reopened.settings(), settings);
+    reopened.set_settings(&fs, "").unwrap();
+    drop(reopened);
+    assert_eq!(Collection::open(&fs, directory).unwrap().settings(), "");
+}

@@ -73,7 +73,8 @@ impl ApiError {
             | EngineError::InvalidCollectionName { .. }
             | EngineError::InvalidPayloadIndex { .. }
             | EngineError::NameInUse { .. }
-            | EngineError::InvalidVectors { .. } => {
+            | EngineError::InvalidVectors { .. }
+            | EngineError::InvalidSettings { .. } => {
                 ApiError::bad_request(format!("Wrong input: {error}"))
             }
             EngineError::AliasNotFound { alias } => {

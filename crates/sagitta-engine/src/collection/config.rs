@@ -28,7 +28,9 @@ pub const MAX_PAYLOAD_BYTES: usize = 1 << 20;
 /// Largest `limit` (k) of a search.
 pub const MAX_LIMIT: usize = 10_000;
 
-const CONFIG_VERSION: u8 = 8;
+const CONFIG_VERSION: u8 = 9;
+/// The version before the collection's settings document was recorded (read as none).
+const CONFIG_VERSION_NO_SETTINGS: u8 = 8;
 /// The version before sparse vectors were recorded (read as none).
 const CONFIG_VERSION_DENSE_ONLY: u8 = 7;
 /// The version before named vectors were recorded (read as none: one unnamed vector).
@@ -295,9 +297,19 @@ impl CollectionConfig {
         self.encode_with(schema, &VectorSpaces::default())
     }
 
-    /// The collection manifest: configuration, payload schema and named vectors
-    /// (docs/format.md).
+    /// The collection manifest without a settings document ([`CollectionConfig::encode_all`]).
     pub(super) fn encode_with(&self, schema: &PayloadSchema, spaces: &VectorSpaces) -> Vec<u8> {
+        self.encode_all(schema, spaces, "")
+    }
+
+    /// The collection manifest: configuration, payload schema, named vectors and the
+    /// settings document (docs/format.md).
+    pub(super) fn encode_all(
+        &self,
+        schema: &PayloadSchema,
+        spaces: &VectorSpaces,
+        settings: &str,
+    ) -> Vec<u8> {
         let mut out = Writer::new();
         out.u8(CONFIG_VERSION)
             .u8(self.distance.code())
@@ -313,6 +325,7 @@ impl CollectionConfig {
             out.u8(kind.code()).str_u16(field, "bounded field name");
         }
         spaces.encode_into(&mut out);
+        out.str_u32(settings, "bounded settings");
         out.into_bytes()
     }
 
@@ -321,14 +334,12 @@ impl CollectionConfig {
     pub(super) fn try_decode(
         bytes: &[u8],
     ) -> Result<(CollectionConfig, PayloadSchema), DecodeError> {
-        CollectionConfig::try_decode_with(bytes).map(|(config, schema, _)| (config, schema))
+        CollectionConfig::try_decode_with(bytes).map(|(config, schema, ..)| (config, schema))
     }
 
     /// Decodes a collection manifest, which must take every byte; a malformed one is an
     /// error naming the byte offset and the field.
-    pub(super) fn try_decode_with(
-        bytes: &[u8],
-    ) -> Result<(CollectionConfig, PayloadSchema, VectorSpaces), DecodeError> {
+    pub(super) fn try_decode_with(bytes: &[u8]) -> Result<Decoded, DecodeError> {
         let mut reader = Reader::new(bytes);
         let version = reader.version_u8_of(
             "config_version",
@@ -340,6 +351,7 @@ impl CollectionConfig {
                 CONFIG_VERSION_VECTORS_IN_RAM,
                 CONFIG_VERSION_UNNAMED,
                 CONFIG_VERSION_DENSE_ONLY,
+                CONFIG_VERSION_NO_SETTINGS,
                 CONFIG_VERSION,
             ],
         )?;
@@ -383,8 +395,8 @@ impl CollectionConfig {
         }
         let spaces = if version >= CONFIG_VERSION_DENSE_ONLY {
             let at = reader.offset();
-            let spaces =
-                VectorSpaces::decode(&mut reader, MAX_DIMENSION, version >= CONFIG_VERSION)?;
+            let with_sparse = version >= CONFIG_VERSION_NO_SETTINGS;
+            let spaces = VectorSpaces::decode(&mut reader, MAX_DIMENSION, with_sparse)?;
             config
                 .check_spaces(&spaces)
                 .map_err(|error| Reader::invalid_at(at, "named vectors", error.to_string()))?;
@@ -392,9 +404,41 @@ impl CollectionConfig {
         } else {
             VectorSpaces::default()
         };
+        let settings = if version >= CONFIG_VERSION {
+            let at = reader.offset();
+            let text = reader.str_u32("settings")?.to_string();
+            check_settings(&text)
+                .map_err(|error| Reader::invalid_at(at, "settings", error.to_string()))?;
+            text
+        } else {
+            String::new()
+        };
         reader.expect_end("end of collection config")?;
-        Ok((config, schema, spaces))
+        Ok((config, schema, spaces, settings))
     }
+}
+
+/// A decoded collection manifest: configuration, payload schema, named vectors and the
+/// settings document.
+pub(super) type Decoded = (CollectionConfig, PayloadSchema, VectorSpaces, String);
+
+/// Largest settings document, in bytes.
+pub const MAX_SETTINGS_BYTES: usize = 64 << 10;
+
+/// A settings document is empty (none) or a JSON object of at most
+/// [`MAX_SETTINGS_BYTES`].
+pub(crate) fn check_settings(text: &str) -> Result<()> {
+    let invalid = |reason: String| EngineError::InvalidSettings { reason };
+    if text.len() > MAX_SETTINGS_BYTES {
+        return Err(invalid(format!(
+            "collection settings of {} bytes, over the limit of {MAX_SETTINGS_BYTES}",
+            text.len()
+        )));
+    }
+    if !text.is_empty() && !matches!(serde_json::from_str(text), Ok(serde_json::Value::Object(_))) {
+        return Err(invalid("collection settings must be a JSON object".to_string()));
+    }
+    Ok(())
 }
 
 /// Checks a point's side vectors against the collection's side spaces: at most one per
@@ -565,13 +609,32 @@ mod tests {
         expected.extend_from_slice(&[0, 0, 0, 0]); // no named vectors
         expected.extend_from_slice(&[0, 0, 0, 0]); // no sparse vectors
         expected.push(0); // one unnamed vector, not a map
+        expected.extend_from_slice(&[0, 0, 0, 0]); // no settings document
         assert_eq!(bytes, expected);
         assert_eq!(
             CollectionConfig::try_decode(&bytes).ok(),
             Some((config, schema.clone()))
         );
+        // with a settings document, which must be a JSON object
+        let settings = r#"{"metadata":{"owner":"x"}}"#;
+        let with_settings = config.encode_all(&schema, &VectorSpaces::default(), settings);
+        let decoded = CollectionConfig::try_decode_with(&with_settings).unwrap();
+        assert_eq!(decoded.3, settings);
+        let mut not_object = with_settings.clone();
+        let at = not_object.len() - settings.len();
+        not_object[at] = b'[';
+        let error = CollectionConfig::try_decode_with(&not_object).unwrap_err().to_string();
+        assert!(error.contains("settings"), "{error}");
+        // a version 8 manifest (before the settings document was recorded): none
+        let mut eight = expected.clone();
+        eight[0] = CONFIG_VERSION_NO_SETTINGS;
+        eight.truncate(eight.len() - 4);
+        assert_eq!(
+            CollectionConfig::try_decode(&eight).ok(),
+            Some((config, schema.clone()))
+        );
         // a version 7 manifest (before sparse vectors were recorded): none
-        let mut seven = expected.clone();
+        let mut seven = eight.clone();
         seven[0] = CONFIG_VERSION_DENSE_ONLY;
         seven.truncate(seven.len() - 5);
         assert_eq!(
@@ -656,7 +719,7 @@ mod tests {
         let bytes = config.encode(&schema);
         let message = |bytes: &[u8]| CollectionConfig::try_decode(bytes).unwrap_err().to_string();
         assert_eq!(
-            message(&bytes[..bytes.len() - 10]),
+            message(&bytes[..bytes.len() - 14]),
             "at byte 28: field name: truncated (needs 4 bytes, 3 remain)"
         );
         let mut no_dim = bytes.clone();
@@ -714,7 +777,7 @@ mod tests {
         let bytes = named.encode_with(&schema, &spaces);
         assert_eq!(
             CollectionConfig::try_decode_with(&bytes).ok(),
-            Some((named, schema.clone(), spaces.clone()))
+            Some((named, schema.clone(), spaces.clone(), String::new()))
         );
         let wider = CollectionConfig { dim: 4, ..named };
         assert!(message(&wider.encode_with(&schema, &spaces))
@@ -727,7 +790,8 @@ mod tests {
                 "at byte 0: config_version: collection config version 99; this build reads \
                  {CONFIG_VERSION_HNSW_ONLY} and {CONFIG_VERSION_FLOAT32} and \
                  {CONFIG_VERSION_FIXED_PARTITIONS} and {CONFIG_VERSION_VECTORS_IN_RAM} and \
-                 {CONFIG_VERSION_UNNAMED} and {CONFIG_VERSION_DENSE_ONLY} and {CONFIG_VERSION}"
+                 {CONFIG_VERSION_UNNAMED} and {CONFIG_VERSION_DENSE_ONLY} and \
+                 {CONFIG_VERSION_NO_SETTINGS} and {CONFIG_VERSION}"
             )
         );
     }
@@ -760,7 +824,7 @@ mod tests {
         let one = PayloadSchema::from([("kind".to_string(), FieldType::Keyword)]);
         let mut twice = config.encode(&one);
         twice[21..25].copy_from_slice(&2u32.to_le_bytes());
-        let no_spaces = twice.split_off(twice.len() - 9);
+        let no_spaces = twice.split_off(twice.len() - 13);
         twice.extend_from_slice(&[1, 4, 0, b'k', b'i', b'n', b'd']);
         twice.extend_from_slice(&no_spaces);
         assert_eq!(message(&twice), "at byte 33: field name: \"kind\" twice");

@@ -312,7 +312,7 @@ impl Collection {
             Collection::assemble(
                 config,
                 Arc::new(VectorSpaces::default()),
-                schema,
+                (schema, String::new()),
                 shards,
                 directory,
             ),

@@ -45,8 +45,11 @@ pub struct Collection {
     config: CollectionConfig,
     /// Named vectors (none: one unnamed vector of the configured dimension).
     spaces: Arc<VectorSpaces>,
-    /// Indexed payload fields; the lock also serializes their changes.
+    /// Indexed payload fields; the lock also serializes every change of the manifest.
     schema: Mutex<PayloadSchema>,
+    /// The settings document the manifest records for the application (the server keeps
+    /// Qdrant's collection `metadata` and `strict_mode_config` there); empty: none.
+    settings: RwLock<String>,
     shards: Vec<Shard>,
     directory: PathBuf,
     policy: RwLock<OptimizerPolicy>,
@@ -161,7 +164,7 @@ impl Collection {
     fn assemble(
         config: CollectionConfig,
         spaces: Arc<VectorSpaces>,
-        schema: PayloadSchema,
+        (schema, settings): (PayloadSchema, String),
         shards: Vec<Shard>,
         directory: &Path,
     ) -> Collection {
@@ -169,6 +172,7 @@ impl Collection {
             config,
             spaces,
             schema: Mutex::new(schema),
+            settings: RwLock::new(settings),
             shards,
             directory: directory.to_path_buf(),
             policy: RwLock::new(OptimizerPolicy::default()),
@@ -224,7 +228,11 @@ impl Collection {
         let shards = open_shards(fs, directory, &config, &spaces, &schema, stripe_roots)?;
         manifest::publish(fs, directory, &config.encode_with(&schema, &spaces))?;
         Ok(Collection::assemble(
-            config, spaces, schema, shards, directory,
+            config,
+            spaces,
+            (schema, String::new()),
+            shards,
+            directory,
         ))
     }
 
@@ -246,7 +254,7 @@ impl Collection {
             manifest::load(fs, directory)?.ok_or_else(|| EngineError::CollectionNotFound {
                 path: directory.display().to_string(),
             })?;
-        let (config, schema, spaces) =
+        let (config, schema, spaces, settings) =
             CollectionConfig::try_decode_with(&bytes).map_err(|error| EngineError::Corrupt {
                 reason: format!(
                     "{}: collection configuration does not decode: {error}",
@@ -256,8 +264,28 @@ impl Collection {
         let spaces = Arc::new(spaces);
         let shards = open_shards(fs, directory, &config, &spaces, &schema, stripe_roots)?;
         Ok(Collection::assemble(
-            config, spaces, schema, shards, directory,
+            config,
+            spaces,
+            (schema, settings),
+            shards,
+            directory,
         ))
+    }
+
+    /// The settings document (a JSON object's text; empty when none was set).
+    pub fn settings(&self) -> String {
+        self.settings.read().clone()
+    }
+
+    /// Replaces the settings document with `text` (a JSON object, or empty for none),
+    /// recorded in the collection manifest durably before returning.
+    pub fn set_settings(&self, fs: &dyn FileSystem, text: &str) -> Result<()> {
+        config::check_settings(text)?;
+        let schema = self.schema.lock();
+        let encoded = self.config.encode_all(&schema, &self.spaces, text);
+        manifest::publish(fs, &self.directory, &encoded)?;
+        *self.settings.write() = text.to_string();
+        Ok(())
     }
 
     /// Removes the files of the collection in `directory`: the manifest first (so a crash
@@ -338,7 +366,7 @@ impl Collection {
         }
         let mut next = schema.clone();
         next.insert(field.to_string(), kind);
-        let encoded = self.config.encode_with(&next, &self.spaces);
+        let encoded = self.config.encode_all(&next, &self.spaces, &self.settings.read());
         manifest::publish(fs, &self.directory, &encoded)?;
         *schema = next;
         self.shards
@@ -355,7 +383,7 @@ impl Collection {
         }
         let mut next = schema.clone();
         next.remove(field);
-        let encoded = self.config.encode_with(&next, &self.spaces);
+        let encoded = self.config.encode_all(&next, &self.spaces, &self.settings.read());
         manifest::publish(fs, &self.directory, &encoded)?;
         *schema = next;
         self.shards
