@@ -17,6 +17,7 @@ use serde_json::{json, Map, Value};
 use crate::body::{wait_flag, JsonBody};
 use crate::error::{ApiError, ApiResult};
 use crate::response::ok;
+use crate::settings::Settings;
 use crate::wire::config::{
     CreateCollectionRequest, CreateIndexRequest, FieldSchemaInput, OptimizationThreads,
     UpdateCollectionRequest,
@@ -135,6 +136,8 @@ pub async fn create(
 ) -> ApiResult<Response> {
     let started = Instant::now();
     let optimizers = request.optimizers_config.clone().unwrap_or_default();
+    let settings =
+        Settings::default().updated(request.metadata.clone(), request.strict_mode_config);
     let checked = request.checked(MAX_SHARDS)?;
     let mut config = CollectionConfig {
         dim: checked.dim,
@@ -149,12 +152,15 @@ pub async fn create(
     let database = Arc::clone(&state.database);
     let created_name = name.clone();
     blocking(move || {
-        database
+        let created = database
             .create_collection_with_spaces(&created_name, config, spaces)
-            .map(|_| ())
-            .map_err(|error| ApiError::from_engine(error, &created_name))
+            .map_err(|error| ApiError::from_engine(error, &created_name))?;
+        // a second publication of the manifest: a crash in between leaves the collection
+        // without its settings (the create was not acknowledged)
+        settings.store(&created, database.file_system(), &created_name)
     })
     .await?;
+    state.rate_limits.forget(&name);
     let mut echoed = state.echoed.lock();
     let entry = echoed.entry(name).or_default();
     entry.max_optimization_threads = optimizers
@@ -177,7 +183,19 @@ pub async fn update(
     let target = collection(&state, &name)?;
     // an alias's settings are its collection's
     let name = state.database.resolve(&name).unwrap_or(name);
-    if let Some(optimizers) = request.checked(target.spaces())? {
+    let (metadata, strict) = (request.metadata.clone(), request.strict_mode_config);
+    let optimizers = request.checked(target.spaces())?;
+    if metadata.is_some() || strict.is_some() {
+        let database = Arc::clone(&state.database);
+        let (stored, stored_name) = (Arc::clone(&target), name.clone());
+        blocking(move || {
+            let settings = Settings::of(&stored).updated(metadata, strict);
+            settings.store(&stored, database.file_system(), &stored_name)
+        })
+        .await?;
+        state.rate_limits.forget(&name);
+    }
+    if let Some(optimizers) = optimizers {
         let mut echoed = state.echoed.lock();
         let entry = echoed.entry(name).or_default();
         if let Some(threads) = optimizers.max_optimization_threads {
@@ -205,6 +223,7 @@ pub async fn drop(
     })
     .await?;
     state.echoed.lock().remove(&name);
+    state.rate_limits.forget(&name);
     Ok(ok(dropped, started))
 }
 
@@ -224,6 +243,7 @@ fn collection_info(collection: &Collection, echoed: &crate::EchoedSettings) -> V
     let status = collection.status();
     let config = collection.config();
     let policy = collection.policy();
+    let settings = Settings::of(collection);
     let health = status.health.name();
     // A shard that refuses writes is the reason a collection is red: Qdrant clients read
     // the reason of a red collection from optimizer_status.error.
@@ -274,6 +294,8 @@ fn collection_info(collection: &Collection, echoed: &crate::EchoedSettings) -> V
             },
             "wal_config": {"wal_capacity_mb": 32, "wal_segments_ahead": 0},
             "quantization_config": {"scalar": {"type": "int8", "always_ram": true}},
+            "metadata": settings.metadata,
+            "strict_mode_config": settings.strict_mode_config,
             "sagitta": {
                 "segment_kind": config.storage.segment_kind.name(),
                 "page_cache_mb": config.storage.page_cache_mb,

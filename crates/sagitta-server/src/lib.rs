@@ -36,6 +36,7 @@ mod points;
 mod prefetch;
 mod recommend;
 pub mod response;
+mod settings;
 mod target;
 mod vectors;
 pub mod wire;
@@ -86,6 +87,8 @@ pub struct AppState {
     pub read_slots: Arc<Semaphore>,
     operation_counter: AtomicU64,
     pub echoed: Mutex<HashMap<String, EchoedSettings>>,
+    /// Strict mode's read and write rate buckets, per collection.
+    pub(crate) rate_limits: settings::RateLimits,
     pub started: Instant,
 }
 
@@ -106,6 +109,7 @@ impl AppState {
             metrics: metrics::Metrics::default(),
             operation_counter: AtomicU64::new(0),
             echoed: Mutex::new(HashMap::new()),
+            rate_limits: settings::RateLimits::default(),
             started: Instant::now(),
         }
     }

@@ -102,6 +102,7 @@ pub async fn upsert(
     let mode = request.update_mode.unwrap_or_default();
     let update_filter = parse_filter(request.update_filter.take().as_ref(), "update_filter")?;
     let points = request.into_points(state.config.max_batch_points, target.spaces())?;
+    crate::settings::admit_upsert(&state, &target, &name, points.len())?;
     let slot = write_slot(&state)?;
     let count = blocking(move || {
         let _slot = slot;
@@ -595,6 +596,15 @@ async fn answer_searches<R: SearchBody>(
             request.prepare(&field, target.spaces())
         })
         .collect::<ApiResult<Vec<_>>>()?;
+    let asked: Vec<(usize, Option<usize>, bool)> = prepared
+        .iter()
+        .map(|(_, search)| match search.strategy {
+            Strategy::Beam(ef) => (search.limit, Some(ef), false),
+            Strategy::Exact => (search.limit, None, true),
+            Strategy::Auto => (search.limit, None, false),
+        })
+        .collect();
+    crate::settings::admit_reads(state, &target, &name, &asked)?;
     let database = Arc::clone(&state.database);
     let mut results = read(state, move || {
         let on = QueryTarget {
@@ -782,6 +792,7 @@ pub async fn scroll(
     let target = collection(&state, &name)?;
     let filter = parse_filter(request.filter.as_ref(), "filter")?;
     let limit = checked_limit(request.limit, "")?;
+    crate::settings::admit_reads(&state, &target, &name, &[(limit, None, false)])?;
     let with_payload = request.with_payload.unwrap_or(WithPayload::Flag(true));
     let with_vector = WithVector::pick(request.with_vector.as_ref(), target.spaces())?;
     let offset = request.offset.map(|id| id.0);

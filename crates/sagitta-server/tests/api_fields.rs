@@ -180,8 +180,8 @@ async fn errors_are_enveloped_and_name_the_field() {
     assert_eq!(exists["exists"], false);
 }
 
-/// `update_mode`, `update_filter` and `lookup_from` are honoured as in Qdrant;
-/// `metadata` and `strict_mode_config` are refused unless null.
+/// `update_mode`, `update_filter` and `lookup_from` are honoured as in Qdrant; bad
+/// `metadata` and `strict_mode_config` are refused naming the field.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conditional_upserts_and_lookup_from_are_honoured() {
     let server = server();
@@ -379,7 +379,8 @@ async fn conditional_upserts_and_lookup_from_are_honoured() {
             assert!(message.contains(word), "{word:?} not in {message:?}");
         }
     }
-    // metadata and strict_mode_config: null is accepted, anything else refused.
+    // metadata and strict_mode_config: null is accepted; bad ones are refused naming
+    // the field, and nothing is created
     server
         .ok(
             "PUT",
@@ -388,34 +389,23 @@ async fn conditional_upserts_and_lookup_from_are_honoured() {
                    "strict_mode_config": null}),
         )
         .await;
-    for (method, path, body, field) in [
+    for (body, field) in [
+        (json!({"metadata": [1]}), "metadata"),
         (
-            "PUT",
-            "/collections/fourth",
-            json!({"vectors": {"size": 2, "distance": "Dot"}, "metadata": {"team": "a"}}),
-            "metadata",
+            json!({"strict_mode_config": {"max_timeout": 5}}),
+            "max_timeout",
         ),
         (
-            "PUT",
-            "/collections/fourth",
-            json!({"vectors": {"size": 2, "distance": "Dot"},
-                   "strict_mode_config": {"enabled": true, "max_query_limit": 5}}),
-            "strict_mode_config",
-        ),
-        (
-            "PATCH",
-            "/collections/docs",
-            json!({"metadata": {"team": "a"}}),
-            "metadata",
-        ),
-        (
-            "PATCH",
-            "/collections/docs",
-            json!({"strict_mode_config": {"enabled": true}}),
+            json!({"strict_mode_config": {"max_query_limit": -1}}),
             "strict_mode_config",
         ),
     ] {
-        let reply = server.call(method, path, body).await;
+        let mut create = json!({"vectors": {"size": 2, "distance": "Dot"}});
+        create
+            .as_object_mut()
+            .unwrap()
+            .extend(body.as_object().unwrap().clone());
+        let reply = server.call("PUT", "/collections/fourth", create).await;
         assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{}", reply.body);
         let message = reply.body["status"]["error"].as_str().unwrap();
         assert!(message.contains(field), "{field:?} not in {message:?}");
@@ -424,6 +414,87 @@ async fn conditional_upserts_and_lookup_from_are_honoured() {
         .ok("GET", "/collections/fourth/exists", json!(null))
         .await;
     assert_eq!(exists["exists"], false);
+}
+
+/// Collection `metadata` is kept and merged key by key; `strict_mode_config`'s limits
+/// are enforced while enabled: query limits (400), batch sizes (400) and the write rate
+/// (429 with Retry-After, or without it for a request no minute's budget could hold).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_is_kept_and_strict_mode_is_enforced() {
+    let server = server();
+    server
+        .ok(
+            "PUT",
+            "/collections/strict",
+            json!({"vectors": {"size": 2, "distance": "Dot"}, "metadata": {"team": "a"},
+                   "strict_mode_config": {"enabled": true, "max_query_limit": 5,
+                                          "upsert_max_batchsize": 4, "write_rate_limit": 6}}),
+        )
+        .await;
+    server
+        .ok(
+            "PATCH",
+            "/collections/strict",
+            json!({"metadata": {"due": "soon"}, "strict_mode_config": {"read_rate_limit": 100}}),
+        )
+        .await;
+    let info = server.ok("GET", "/collections/strict", json!(null)).await;
+    assert_eq!(
+        info["config"]["metadata"],
+        json!({"team": "a", "due": "soon"})
+    );
+    let strict = &info["config"]["strict_mode_config"];
+    assert_eq!(strict["max_query_limit"], 5);
+    assert_eq!(strict["read_rate_limit"], 100);
+    let points = |ids: std::ops::Range<u64>| {
+        let points: Vec<Value> = ids
+            .map(|id| json!({"id": id, "vector": [1.0, 0.5]}))
+            .collect();
+        json!({ "points": points })
+    };
+    let path = "/collections/strict/points?wait=true";
+    let too_many = server.call("PUT", path, points(0..5)).await;
+    assert_eq!(
+        too_many.status,
+        StatusCode::BAD_REQUEST,
+        "{}",
+        too_many.body
+    );
+    assert!(too_many.body["status"]["error"]
+        .as_str()
+        .unwrap()
+        .contains("upsert_max_batchsize"));
+    server.ok("PUT", path, points(0..4)).await;
+    // 6 points a minute: 4 spent, 2 left
+    let over = server.call("PUT", path, points(4..7)).await;
+    assert_eq!(over.status, StatusCode::TOO_MANY_REQUESTS, "{}", over.body);
+    assert!(over.retry_after.is_some());
+    server.ok("PUT", path, points(4..6)).await;
+    let query = |limit: u64| json!({"query": [1.0, 0.0], "limit": limit});
+    let refused = server
+        .call("POST", "/collections/strict/points/query", query(6))
+        .await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.body);
+    assert!(refused.body["status"]["error"]
+        .as_str()
+        .unwrap()
+        .contains("\"limit\""));
+    let hits = server
+        .ok("POST", "/collections/strict/points/query", query(5))
+        .await;
+    assert_eq!(hits["points"].as_array().unwrap().len(), 5);
+    // disabled: no limit applies
+    server
+        .ok(
+            "PATCH",
+            "/collections/strict",
+            json!({"strict_mode_config": {"enabled": false}}),
+        )
+        .await;
+    server
+        .ok("POST", "/collections/strict/points/query", query(6))
+        .await;
+    server.ok("PUT", path, points(6..11)).await;
 }
 
 /// Fields Qdrant does not define are refused with their path; fields it defines are

@@ -404,15 +404,7 @@ impl CollectionConfig {
         } else {
             VectorSpaces::default()
         };
-        let settings = if version >= CONFIG_VERSION {
-            let at = reader.offset();
-            let text = reader.str_u32("settings")?.to_string();
-            check_settings(&text)
-                .map_err(|error| Reader::invalid_at(at, "settings", error.to_string()))?;
-            text
-        } else {
-            String::new()
-        };
+        let settings = read_settings(&mut reader, version)?;
         reader.expect_end("end of collection config")?;
         Ok((config, schema, spaces, settings))
     }
@@ -421,6 +413,18 @@ impl CollectionConfig {
 /// A decoded collection manifest: configuration, payload schema, named vectors and the
 /// settings document.
 pub(super) type Decoded = (CollectionConfig, PayloadSchema, VectorSpaces, String);
+
+/// The settings document at the end of a manifest of `version`, checked (none before
+/// they were recorded).
+fn read_settings(reader: &mut Reader, version: u8) -> Result<String, DecodeError> {
+    if version < CONFIG_VERSION {
+        return Ok(String::new());
+    }
+    let at = reader.offset();
+    let text = reader.str_u32("settings")?.to_string();
+    check_settings(&text).map_err(|error| Reader::invalid_at(at, "settings", error.to_string()))?;
+    Ok(text)
+}
 
 /// Largest settings document, in bytes.
 pub const MAX_SETTINGS_BYTES: usize = 64 << 10;
@@ -436,7 +440,9 @@ pub(crate) fn check_settings(text: &str) -> Result<()> {
         )));
     }
     if !text.is_empty() && !matches!(serde_json::from_str(text), Ok(serde_json::Value::Object(_))) {
-        return Err(invalid("collection settings must be a JSON object".to_string()));
+        return Err(invalid(
+            "collection settings must be a JSON object".to_string(),
+        ));
     }
     Ok(())
 }
@@ -623,7 +629,9 @@ mod tests {
         let mut not_object = with_settings.clone();
         let at = not_object.len() - settings.len();
         not_object[at] = b'[';
-        let error = CollectionConfig::try_decode_with(&not_object).unwrap_err().to_string();
+        let error = CollectionConfig::try_decode_with(&not_object)
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("settings"), "{error}");
         // a version 8 manifest (before the settings document was recorded): none
         let mut eight = expected.clone();

@@ -254,8 +254,8 @@ impl Collection {
             manifest::load(fs, directory)?.ok_or_else(|| EngineError::CollectionNotFound {
                 path: directory.display().to_string(),
             })?;
-        let (config, schema, spaces, settings) =
-            CollectionConfig::try_decode_with(&bytes).map_err(|error| EngineError::Corrupt {
+        let (config, schema, spaces, settings) = CollectionConfig::try_decode_with(&bytes)
+            .map_err(|error| EngineError::Corrupt {
                 reason: format!(
                     "{}: collection configuration does not decode: {error}",
                     directory.display()
@@ -366,7 +366,9 @@ impl Collection {
         }
         let mut next = schema.clone();
         next.insert(field.to_string(), kind);
-        let encoded = self.config.encode_all(&next, &self.spaces, &self.settings.read());
+        let encoded = self
+            .config
+            .encode_all(&next, &self.spaces, &self.settings.read());
         manifest::publish(fs, &self.directory, &encoded)?;
         *schema = next;
         self.shards
@@ -383,7 +385,9 @@ impl Collection {
         }
         let mut next = schema.clone();
         next.remove(field);
-        let encoded = self.config.encode_all(&next, &self.spaces, &self.settings.read());
+        let encoded = self
+            .config
+            .encode_all(&next, &self.spaces, &self.settings.read());
         manifest::publish(fs, &self.directory, &encoded)?;
         *schema = next;
         self.shards

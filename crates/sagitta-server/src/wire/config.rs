@@ -20,7 +20,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::fields::{refuse_value, unknown_field, NoMetadata, NoStrictMode, NullOnly};
+use super::fields::{refuse_value, unknown_field};
 use super::DEFAULT_VECTOR_NAME;
 use crate::error::{ApiError, ApiResult};
 
@@ -386,9 +386,9 @@ pub struct CreateCollectionRequest {
     #[serde(default)]
     pub sparse_vectors: Option<Map<String, Value>>,
     #[serde(default)]
-    pub strict_mode_config: Option<NullOnly<NoStrictMode>>,
+    pub strict_mode_config: Option<crate::settings::StrictMode>,
     #[serde(default)]
-    pub metadata: Option<NullOnly<NoMetadata>>,
+    pub metadata: Option<Map<String, Value>>,
     /// SagittaDB's extension: how sealed segments store their vectors.
     #[serde(default)]
     pub sagitta: Option<SagittaStorageInput>,
@@ -656,9 +656,9 @@ pub struct UpdateCollectionRequest {
     #[serde(default)]
     pub sparse_vectors: Option<Map<String, Value>>,
     #[serde(default)]
-    pub strict_mode_config: Option<NullOnly<NoStrictMode>>,
+    pub strict_mode_config: Option<crate::settings::StrictMode>,
     #[serde(default)]
-    pub metadata: Option<NullOnly<NoMetadata>>,
+    pub metadata: Option<Map<String, Value>>,
 }
 
 /// A vector's updatable settings (all hints).

@@ -58,10 +58,6 @@ refusals! {
                    fuses prefetches); send null or leave the field out";
     NoOrderBy => "order_by is not supported: scroll pages go in id order; send null or \
                   leave the field out";
-    NoMetadata => "collection metadata is not supported (it would not be stored); send \
-                   null or leave the field out";
-    NoStrictMode => "strict mode is not supported (its limits would not be enforced); \
-                     send null or leave the field out";
 }
 
 /// Fails at the value of the key just read, so that the error's path names the key
