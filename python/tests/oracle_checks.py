@@ -93,3 +93,25 @@ def same_recommendations(
                 for client in (remote, oracle)
             )
             same_hits(got, expected)
+
+
+def same_has_vector(
+    remote: QdrantClient, oracle: QdrantClient, collection: str, name: str
+) -> None:
+    """The points that have vector `name`, and those that lack it, are the oracle's."""
+    condition = models.HasVectorCondition(has_vector=name)
+    for query_filter in (
+        models.Filter(must=[condition]),
+        models.Filter(must_not=[condition]),
+    ):
+        got, expected = (
+            sorted(
+                str(record.id)
+                for record in client.scroll(
+                    collection, scroll_filter=query_filter, limit=1000
+                )[0]
+            )
+            for client in (remote, oracle)
+        )
+        assert got == expected, (name, query_filter)
+        assert remote.count(collection, count_filter=query_filter).count == len(got)

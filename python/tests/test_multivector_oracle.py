@@ -14,7 +14,13 @@ import random
 from collections.abc import Iterator
 
 import pytest
-from oracle_checks import refusal, same_hits, same_recommendations, same_vectors
+from oracle_checks import (
+    refusal,
+    same_has_vector,
+    same_hits,
+    same_recommendations,
+    same_vectors,
+)
 from qdrant_client import QdrantClient, models
 
 NAMED = "multi-named"
@@ -194,6 +200,8 @@ def test_named_multivectors_match_qdrant_local_mode(multi_clients) -> None:
             NAMED, points_selector=models.PointIdsList(points=[10, 11]), wait=True
         )
     _check_records(remote, oracle, NAMED, [*range(0, 70, 3), 5, 6])
+    same_has_vector(remote, oracle, NAMED, "dense")
+    same_has_vector(remote, oracle, NAMED, "colbert")
     for using in MULTI:
         _check_queries(remote, oracle, NAMED, using, rng)
         _check_mmr(remote, oracle, using, _matrix(rng))

@@ -19,6 +19,7 @@ import pytest
 from oracle_checks import (
     TOLERANCE,
     refusal,
+    same_has_vector,
     same_hits,
     same_recommendations,
     same_vectors,
@@ -344,6 +345,7 @@ def test_sparse_only_collection_matches_qdrant_local_mode(
     for using in ("words", "bm25"):
         _check_queries(remote, oracle, SPARSE_ONLY, using, rng)
     same_recommendations(remote, oracle, SPARSE_ONLY, "words")
+    same_has_vector(remote, oracle, SPARSE_ONLY, "words")
     # scoring strategies score raw weights: refused for an IDF vector, naming the field
     best = {"recommend": {"positive": [1], "strategy": "best_score"}}
     error = refusal(

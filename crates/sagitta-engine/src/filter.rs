@@ -41,6 +41,36 @@ use crate::datetime::parse_timestamp;
 use crate::error::{EngineError, Result};
 use crate::point::PointId;
 
+/// Replaces the `has_vector` conditions of `filter` (see [`Filter::bind_vectors`]);
+/// whether any was.
+fn bind_all(
+    filter: &mut Filter,
+    having: &mut dyn FnMut(&str) -> Result<Option<HashSet<PointId>>>,
+) -> Result<bool> {
+    let mut replaced = false;
+    let lists = [
+        Some(&mut filter.must),
+        filter.should.as_mut(),
+        Some(&mut filter.must_not),
+        filter.min_should.as_mut().map(|min| &mut min.conditions),
+    ];
+    for conditions in lists.into_iter().flatten() {
+        for condition in conditions.iter_mut() {
+            match condition {
+                Condition::HasVector(name) => {
+                    if let Some(ids) = having(name)? {
+                        *condition = Condition::HasId(ids);
+                        replaced = true;
+                    }
+                }
+                Condition::Nested(inner) => replaced |= bind_all(inner, having)?,
+                _ => {}
+            }
+        }
+    }
+    Ok(replaced)
+}
+
 /// Most conditions in one filter tree (guards against pathological requests).
 pub const MAX_FILTER_CONDITIONS: usize = 1_024;
 /// Deepest nesting of filters.
@@ -139,8 +169,11 @@ pub enum Condition {
         bounds: Range<u64>,
     },
     HasId(HashSet<PointId>),
-    /// `has_vector` of the unnamed vector: every point has it.
-    HasVector,
+    /// `has_vector`: the point has the vector so named. The unnamed vector `""` of a
+    /// collection with one vector every point has; any other is resolved by
+    /// [`Filter::bind_vectors`] into the ids of the points that have it before the filter
+    /// is evaluated (unresolved, it holds for none).
+    HasVector(String),
     IsEmpty {
         key: KeyPath,
     },
@@ -225,6 +258,18 @@ impl Filter {
     /// Parses a filter object; `path` names it in errors (e.g. `"filter"`).
     pub fn parse(value: &Value, path: &str) -> Result<Filter> {
         Parser { conditions: 0 }.filter(value, path, 0)
+    }
+
+    /// This filter with each `has_vector` condition replaced by `has_id` over the points
+    /// `having(name)` gives (`None` from it: left as it is); `None` when nothing was
+    /// replaced. Conditions inside `nested` are left (they hold for no array element).
+    pub fn bind_vectors(
+        &self,
+        having: &mut dyn FnMut(&str) -> Result<Option<HashSet<PointId>>>,
+    ) -> Result<Option<Filter>> {
+        let mut bound = self.clone();
+        let replaced = bind_all(&mut bound, having)?;
+        Ok(replaced.then_some(bound))
     }
 
     /// Whether the point with `id` and `payload` passes.
@@ -449,11 +494,7 @@ impl Parser {
         match name {
             "has_id" => parse_has_id(body, &body_path),
             "has_vector" => match body {
-                Value::String(name) if name.is_empty() => Ok(Condition::HasVector),
-                Value::String(name) => Err(invalid(
-                    &body_path,
-                    format!("no vector named {name:?}: points have one unnamed vector (\"\")"),
-                )),
+                Value::String(name) => Ok(Condition::HasVector(name.clone())),
                 _ => Err(invalid(&body_path, "must be a vector name (a string)")),
             },
             "is_empty" | "is_null" => {
@@ -1115,7 +1156,7 @@ impl Condition {
                 &mut |v| matches!(v, Value::String(s) if words.iter().any(|word| s.contains(word.as_str()))),
             ),
             Condition::HasId(ids) => id.is_some_and(|id| ids.contains(id)),
-            Condition::HasVector => id.is_some(),
+            Condition::HasVector(name) => id.is_some() && name.is_empty(),
             // Both see the values as they are (`[null]` is one value, neither null nor
             // empty), as Qdrant's local mode does.
             Condition::IsEmpty { key } => !any_leaf_of(payload, key, work, &mut |v| match v {

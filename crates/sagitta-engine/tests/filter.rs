@@ -192,8 +192,25 @@ fn datetimes_geo_has_vector_and_min_should() {
     };
     assert!(check(at_least(2)));
     assert!(!check(at_least(3)));
+    // a named vector's has_vector holds for none until the collection binds it
+    let named =
+        json!({"must": [{"has_vector": "text"}], "should": [{"must": [{"has_vector": "m"}]}]});
+    assert!(!check(named.clone()));
+    let filter = Filter::parse(&named, "filter").unwrap();
+    let mut asked = Vec::new();
+    let bound = filter
+        .bind_vectors(&mut |name| {
+            asked.push(name.to_string());
+            Ok(Some([PointId::Number(1)].into_iter().collect()))
+        })
+        .unwrap()
+        .expect("replaced");
+    assert_eq!(asked, ["text", "m"]);
+    assert!(bound.matches(&PointId::Number(1), None));
+    assert!(!bound.matches(&PointId::Number(2), None));
+    assert!(filter.bind_vectors(&mut |_| Ok(None)).unwrap().is_none());
     assert_eq!(
-        error_path(json!({"must": [{"has_vector": "text"}]})),
+        error_path(json!({"must": [{"has_vector": 7}]})),
         "filter.must[0].has_vector"
     );
     assert_eq!(

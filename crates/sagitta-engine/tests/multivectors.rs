@@ -250,3 +250,43 @@ fn bad_multivector_input_is_refused_naming_the_fault() {
     let error = collection.upsert(vec![bad], true).unwrap_err().to_string();
     assert!(error.contains("\"dot\""), "{error}");
 }
+
+#[test]
+fn has_vector_finds_the_points_that_have_each_vector() {
+    let fs = SimFileSystem::new();
+    let spaces = spaces();
+    let base = CollectionConfig {
+        dim: 1,
+        distance: Distance::Dot,
+        shard_count: 2,
+        storage: StorageConfig::default(),
+    };
+    let collection =
+        Collection::create_with_spaces(&fs, Path::new("/db/has"), base.named(&spaces), spaces, &[])
+            .unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let mut points: Vec<Point> = (0..60).map(|id| point(id, &mut rng)).collect();
+    // every third point without its dense vector
+    for point in points.iter_mut().step_by(3) {
+        point.vector = vec![f32::NAN; 4];
+    }
+    collection.upsert(points.clone(), true).unwrap();
+    collection.optimize(&fs).unwrap();
+    let count = |name: &str, clause: &str| {
+        let filter = Filter::parse(&json!({ clause: [{"has_vector": name}] }), "f").unwrap();
+        let bound = collection.bind_filter(&filter).unwrap().expect("bound");
+        collection.count(Some(&bound))
+    };
+    let having = |space: usize| points.iter().filter(|p| p.side[space].is_some()).count();
+    assert_eq!(count("dense", "must"), 40);
+    assert_eq!(count("dense", "must_not"), 20);
+    assert_eq!(count("cos", "must"), having(0));
+    assert_eq!(count("l2", "must"), having(2));
+    assert_eq!(count("dot", "must_not"), 0);
+    let unknown = Filter::parse(&json!({"must": [{"has_vector": "nope"}]}), "f").unwrap();
+    let error = collection.bind_filter(&unknown).unwrap_err().to_string();
+    assert!(
+        error.contains("Not existing vector name error: nope"),
+        "{error}"
+    );
+}

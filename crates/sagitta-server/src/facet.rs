@@ -47,6 +47,7 @@ pub async fn facet(
     let filter = parse_filter(request.filter.as_ref(), "filter")?;
     let limit = request.limit.unwrap_or(DEFAULT_FACET_LIMIT);
     let hits = read(&state, move || {
+        let filter = crate::wire::bound_filter(&target, filter, &name)?;
         target
             .facet(&request.key, filter.as_ref(), limit)
             .map_err(|error| ApiError::from_engine(error, &name))

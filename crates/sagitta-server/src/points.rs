@@ -570,6 +570,16 @@ enum Searches<R> {
 /// waits for a read slot; then, on the blocking pool, the vectors of queries by point id
 /// are read, the searches run (as one engine batch when several), and their hits are
 /// shaped as the endpoint answers them.
+/// What strict mode checks of each search: its limit, beam and whether it is exact.
+fn asks(prepared: &[(SearchVector, Search)]) -> Vec<(usize, Option<usize>, bool)> {
+    let ask = |search: &Search| match search.strategy {
+        Strategy::Beam(ef) => (search.limit, Some(ef), false),
+        Strategy::Exact => (search.limit, None, true),
+        Strategy::Auto => (search.limit, None, false),
+    };
+    prepared.iter().map(|(_, search)| ask(search)).collect()
+}
+
 async fn answer_searches<R: SearchBody>(
     state: &SharedState,
     name: String,
@@ -596,15 +606,7 @@ async fn answer_searches<R: SearchBody>(
             request.prepare(&field, target.spaces())
         })
         .collect::<ApiResult<Vec<_>>>()?;
-    let asked: Vec<(usize, Option<usize>, bool)> = prepared
-        .iter()
-        .map(|(_, search)| match search.strategy {
-            Strategy::Beam(ef) => (search.limit, Some(ef), false),
-            Strategy::Exact => (search.limit, None, true),
-            Strategy::Auto => (search.limit, None, false),
-        })
-        .collect();
-    crate::settings::admit_reads(state, &target, &name, &asked)?;
+    crate::settings::admit_reads(state, &target, &name, &asks(&prepared))?;
     let database = Arc::clone(&state.database);
     let mut results = read(state, move || {
         let on = QueryTarget {
@@ -612,6 +614,10 @@ async fn answer_searches<R: SearchBody>(
             name: &name,
             database: &database,
         };
+        let mut prepared = prepared;
+        for (vector, search) in &mut prepared {
+            on.bind(vector, search)?;
+        }
         if prepared
             .iter()
             .any(|(vector, _)| matches!(vector, SearchVector::Prefetch { .. }))
@@ -797,6 +803,7 @@ pub async fn scroll(
     let with_vector = WithVector::pick(request.with_vector.as_ref(), target.spaces())?;
     let offset = request.offset.map(|id| id.0);
     let (points, next) = read(&state, move || {
+        let filter = crate::wire::bound_filter(&target, filter, &name)?;
         let (page, next) = target
             .scroll(offset, limit, filter.as_ref())
             .map_err(|error| ApiError::from_engine(error, &name))?;
@@ -821,7 +828,11 @@ pub async fn count(
     let started = Instant::now();
     let target = collection(&state, &name)?;
     let filter = parse_filter(request.filter.as_ref(), "filter")?;
-    let count = read(&state, move || Ok(target.count(filter.as_ref()))).await?;
+    let count = read(&state, move || {
+        let filter = crate::wire::bound_filter(&target, filter, &name)?;
+        Ok(target.count(filter.as_ref()))
+    })
+    .await?;
     Ok(ok(json!({ "count": count }), started))
 }
 
@@ -913,6 +924,7 @@ pub(crate) fn selected_ids(
         }
         (None, Some(filter)) => {
             let filter = parse_filter(Some(filter), "filter")?;
+            let filter = crate::wire::bound_filter(collection, filter, "")?;
             Ok(filter.map_or_else(Vec::new, |filter| collection.matching_ids(&filter)))
         }
     }

@@ -14,6 +14,26 @@ use crate::points::{search_hits, QueryTarget, Search, SearchVector};
 use crate::wire::Fusion;
 
 impl QueryTarget<'_> {
+    /// `search`'s filter, and those of `vector`'s prefetches, with their `has_vector`
+    /// conditions resolved against this collection.
+    pub fn bind(&self, vector: &mut SearchVector, search: &mut Search) -> ApiResult<()> {
+        let filter = search.filter.take();
+        search.filter = crate::wire::bound_filter(self.collection, filter, self.name)?;
+        self.bind_sources(vector)
+    }
+
+    /// The filters of `vector`'s prefetches (a nested `then` shares its parent's search;
+    /// its own prefetches have theirs).
+    fn bind_sources(&self, vector: &mut SearchVector) -> ApiResult<()> {
+        if let SearchVector::Prefetch { sources, then } = vector {
+            for (vector, search) in sources {
+                self.bind(vector, search)?;
+            }
+            self.bind_sources(then)?;
+        }
+        Ok(())
+    }
+
     /// The hits of `vector` with `search` (returned with them: its output settings shape
     /// them): a plain search, or a prefetch tree evaluated sources first.
     pub fn evaluate(

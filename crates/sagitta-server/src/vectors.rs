@@ -98,6 +98,7 @@ impl UpdateVectorsRequest {
     ) -> ApiResult<(GivenVectors, Option<Filter>)> {
         check_count("points", self.points.len(), max_points)?;
         let update_filter = parse_filter(self.update_filter.as_ref(), "update_filter")?;
+        let update_filter = crate::wire::bound_filter(collection, update_filter, "")?;
         let given = self
             .points
             .into_iter()

@@ -14,6 +14,40 @@ use super::config::{check_range, normalize, CollectionConfig, MAX_LIMIT};
 use super::Collection;
 
 impl Collection {
+    /// `filter` with its `has_vector` conditions resolved ([`Filter::bind_vectors`]): a
+    /// named vector's into the ids of the live points that have it, found by reading
+    /// every point (so a `has_vector` filter costs a scan); the unnamed vector of a
+    /// collection with one vector is left as it is (every point has it). `None` when
+    /// nothing needed resolving; a name the collection does not have is an error.
+    pub fn bind_filter(&self, filter: &Filter) -> Result<Option<Filter>> {
+        let unknown = |name: &str| EngineError::InvalidVectors {
+            reason: format!("Wrong input: Not existing vector name error: {name}"),
+        };
+        let mut points: Option<Vec<Point>> = None;
+        filter.bind_vectors(&mut |name| {
+            if !self.spaces.is_named() {
+                return if name.is_empty() {
+                    Ok(None)
+                } else {
+                    Err(unknown(name))
+                };
+            }
+            let number = self.spaces.number_of(name).ok_or_else(|| unknown(name))?;
+            if points.is_none() {
+                points = Some(self.points()?);
+            }
+            let dense = self.spaces.len();
+            let having = points.iter().flatten().filter(|point| {
+                if number < dense {
+                    self.spaces.part(number, &point.vector).is_some()
+                } else {
+                    point.side.get(number - dense).is_some_and(Option::is_some)
+                }
+            });
+            Ok(Some(having.map(|point| point.id).collect()))
+        })
+    }
+
     /// Ids of every point passing `filter` (for payload updates addressed by filter).
     pub fn matching_ids(&self, filter: &Filter) -> Vec<PointId> {
         self.shards

@@ -11,7 +11,7 @@
 //! a 10,000 × 768 batch would take ~250 MB as a `Value` tree), and payloads pass through
 //! as raw JSON text, which is what the engine stores.
 
-use sagitta_engine::Filter;
+use sagitta_engine::{Collection, Filter};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -72,6 +72,23 @@ pub fn parse_filter(value: Option<&Value>, field: &str) -> ApiResult<Option<Filt
         Some(value) => Filter::parse(value, field)
             .map(Some)
             .map_err(|error| ApiError::bad_request(format!("Wrong input: {error}"))),
+    }
+}
+
+/// `filter` with its `has_vector` conditions resolved against `collection`
+/// ([`Collection::bind_filter`]: a scan of its points when a named vector is asked for);
+/// errors name collection `name`.
+pub fn bound_filter(
+    collection: &Collection,
+    filter: Option<Filter>,
+    name: &str,
+) -> ApiResult<Option<Filter>> {
+    let Some(filter) = filter else {
+        return Ok(None);
+    };
+    match collection.bind_filter(&filter) {
+        Ok(bound) => Ok(Some(bound.unwrap_or(filter))),
+        Err(error) => Err(ApiError::from_engine(error, name)),
     }
 }
 
