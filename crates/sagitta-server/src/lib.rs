@@ -37,6 +37,7 @@ mod prefetch;
 mod recommend;
 pub mod response;
 mod settings;
+mod similarity;
 mod target;
 mod vectors;
 pub mod wire;

@@ -8,11 +8,11 @@
 //! vectors) and Dot, the negated squared distance for Euclid, the dot product over shared
 //! indices for sparse vectors (0 when none are shared), and max_sim for multivectors.
 
+use sagitta_engine::collection::MAX_LIMIT;
 use sagitta_engine::{Distance, ScoredPoint, SideVector, VectorSpaces};
 
 use crate::error::{ApiError, ApiResult};
-use sagitta_engine::collection::MAX_LIMIT;
-
+use crate::similarity::{normalized, similarity, Scored, Slot};
 use crate::wire::{MmrInput, QueryInput};
 
 /// A checked `mmr`: λ and how many nearest hits are re-ranked.
@@ -70,72 +70,6 @@ pub(crate) fn split_mmr(
     }
 }
 
-/// A vector compared by MMR: a dense one (with its distance) or a side one.
-enum Compared<'a> {
-    Dense(&'a [f32], Distance),
-    Side(&'a SideVector, Distance),
-}
-
-/// Two rows' similarity, summed in f64 (near ties between candidates are common, and
-/// MMR's picks should not hang on f32 rounding).
-fn rows(a: &[f32], b: &[f32], distance: Distance) -> f64 {
-    let pairs = a.iter().zip(b).map(|(x, y)| (f64::from(*x), f64::from(*y)));
-    match distance {
-        Distance::Euclid => -pairs.map(|(x, y)| (x - y) * (x - y)).sum::<f64>(),
-        Distance::Cosine | Distance::Dot => pairs.map(|(x, y)| x * y).sum(),
-    }
-}
-
-impl Compared<'_> {
-    fn similarity(&self, other: &Compared<'_>) -> f64 {
-        match (self, other) {
-            (Compared::Dense(a, distance), Compared::Dense(b, _)) => rows(a, b, *distance),
-            (Compared::Side(a, distance), Compared::Side(b, _)) => side_similarity(a, b, *distance),
-            _ => f64::NEG_INFINITY,
-        }
-    }
-}
-
-/// Two side vectors' raw similarity, higher is closer: the sparse dot product over shared
-/// indices (0 when none), or max_sim of `a`'s rows over `b`'s; −∞ for vectors of
-/// different kinds or widths. Also the per-example score of a recommendation.
-pub(crate) fn side_similarity(a: &SideVector, b: &SideVector, distance: Distance) -> f64 {
-    match (a, b) {
-        (SideVector::Sparse(a), SideVector::Sparse(b)) => a.dot(b).map_or(0.0, f64::from),
-        (SideVector::Multi(a), SideVector::Multi(b)) if a.dim() == b.dim() => a
-            .rows()
-            .map(|q| {
-                b.rows()
-                    .map(|row| rows(q, row, distance))
-                    .fold(f64::NEG_INFINITY, f64::max)
-            })
-            .sum(),
-        _ => f64::NEG_INFINITY,
-    }
-}
-
-/// The hit's vector that `using` names, as MMR compares it; `None` when it has none.
-fn hit_vector<'a>(
-    hit: &'a ScoredPoint,
-    using: &str,
-    spaces: &VectorSpaces,
-    unnamed: Distance,
-) -> Option<Compared<'a>> {
-    if !spaces.is_named() {
-        return Some(Compared::Dense(&hit.vector, unnamed));
-    }
-    if let Some(index) = spaces.index_of(using) {
-        let part = spaces.part(index, &hit.vector)?;
-        return Some(Compared::Dense(part, spaces.get(index)?.distance));
-    }
-    let index = spaces.side_index_of(using)?;
-    let distance = match &spaces.side()[index] {
-        sagitta_engine::SideSpace::Multi(space) => space.distance,
-        sagitta_engine::SideSpace::Sparse(_) => Distance::Dot,
-    };
-    Some(Compared::Side(hit.side.get(index)?.as_ref()?, distance))
-}
-
 /// `hits` (nearest first) re-ranked by MMR for the query `(dense, side)` in the vector
 /// `using` names; at most `limit` returned. `unnamed` is the distance of a collection
 /// with one unnamed vector.
@@ -145,43 +79,34 @@ pub(crate) fn rerank(
     (mmr, limit): (Mmr, usize),
     (using, spaces, unnamed): (&str, &VectorSpaces, Distance),
 ) -> Vec<ScoredPoint> {
-    let distance = hits
-        .first()
-        .and_then(|hit| hit_vector(hit, using, spaces, unnamed))
-        .map_or(unnamed, |vector| match vector {
-            Compared::Dense(_, distance) | Compared::Side(_, distance) => distance,
-        });
-    let mut normalized;
-    let unit_rows;
+    let Some((slot, distance)) = Slot::named(spaces, unnamed, using) else {
+        // the name was checked when the query was prepared
+        return hits.into_iter().take(limit).collect();
+    };
+    // the query as the stored vectors are: unit-length (row by row) for Cosine
+    let (unit, unit_rows);
     let query = match side {
         Some(SideVector::Multi(multi)) if distance == Distance::Cosine => {
             unit_rows = SideVector::Multi(multi.clone().normalized());
-            Compared::Side(&unit_rows, distance)
+            Scored::Side(&unit_rows)
         }
-        Some(side) => Compared::Side(side, distance),
+        Some(side) => Scored::Side(side),
         None if distance == Distance::Cosine => {
-            normalized = dense.to_vec();
-            let norm = normalized.iter().map(|v| v * v).sum::<f32>().sqrt();
-            if norm > f32::EPSILON {
-                normalized.iter_mut().for_each(|v| *v /= norm);
-            }
-            Compared::Dense(&normalized, distance)
+            unit = normalized(dense);
+            Scored::Dense(&unit)
         }
-        None => Compared::Dense(dense, distance),
+        None => Scored::Dense(dense),
     };
-    let vectors: Vec<Option<Compared<'_>>> = hits
+    let vectors: Vec<Option<Scored<'_>>> = hits
         .iter()
-        .map(|hit| hit_vector(hit, using, spaces, unnamed))
+        .map(|hit| slot.of(spaces, &hit.vector, &hit.side))
         .collect();
     let relevance: Vec<f64> = vectors
         .iter()
-        .map(|v| {
-            v.as_ref()
-                .map_or(f64::NEG_INFINITY, |v| query.similarity(v))
-        })
+        .map(|v| v.map_or(f64::NEG_INFINITY, |v| similarity(query, v, distance)))
         .collect();
-    let similar = |a: usize, b: usize| match (&vectors[a], &vectors[b]) {
-        (Some(a), Some(b)) => a.similarity(b),
+    let similar = |a: usize, b: usize| match (vectors[a], vectors[b]) {
+        (Some(a), Some(b)) => similarity(a, b, distance),
         _ => f64::NEG_INFINITY,
     };
     let order = pick_order(hits.len(), limit, mmr.lambda, &relevance, similar);

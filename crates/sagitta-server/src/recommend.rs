@@ -14,7 +14,7 @@
 //! per query; the average-vector strategy uses the index.
 //!
 //! Sparse vectors and multivectors are recommended too. An example's score is then their
-//! raw similarity ([`crate::mmr::side_similarity`]: the sparse dot product, 0 without a
+//! raw similarity ([`crate::similarity::side_similarity`]: the sparse dot product, 0 without a
 //! shared index; max_sim of the example's rows). The average-vector strategy searches
 //! with the average of the positive sparse examples (2 × average − the negatives'
 //! average, index by index, with negatives), or with the positive multivectors' rows
@@ -24,11 +24,11 @@
 use std::collections::BTreeMap;
 
 use sagitta_engine::{
-    Collection, Distance, Filter, MultiVector, PointId, ScoredPoint, SideSpace, SideVector,
-    SparseVector,
+    Collection, Distance, Filter, MultiVector, PointId, ScoredPoint, SideVector, SparseVector,
 };
 
 use crate::error::{ApiError, ApiResult};
+use crate::similarity::{normalized, Scored, Slot};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ScoreStrategy {
@@ -50,13 +50,6 @@ pub(crate) struct ExampleScoring {
     pub negative: Vec<ExampleVector>,
 }
 
-/// A point's vector in the space searched.
-#[derive(Clone, Copy)]
-enum Scored<'a> {
-    Dense(&'a [f32]),
-    Side(&'a SideVector),
-}
-
 /// What the scan returns: the page asked for.
 pub(crate) struct Page<'a> {
     pub filter: Option<&'a Filter>,
@@ -64,22 +57,6 @@ pub(crate) struct Page<'a> {
     pub limit: usize,
     pub offset: usize,
     pub score_threshold: Option<f32>,
-}
-
-fn normalized(vector: &[f32]) -> Vec<f32> {
-    let norm = vector
-        .iter()
-        .map(|v| f64::from(*v) * f64::from(*v))
-        .sum::<f64>()
-        .sqrt();
-    if norm == 0.0 {
-        return vector.to_vec();
-    }
-    #[allow(clippy::cast_possible_truncation)]
-    vector
-        .iter()
-        .map(|v| (f64::from(*v) / norm) as f32)
-        .collect()
 }
 
 /// An example's score for `vector`, higher is closer (−∞ for vectors of other kinds).
@@ -92,7 +69,7 @@ fn core_score(distance: Distance, example: &ExampleVector, vector: Scored<'_>) -
         },
         #[allow(clippy::cast_possible_truncation)]
         (ExampleVector::Side(example), Scored::Side(vector)) => {
-            crate::mmr::side_similarity(example, vector, distance) as f32
+            crate::similarity::side_similarity(example, vector, distance) as f32
         }
         _ => f32::NEG_INFINITY,
     }
@@ -156,42 +133,26 @@ impl ExampleScoring {
     }
 }
 
-/// Where the vector searched lies in a point.
-#[derive(Clone, Copy)]
-enum Slot {
-    /// The one unnamed vector: the whole stored vector.
-    Whole,
-    /// A dense named vector (its number).
-    Dense(usize),
-    /// A sparse vector or multivector (its side-space number).
-    Side(usize),
-}
-
-/// The vector `using` names and its distance (Dot for a sparse vector). An IDF sparse
-/// vector is refused: the scan scores raw weights.
+/// The vector `using` names and its distance ([`Slot::named`]). An IDF sparse vector is
+/// refused: the scan scores raw weights.
 fn searched_space(collection: &Collection, using: Option<&str>) -> ApiResult<(Slot, Distance)> {
     let spaces = collection.spaces();
-    if !spaces.is_named() {
-        return Ok((Slot::Whole, collection.config().distance));
-    }
     let wanted = using.unwrap_or("");
-    if let Some(index) = spaces.index_of(wanted) {
-        let distance = spaces
-            .get(index)
-            .map_or(Distance::Dot, |space| space.distance);
-        return Ok((Slot::Dense(index), distance));
-    }
-    let index = spaces
-        .side_index_of(wanted)
+    let (slot, distance) = Slot::named(spaces, collection.config().distance, wanted)
         .ok_or_else(|| crate::wire::unknown_vector_name("using", wanted))?;
-    match &spaces.side()[index] {
-        SideSpace::Multi(space) => Ok((Slot::Side(index), space.distance)),
-        SideSpace::Sparse(space) if space.idf => Err(ApiError::bad_request(format!(
-            "Wrong input: `query.recommend.strategy`: `best_score` and `sum_scores` are not \
-             supported for the IDF sparse vector {wanted:?}; use the average-vector strategy"
-        ))),
-        SideSpace::Sparse(_) => Ok((Slot::Side(index), Distance::Dot)),
+    if let Slot::Side(index) = slot {
+        if spaces.side()[index]
+            .as_sparse()
+            .is_some_and(|space| space.idf)
+        {
+            return Err(ApiError::bad_request(format!(
+                "Wrong input: `query.recommend.strategy`: `best_score` and `sum_scores` are \
+                 not supported for the IDF sparse vector {wanted:?}; use the average-vector \
+                 strategy"
+            )));
+        }
     }
+    Ok((slot, distance))
 }
 
 /// The average-vector strategy's query for sparse or multi examples (see the module).
@@ -273,16 +234,8 @@ pub(crate) fn scan(
         .map_err(|error| ApiError::from_engine(error, name))?;
     let mut scored: Vec<(f32, PointId, usize)> = Vec::new();
     for (at, point) in points.iter().enumerate() {
-        let vector = match slice {
-            Slot::Whole => Scored::Dense(point.vector.as_slice()),
-            Slot::Dense(index) => match spaces.part(index, &point.vector) {
-                Some(part) => Scored::Dense(part),
-                None => continue,
-            },
-            Slot::Side(index) => match point.side.get(index).and_then(Option::as_ref) {
-                Some(vector) => Scored::Side(vector),
-                None => continue,
-            },
+        let Some(vector) = slice.of(spaces, &point.vector, &point.side) else {
+            continue;
         };
         if let Some(filter) = page.filter {
             let payload = point
