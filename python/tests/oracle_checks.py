@@ -5,6 +5,8 @@ and vectors (dense lists, sparse vectors in any index order, multivectors row by
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 import httpx
 import pytest
 from qdrant_client import QdrantClient, models
@@ -115,3 +117,19 @@ def same_has_vector(
         )
         assert got == expected, (name, query_filter)
         assert remote.count(collection, count_filter=query_filter).count == len(got)
+
+
+def paired_clients(
+    url: str, create: Callable[[QdrantClient], None], names: tuple[str, ...]
+) -> Iterator[tuple[QdrantClient, QdrantClient]]:
+    """A client of the server at `url` and a local-mode oracle, each with `create`'s
+    collections; the server's collections `names` are dropped afterwards."""
+    remote = QdrantClient(url=url, prefer_grpc=False, timeout=30)
+    oracle = QdrantClient(":memory:")
+    for client in (remote, oracle):
+        create(client)
+    yield remote, oracle
+    for name in names:
+        remote.delete_collection(name)
+    remote.close()
+    oracle.close()

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 from oracle_checks import (
+    paired_clients,
     refusal,
     same_has_vector,
     same_hits,
@@ -55,15 +56,7 @@ def _create(client: QdrantClient) -> None:
 
 @pytest.fixture()
 def multi_clients(server) -> Iterator[tuple[QdrantClient, QdrantClient]]:
-    remote = QdrantClient(url=server.url, prefer_grpc=False, timeout=30)
-    oracle = QdrantClient(":memory:")
-    for client in (remote, oracle):
-        _create(client)
-    yield remote, oracle
-    for name in (NAMED, UNNAMED):
-        remote.delete_collection(name)
-    remote.close()
-    oracle.close()
+    yield from paired_clients(server.url, _create, (NAMED, UNNAMED))
 
 
 def _matrix(rng: random.Random) -> list[list[float]]:

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 import pytest
 from oracle_checks import (
     TOLERANCE,
+    paired_clients,
     refusal,
     same_has_vector,
     same_hits,
@@ -53,15 +54,7 @@ def _create(client: QdrantClient) -> None:
 
 @pytest.fixture()
 def sparse_clients(server) -> Iterator[tuple[QdrantClient, QdrantClient]]:
-    remote = QdrantClient(url=server.url, prefer_grpc=False, timeout=30)
-    oracle = QdrantClient(":memory:")
-    for client in (remote, oracle):
-        _create(client)
-    yield remote, oracle
-    for name in (HYBRID, SPARSE_ONLY):
-        remote.delete_collection(name)
-    remote.close()
-    oracle.close()
+    yield from paired_clients(server.url, _create, (HYBRID, SPARSE_ONLY))
 
 
 def _sparse(rng: random.Random, most: int = 8) -> models.SparseVector:

@@ -449,6 +449,18 @@ mod tests {
         }
     }
 
+    /// `spaces` come back as they were from their manifest encoding.
+    fn round_trip(spaces: &VectorSpaces) {
+        let mut out = Writer::new();
+        spaces.encode_into(&mut out);
+        let bytes = out.into_bytes();
+        let mut reader = Reader::new(&bytes);
+        assert_eq!(
+            &VectorSpaces::decode(&mut reader, 100, true).unwrap(),
+            spaces
+        );
+    }
+
     #[test]
     fn a_stored_vector_joins_and_splits_with_absent_parts_as_nans() {
         let spaces = VectorSpaces::new(
@@ -469,14 +481,7 @@ mod tests {
         );
         assert_eq!(spaces.index_of("image"), Some(1));
         assert_eq!(spaces.index_of("code"), None);
-        let mut out = Writer::new();
-        spaces.encode_into(&mut out);
-        let bytes = out.into_bytes();
-        let mut reader = Reader::new(&bytes);
-        assert_eq!(
-            VectorSpaces::decode(&mut reader, 100, true).unwrap(),
-            spaces
-        );
+        round_trip(&spaces);
         let with_sparse = VectorSpaces::with_sparse(
             vec![space("", 2, Distance::Dot)],
             vec![SparseSpace {
@@ -490,14 +495,7 @@ mod tests {
         assert_eq!(with_sparse.number_of(""), Some(0));
         assert_eq!(with_sparse.number_of("words"), Some(1));
         assert_eq!(with_sparse.number_of("nope"), None);
-        let mut out = Writer::new();
-        with_sparse.encode_into(&mut out);
-        let bytes = out.into_bytes();
-        let mut reader = Reader::new(&bytes);
-        assert_eq!(
-            VectorSpaces::decode(&mut reader, 100, true).unwrap(),
-            with_sparse
-        );
+        round_trip(&with_sparse);
         // an unnamed multivector alone, and one beside a sparse vector
         let multi = |name: &str| {
             SideSpace::Multi(MultiSpace {
@@ -515,16 +513,8 @@ mod tests {
         });
         assert!(VectorSpaces::with_side(vec![], vec![multi(""), words.clone()], 100).is_err());
         let both = VectorSpaces::with_side(vec![], vec![words, multi("m")], 100).unwrap();
-        for spaces in [alone, both] {
-            let mut out = Writer::new();
-            spaces.encode_into(&mut out);
-            let bytes = out.into_bytes();
-            let mut reader = Reader::new(&bytes);
-            assert_eq!(
-                VectorSpaces::decode(&mut reader, 100, true).unwrap(),
-                spaces
-            );
-        }
+        round_trip(&alone);
+        round_trip(&both);
         assert!(VectorSpaces::with_side(vec![], vec![multi("big")], 5).is_err());
     }
 

@@ -5,13 +5,13 @@
 
 use std::path::Path;
 
-use common::{through_every_state, PointModel};
+use common::{named_collection, through_every_state, PointModel};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sagitta_engine::{
-    Collection, CollectionConfig, Distance, Filter, MultiSpace, MultiVector, Point, PointId,
-    SearchRequest, SideSpace, SideVector, StorageConfig, VectorSpace, VectorSpaces,
+    Collection, Distance, Filter, MultiSpace, MultiVector, Point, PointId, SearchRequest,
+    SideSpace, SideVector, VectorSpace, VectorSpaces,
 };
 use sagitta_storage::sim::SimFileSystem;
 use serde_json::json;
@@ -194,15 +194,7 @@ fn multivectors_are_searched_exactly_in_every_point_state() {
     let fs = SimFileSystem::new();
     let directory = Path::new("/db/multi");
     let spaces = spaces();
-    let base = CollectionConfig {
-        dim: 1,
-        distance: Distance::Dot,
-        shard_count: 2,
-        storage: StorageConfig::default(),
-    };
-    let collection =
-        Collection::create_with_spaces(&fs, directory, base.named(&spaces), spaces.clone(), &[])
-            .unwrap();
+    let collection = named_collection(&fs, directory, &spaces, 2);
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     through_every_state(
         (&fs, collection, directory),
@@ -217,15 +209,7 @@ fn multivectors_are_searched_exactly_in_every_point_state() {
 fn bad_multivector_input_is_refused_naming_the_fault() {
     let fs = SimFileSystem::new();
     let spaces = spaces();
-    let base = CollectionConfig {
-        dim: 1,
-        distance: Distance::Dot,
-        shard_count: 1,
-        storage: StorageConfig::default(),
-    };
-    let collection =
-        Collection::create_with_spaces(&fs, Path::new("/db/bad"), base.named(&spaces), spaces, &[])
-            .unwrap();
+    let collection = named_collection(&fs, Path::new("/db/bad"), &spaces, 1);
     let narrow = MultiVector::new(&[vec![1.0, 2.0]]).unwrap();
     let query = |using, multi| {
         collection
@@ -255,15 +239,7 @@ fn bad_multivector_input_is_refused_naming_the_fault() {
 fn has_vector_finds_the_points_that_have_each_vector() {
     let fs = SimFileSystem::new();
     let spaces = spaces();
-    let base = CollectionConfig {
-        dim: 1,
-        distance: Distance::Dot,
-        shard_count: 2,
-        storage: StorageConfig::default(),
-    };
-    let collection =
-        Collection::create_with_spaces(&fs, Path::new("/db/has"), base.named(&spaces), spaces, &[])
-            .unwrap();
+    let collection = named_collection(&fs, Path::new("/db/has"), &spaces, 2);
     let mut rng = ChaCha8Rng::seed_from_u64(9);
     let mut points: Vec<Point> = (0..60).map(|id| point(id, &mut rng)).collect();
     // every third point without its dense vector

@@ -6,14 +6,14 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use common::{through_every_state, PointModel};
+use common::{named_collection, through_every_state, PointModel};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sagitta_engine::sparse::idf;
 use sagitta_engine::{
-    Collection, CollectionConfig, Distance, Filter, Point, PointId, SearchRequest, SideVector,
-    SparseSpace, SparseVector, StorageConfig, VectorSpace, VectorSpaces,
+    Collection, Distance, Filter, Point, PointId, SearchRequest, SideVector, SparseSpace,
+    SparseVector, VectorSpace, VectorSpaces,
 };
 use sagitta_storage::sim::SimFileSystem;
 use serde_json::json;
@@ -186,15 +186,7 @@ fn check(collection: &Collection, model: &Model, moment: &str) {
 fn run(dense: bool, directory: &Path) {
     let fs = SimFileSystem::new();
     let spaces = spaces(dense);
-    let base = CollectionConfig {
-        dim: 1,
-        distance: Distance::Dot,
-        shard_count: 2,
-        storage: StorageConfig::default(),
-    };
-    let collection =
-        Collection::create_with_spaces(&fs, directory, base.named(&spaces), spaces.clone(), &[])
-            .unwrap();
+    let collection = named_collection(&fs, directory, &spaces, 2);
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     through_every_state(
         (&fs, collection, directory),
@@ -219,15 +211,7 @@ fn a_collection_of_sparse_vectors_alone_stores_no_dense_values() {
 fn bad_sparse_input_is_refused_naming_the_fault() {
     let fs = SimFileSystem::new();
     let spaces = spaces(true);
-    let base = CollectionConfig {
-        dim: 1,
-        distance: Distance::Dot,
-        shard_count: 1,
-        storage: StorageConfig::default(),
-    };
-    let collection =
-        Collection::create_with_spaces(&fs, Path::new("/db/bad"), base.named(&spaces), spaces, &[])
-            .unwrap();
+    let collection = named_collection(&fs, Path::new("/db/bad"), &spaces, 1);
     let query = SparseVector::new(vec![1], vec![1.0]).unwrap();
     let error = collection
         .query(&SearchRequest {

@@ -272,14 +272,22 @@ pub(crate) fn check_query(
 }
 
 /// Refuses an upsert of `points` points over `upsert_max_batchsize`, or into a collection
-/// holding `max_points_count` points already.
-pub(crate) fn check_upsert(strict: &StrictMode, points: usize, stored: usize) -> ApiResult<()> {
+/// holding `max_points_count` points already (`stored` is counted only then).
+pub(crate) fn check_upsert(
+    strict: &StrictMode,
+    points: usize,
+    stored: impl FnOnce() -> usize,
+) -> ApiResult<()> {
     if let Some(max) = strict.upsert_max_batchsize.filter(|max| points > *max) {
         return Err(ApiError::bad_request(format!(
             "Forbidden: Limit exceeded {points} > {max} for \"upsert_max_batchsize\" (strict mode)"
         )));
     }
-    if let Some(max) = strict.max_points_count.filter(|max| stored >= *max) {
+    let Some(max) = strict.max_points_count else {
+        return Ok(());
+    };
+    let stored = stored();
+    if stored >= max {
         return Err(ApiError::bad_request(format!(
             "Forbidden: Max points count exceeded: the collection holds {stored}, the limit is \
              {max} (strict mode)"
@@ -330,7 +338,7 @@ pub(crate) fn admit_upsert(
     let Some(strict) = settings.strict() else {
         return Ok(());
     };
-    check_upsert(strict, points, target.count(None))?;
+    check_upsert(strict, points, || target.count(None))?;
     let key = budget_key(state, name);
     state.rate_limits.spend(&key, strict, Spend::Write, points)
 }
@@ -375,8 +383,8 @@ mod tests {
         );
         assert!(check_query(strict, 6, None, false).is_err());
         assert!(check_query(strict, 5, None, false).is_ok());
-        assert!(check_upsert(strict, 1, 10).is_err());
-        assert!(check_upsert(strict, 1, 9).is_ok());
+        assert!(check_upsert(strict, 1, || 10).is_err());
+        assert!(check_upsert(strict, 1, || 9).is_ok());
         let off = second.updated(
             None,
             Some(StrictMode {

@@ -354,6 +354,22 @@ pub fn differences(expected: &State, got: &State) -> String {
         .join("\n")
 }
 
+/// A collection of the named vectors `spaces` over `shard_count` shards, default storage.
+pub fn named_collection(
+    fs: &dyn FileSystem,
+    directory: &std::path::Path,
+    spaces: &sagitta_engine::VectorSpaces,
+    shard_count: usize,
+) -> Collection {
+    let base = sagitta_engine::CollectionConfig {
+        dim: 1,
+        distance: sagitta_engine::Distance::Dot,
+        shard_count,
+        storage: sagitta_engine::StorageConfig::default(),
+    };
+    Collection::create_with_spaces(fs, directory, base.named(spaces), spaces.clone(), &[]).unwrap()
+}
+
 /// Points by id, as a side-vector test's model keeps them.
 pub type PointModel = BTreeMap<u64, Point>;
 
