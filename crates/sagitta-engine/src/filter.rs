@@ -39,13 +39,15 @@ use serde_json::{Map, Value};
 
 use crate::datetime::parse_timestamp;
 use crate::error::{EngineError, Result};
+use crate::fulltext::TextQuery;
 use crate::point::PointId;
 
-/// Replaces the `has_vector` conditions of `filter` (see [`Filter::bind_vectors`]);
-/// whether any was.
-fn bind_all(
+/// Offers every condition of `filter` (those of filter objects among them too, not those
+/// inside a `nested` array condition) to `rewrite`, which may replace it and says whether
+/// it did; whether any was.
+pub(crate) fn rewrite_conditions(
     filter: &mut Filter,
-    having: &mut dyn FnMut(&str) -> Result<Option<HashSet<PointId>>>,
+    rewrite: &mut dyn FnMut(&mut Condition) -> Result<bool>,
 ) -> Result<bool> {
     let mut replaced = false;
     let lists = [
@@ -56,16 +58,10 @@ fn bind_all(
     ];
     for conditions in lists.into_iter().flatten() {
         for condition in conditions.iter_mut() {
-            match condition {
-                Condition::HasVector(name) => {
-                    if let Some(ids) = having(name)? {
-                        *condition = Condition::HasId(ids);
-                        replaced = true;
-                    }
-                }
-                Condition::Nested(inner) => replaced |= bind_all(inner, having)?,
-                _ => {}
-            }
+            replaced |= match condition {
+                Condition::Nested(inner) => rewrite_conditions(inner, rewrite)?,
+                other => rewrite(other)?,
+            };
         }
     }
     Ok(replaced)
@@ -128,15 +124,22 @@ pub enum Condition {
         key: KeyPath,
         values: ValueSet,
     },
-    /// `text` and `phrase` (no full-text index: the text holds it).
+    /// `text` and `phrase` (no full-text index: the text holds it as a substring).
     MatchText {
         key: KeyPath,
         text: String,
+        phrase: bool,
     },
     /// `text_any`: the text holds one of the words.
     MatchTextAny {
         key: KeyPath,
         words: Vec<String>,
+    },
+    /// `text`, `text_any` or `phrase` on a field with a text index, compared by tokens
+    /// (put in place of the substring forms by [`crate::payload_index::bind_text`]).
+    FullText {
+        key: KeyPath,
+        query: Box<TextQuery>,
     },
     Range {
         key: KeyPath,
@@ -268,7 +271,16 @@ impl Filter {
         having: &mut dyn FnMut(&str) -> Result<Option<HashSet<PointId>>>,
     ) -> Result<Option<Filter>> {
         let mut bound = self.clone();
-        let replaced = bind_all(&mut bound, having)?;
+        let replaced = rewrite_conditions(&mut bound, &mut |condition| {
+            let Condition::HasVector(name) = condition else {
+                return Ok(false);
+            };
+            let Some(ids) = having(name)? else {
+                return Ok(false);
+            };
+            *condition = Condition::HasId(ids);
+            Ok(true)
+        })?;
         Ok(replaced.then_some(bound))
     }
 
@@ -673,6 +685,7 @@ fn parse_match(value: &Value, key: KeyPath, path: &str) -> Result<Condition> {
         "text" | "phrase" => Condition::MatchText {
             key,
             text: text(body)?,
+            phrase: kind == "phrase",
         },
         _ => Condition::MatchTextAny {
             key,
@@ -1127,7 +1140,7 @@ impl Condition {
             Condition::MatchExcept { key, values } => any_value(payload, key, work, &mut |v| {
                 !v.is_null() && !values.contains(v)
             }),
-            Condition::MatchText { key, text } => any_value(
+            Condition::MatchText { key, text, .. } => any_value(
                 payload,
                 key,
                 work,
@@ -1154,6 +1167,12 @@ impl Condition {
                 key,
                 work,
                 &mut |v| matches!(v, Value::String(s) if words.iter().any(|word| s.contains(word.as_str()))),
+            ),
+            Condition::FullText { key, query } => any_value(
+                payload,
+                key,
+                work,
+                &mut |v| matches!(v, Value::String(s) if query.matches(s)),
             ),
             Condition::HasId(ids) => id.is_some_and(|id| ids.contains(id)),
             Condition::HasVector(name) => id.is_some() && name.is_empty(),

@@ -107,10 +107,27 @@ impl BoundingBox {
     }
 }
 
+impl BoundingBox {
+    /// The latitudes the box spans (south, north).
+    pub(crate) fn latitudes(&self) -> (f64, f64) {
+        (self.bottom_right.1, self.top_left.1)
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Polygon {
     exterior: Vec<Point>,
     interiors: Vec<Vec<Point>>,
+}
+
+impl Polygon {
+    /// The latitudes the exterior ring spans (south, north).
+    pub(crate) fn latitudes(&self) -> (f64, f64) {
+        self.exterior.iter().fold(
+            (f64::INFINITY, f64::NEG_INFINITY),
+            |(south, north), (_, lat)| (south.min(*lat), north.max(*lat)),
+        )
+    }
 }
 
 /// A closed ring: at least 4 points, the last equal to the first (Qdrant's rule).

@@ -23,6 +23,7 @@ pub mod datetime;
 mod distance;
 pub mod error;
 pub mod filter;
+pub mod fulltext;
 pub mod geo;
 pub mod multi;
 mod names;

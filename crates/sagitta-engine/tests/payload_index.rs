@@ -193,8 +193,8 @@ fn bad_index_requests_name_the_field() {
         }
     }
     assert!(matches!(
-        FieldType::parse("geo"),
-        Err(EngineError::InvalidPayloadIndex { reason, .. }) if reason.contains("geo")
+        FieldType::parse("geography"),
+        Err(EngineError::InvalidPayloadIndex { reason, .. }) if reason.contains("geography")
     ));
     assert!(collection.payload_schema().is_empty());
 }

@@ -10,17 +10,17 @@ use axum::http::request::Parts;
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use sagitta_engine::collection::MAX_SHARDS;
-use sagitta_engine::{Collection, CollectionConfig, Datatype, FieldType, SideSpace, VectorSpaces};
+use sagitta_engine::{Collection, CollectionConfig, Datatype, SideSpace, VectorSpaces};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
 use crate::body::{wait_flag, JsonBody};
 use crate::error::{ApiError, ApiResult};
+use crate::indexes::{parse_schema, record_hints};
 use crate::response::ok;
 use crate::settings::Settings;
 use crate::wire::config::{
-    CreateCollectionRequest, CreateIndexRequest, FieldSchemaInput, OptimizationThreads,
-    UpdateCollectionRequest,
+    CreateCollectionRequest, CreateIndexRequest, OptimizationThreads, UpdateCollectionRequest,
 };
 use crate::wire::UpdateResult;
 use crate::{SharedState, QDRANT_COMPATIBLE_VERSION};
@@ -255,17 +255,7 @@ fn collection_info(collection: &Collection, echoed: &crate::EchoedSettings) -> V
         None => json!("ok"),
         Some(error) => json!({ "error": error }),
     };
-    let payload_schema: Map<String, Value> = collection
-        .payload_schema()
-        .into_iter()
-        .map(|(field, kind)| {
-            let points = indexed_points(collection, &field);
-            (
-                field,
-                json!({ "data_type": kind.name(), "params": null, "points": points }),
-            )
-        })
-        .collect();
+    let payload_schema = crate::indexes::payload_schema(collection, &settings);
     json!({
         "status": health,
         "optimizer_status": optimizer_status,
@@ -386,13 +376,6 @@ fn storage_report(status: &sagitta_engine::CollectionStatus) -> Value {
     })
 }
 
-/// Points that have a value for `field` (what Qdrant reports as indexed by its index).
-fn indexed_points(collection: &Collection, field: &str) -> usize {
-    let has_value = json!({"must_not": [{"is_empty": {"key": field}}]});
-    sagitta_engine::Filter::parse(&has_value, "payload_schema")
-        .map_or(0, |filter| collection.count(Some(&filter)))
-}
-
 pub async fn create_index(
     State(state): State<SharedState>,
     Path(name): Path<String>,
@@ -402,23 +385,20 @@ pub async fn create_index(
     let started = Instant::now();
     let wait = wait_flag(uri.query())?;
     let target = collection(&state, &name)?;
-    let Some(FieldSchemaInput(kind_name)) = request.field_schema else {
+    let Some(schema) = request.field_schema else {
         return Err(ApiError::bad_request(
-            "Wrong input: `field_schema` is required (keyword, integer, float or bool)",
+            "Wrong input: `field_schema` is required (a type name or {\"type\": name, ..})",
         ));
     };
-    let kind = FieldType::parse(&kind_name).map_err(|_| {
-        ApiError::bad_request(format!(
-            "Wrong input: `field_schema` = {kind_name:?}: SagittaDB indexes keyword, integer, \
-             float and bool fields"
-        ))
-    })?;
+    let schema = parse_schema(&schema)?;
     let database = Arc::clone(&state.database);
     let field = request.field_name;
     blocking(move || {
+        let fs = database.file_system();
         target
-            .create_payload_index(database.file_system(), &field, kind)
-            .map_err(|error| ApiError::from_engine(error, &name))
+            .create_payload_index(fs, &field, schema.kind)
+            .map_err(|error| ApiError::from_engine(error, &name))?;
+        record_hints(&target, fs, &name, &field, Some(schema.hints))
     })
     .await?;
     Ok(ok(update_result(&state, wait), started))
@@ -434,9 +414,11 @@ pub async fn delete_index(
     let target = collection(&state, &name)?;
     let database = Arc::clone(&state.database);
     blocking(move || {
+        let fs = database.file_system();
         target
-            .delete_payload_index(database.file_system(), &field)
-            .map_err(|error| ApiError::from_engine(error, &name))
+            .delete_payload_index(fs, &field)
+            .map_err(|error| ApiError::from_engine(error, &name))?;
+        record_hints(&target, fs, &name, &field, None)
     })
     .await?;
     Ok(ok(update_result(&state, wait), started))

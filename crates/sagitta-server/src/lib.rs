@@ -29,6 +29,7 @@ pub mod error;
 mod facet;
 mod groups;
 mod health;
+mod indexes;
 pub mod metrics;
 mod mmr;
 mod payload_key;

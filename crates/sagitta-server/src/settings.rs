@@ -73,6 +73,9 @@ pub struct Settings {
     pub metadata: Option<Map<String, Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strict_mode_config: Option<StrictMode>,
+    /// The hints given with each payload index (see [`crate::indexes`]), by field.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub index_hints: Map<String, Value>,
 }
 
 impl Settings {
@@ -106,7 +109,25 @@ impl Settings {
         Settings {
             metadata,
             strict_mode_config,
+            index_hints: self.index_hints.clone(),
         }
+    }
+
+    /// `self` with the hints of the index on `field` replaced (`None`: removed).
+    pub fn with_index_hints(&self, field: &str, hints: Option<Map<String, Value>>) -> Settings {
+        let mut updated = self.clone();
+        match hints {
+            Some(hints) => updated
+                .index_hints
+                .insert(field.to_string(), Value::Object(hints)),
+            None => updated.index_hints.remove(field),
+        };
+        updated
+    }
+
+    /// The hints recorded for the index on `field`.
+    pub fn index_hints(&self, field: &str) -> Option<&Map<String, Value>> {
+        self.index_hints.get(field).and_then(Value::as_object)
     }
 
     /// Records the settings in the collection's manifest (durably).

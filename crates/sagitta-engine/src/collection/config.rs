@@ -5,6 +5,7 @@
 use sagitta_storage::codec::{DecodeError, Reader, Writer};
 
 use crate::error::{EngineError, Result};
+use crate::fulltext::{TextIndex, Tokenizer};
 use crate::payload_index::{check_field_name, FieldType, PayloadSchema, MAX_INDEXED_FIELDS};
 use crate::point::{Distance, Point, SideVector};
 pub use crate::segment::SegmentKindName;
@@ -323,6 +324,9 @@ impl CollectionConfig {
             .len_u32(schema.len(), "bounded field count");
         for (field, kind) in schema {
             out.u8(kind.code()).str_u16(field, "bounded field name");
+            if let FieldType::Text(settings) = kind {
+                encode_text_index(settings, &mut out);
+            }
         }
         spaces.encode_into(&mut out);
         out.str_u32(settings, "bounded settings");
@@ -368,31 +372,7 @@ impl CollectionConfig {
         config.validate().map_err(|error| {
             Reader::invalid_at(2, "dim, shard_count and storage", error.to_string())
         })?;
-        let count_at = reader.offset();
-        let count = reader.u32("field_count")?;
-        if count as usize > MAX_INDEXED_FIELDS {
-            // writes never index more (create_payload_index refuses the 65th field)
-            return Err(Reader::invalid_at(
-                count_at,
-                "field_count",
-                format!("{count} indexed fields, more than {MAX_INDEXED_FIELDS}"),
-            ));
-        }
-        let mut schema = PayloadSchema::new();
-        for _ in 0..count {
-            let kind = reader.code("field type", FieldType::from_code)?;
-            let at = reader.offset();
-            let field = reader.str_u16("field name")?;
-            check_field_name(field)
-                .map_err(|error| Reader::invalid_at(at, "field name", error.to_string()))?;
-            if schema.insert(field.to_string(), kind).is_some() {
-                return Err(Reader::invalid_at(
-                    at,
-                    "field name",
-                    format!("{field:?} twice"),
-                ));
-            }
-        }
+        let schema = read_schema(&mut reader)?;
         let spaces = if version >= CONFIG_VERSION_DENSE_ONLY {
             let at = reader.offset();
             let with_sparse = version >= CONFIG_VERSION_NO_SETTINGS;
@@ -413,6 +393,76 @@ impl CollectionConfig {
 /// A decoded collection manifest: configuration, payload schema, named vectors and the
 /// settings document.
 pub(super) type Decoded = (CollectionConfig, PayloadSchema, VectorSpaces, String);
+
+/// The payload schema of a manifest: a count, then each field's type code and name (a
+/// text index's settings after its name).
+fn read_schema(reader: &mut Reader) -> Result<PayloadSchema, DecodeError> {
+    let count_at = reader.offset();
+    let count = reader.u32("field_count")?;
+    if count as usize > MAX_INDEXED_FIELDS {
+        // writes never index more (create_payload_index refuses the 65th field)
+        return Err(Reader::invalid_at(
+            count_at,
+            "field_count",
+            format!("{count} indexed fields, more than {MAX_INDEXED_FIELDS}"),
+        ));
+    }
+    let mut schema = PayloadSchema::new();
+    for _ in 0..count {
+        let mut kind = reader.code("field type", FieldType::from_code)?;
+        let at = reader.offset();
+        let field = reader.str_u16("field name")?;
+        check_field_name(field)
+            .map_err(|error| Reader::invalid_at(at, "field name", error.to_string()))?;
+        if let FieldType::Text(settings) = &mut kind {
+            *settings = decode_text_index(reader)?;
+        }
+        if schema.insert(field.to_string(), kind).is_some() {
+            return Err(Reader::invalid_at(
+                at,
+                "field name",
+                format!("{field:?} twice"),
+            ));
+        }
+    }
+    Ok(schema)
+}
+
+/// A text index's settings after its field name: tokenizer code u8, flags u8 (bit 0
+/// lowercase, bit 1 phrase_matching), min and max token length u16 each (0: no bound).
+fn encode_text_index(settings: &TextIndex, out: &mut Writer) {
+    let flags = u8::from(settings.lowercase) | (u8::from(settings.phrase_matching) << 1);
+    out.u8(settings.tokenizer.code())
+        .u8(flags)
+        .u16(settings.min_token_len.unwrap_or(0))
+        .u16(settings.max_token_len.unwrap_or(0));
+}
+
+fn decode_text_index(reader: &mut Reader) -> Result<TextIndex, DecodeError> {
+    let tokenizer = reader.code("text tokenizer", Tokenizer::from_code)?;
+    let at = reader.offset();
+    let flags = reader.u8("text flags")?;
+    if flags > 0b11 {
+        return Err(Reader::invalid_at(
+            at,
+            "text flags",
+            format!("unknown bits {flags:#b}"),
+        ));
+    }
+    let bound = |length: u16| (length > 0).then_some(length);
+    let at = reader.offset();
+    let settings = TextIndex {
+        tokenizer,
+        lowercase: flags & 1 != 0,
+        phrase_matching: flags & 2 != 0,
+        min_token_len: bound(reader.u16("min token length")?),
+        max_token_len: bound(reader.u16("max token length")?),
+    };
+    settings
+        .check()
+        .map_err(|reason| Reader::invalid_at(at, "token lengths", reason))?;
+    Ok(settings)
+}
 
 /// The settings document at the end of a manifest of `version`, checked (none before
 /// they were recorded).

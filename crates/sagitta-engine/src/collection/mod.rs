@@ -357,6 +357,14 @@ impl Collection {
         kind: FieldType,
     ) -> Result<()> {
         check_field_name(field)?;
+        if let FieldType::Text(settings) = kind {
+            settings
+                .check()
+                .map_err(|reason| EngineError::InvalidPayloadIndex {
+                    field: field.to_string(),
+                    reason,
+                })?;
+        }
         let mut schema = self.schema.lock();
         if !schema.contains_key(field) && schema.len() >= MAX_INDEXED_FIELDS {
             return Err(EngineError::InvalidPayloadIndex {

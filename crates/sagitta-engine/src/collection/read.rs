@@ -4,6 +4,7 @@
 use crate::error::{EngineError, Result};
 use crate::filter::Filter;
 use crate::multi::MultiVector;
+use crate::payload_index::{bind_text, FieldType};
 use crate::point::{Distance, Point, PointId};
 use crate::query::{
     user_score, within_threshold, ScoredPoint, SearchRequest, ShardHit, SideQuery, Strategy,
@@ -14,12 +15,32 @@ use super::config::{check_range, normalize, CollectionConfig, MAX_LIMIT};
 use super::Collection;
 
 impl Collection {
-    /// `filter` with its `has_vector` conditions resolved ([`Filter::bind_vectors`]): a
-    /// named vector's into the ids of the live points that have it, found by reading
-    /// every point (so a `has_vector` filter costs a scan); the unnamed vector of a
-    /// collection with one vector is left as it is (every point has it). `None` when
-    /// nothing needed resolving; a name the collection does not have is an error.
+    /// `filter` as this collection evaluates it: its text matches on fields with a text
+    /// index in token form ([`crate::payload_index::bind_text`]), and its `has_vector`
+    /// conditions resolved ([`Filter::bind_vectors`]): a named vector's into the ids of
+    /// the live points that have it, found by reading every point (so a `has_vector`
+    /// filter costs a scan); the unnamed vector of a collection with one vector is left as
+    /// it is (every point has it). `None` when nothing needed binding; a name the
+    /// collection does not have, or a phrase on a text index without phrase matching, is
+    /// an error.
     pub fn bind_filter(&self, filter: &Filter) -> Result<Option<Filter>> {
+        let vectors = self.bind_vectors(filter)?;
+        let schema = self.schema.lock();
+        if !schema
+            .values()
+            .any(|kind| matches!(kind, FieldType::Text(_)))
+        {
+            return Ok(vectors);
+        }
+        let mut bound = vectors.clone().unwrap_or_else(|| filter.clone());
+        if bind_text(&mut bound, &schema)? {
+            Ok(Some(bound))
+        } else {
+            Ok(vectors)
+        }
+    }
+
+    fn bind_vectors(&self, filter: &Filter) -> Result<Option<Filter>> {
         let unknown = |name: &str| EngineError::InvalidVectors {
             reason: format!("Wrong input: Not existing vector name error: {name}"),
         };

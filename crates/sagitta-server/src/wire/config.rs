@@ -719,60 +719,11 @@ impl UpdateCollectionRequest {
     }
 }
 
-/// The settings of a payload index besides `type` (hints: indexes live in memory and
-/// serve every match and range filter on their field).
-const INDEX_HINTS: &[&str] = &[
-    "is_tenant",
-    "on_disk",
-    "enable_hnsw",
-    "lookup",
-    "range",
-    "is_principal",
-];
-
-/// `field_schema`: a type name, or `{"type": .., hints}`.
-pub struct FieldSchemaInput(pub String);
-
-impl<'de> Deserialize<'de> for FieldSchemaInput {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<FieldSchemaInput, D::Error> {
-        struct SchemaVisitor;
-        impl<'de> Visitor<'de> for SchemaVisitor {
-            type Value = FieldSchemaInput;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a field type name, or {\"type\": name, ..}")
-            }
-            fn visit_str<E: de::Error>(self, name: &str) -> Result<FieldSchemaInput, E> {
-                Ok(FieldSchemaInput(name.to_string()))
-            }
-            fn visit_map<A: MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<FieldSchemaInput, A::Error> {
-                let mut kind = None;
-                while let Some(key) = map.next_key::<String>()? {
-                    if key == "type" {
-                        kind = Some(map.next_value::<String>()?);
-                    } else if INDEX_HINTS.contains(&key.as_str()) {
-                        map.next_value::<Option<bool>>()?;
-                    } else {
-                        let mut expected = vec!["type"];
-                        expected.extend_from_slice(INDEX_HINTS);
-                        return Err(refuse_value(&mut map, unknown_field(&key, &expected)));
-                    }
-                }
-                kind.map(FieldSchemaInput)
-                    .ok_or_else(|| de::Error::missing_field("type"))
-            }
-        }
-        deserializer.deserialize_any(SchemaVisitor)
-    }
-}
-
 /// `PUT /collections/{c}/index`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CreateIndexRequest {
     pub field_name: String,
     #[serde(default)]
-    pub field_schema: Option<FieldSchemaInput>,
+    pub field_schema: Option<serde_json::Value>,
 }
