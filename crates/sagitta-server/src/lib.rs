@@ -30,6 +30,7 @@ mod facet;
 mod groups;
 mod health;
 mod indexes;
+mod matrix;
 pub mod metrics;
 mod mmr;
 mod payload_key;
@@ -196,6 +197,14 @@ fn point_routes() -> Router<SharedState> {
         )
         .route("/collections/{name}/points/search", post(points::search))
         .route(
+            "/collections/{name}/points/search/matrix/pairs",
+            post(matrix::pairs),
+        )
+        .route(
+            "/collections/{name}/points/search/matrix/offsets",
+            post(matrix::offsets),
+        )
+        .route(
             "/collections/{name}/points/query/groups",
             post(groups::query_groups),
         )
@@ -236,16 +245,12 @@ fn point_routes() -> Router<SharedState> {
 /// Qdrant endpoints SagittaDB does not implement: (path pattern, what it does). `*`
 /// matches one segment, a trailing `**` any rest. Consulted only for requests no route
 /// answers, so a pattern never shadows an endpoint that exists.
-const UNSUPPORTED_QDRANT_ENDPOINTS: [(&str, &str); 9] = [
+const UNSUPPORTED_QDRANT_ENDPOINTS: [(&str, &str); 8] = [
     (
         "/collections/*/points/recommend/**",
         "recommendation search",
     ),
     ("/collections/*/points/discover/**", "discovery search"),
-    (
-        "/collections/*/points/search/matrix/**",
-        "distance matrices",
-    ),
     ("/collections/*/snapshots/**", "snapshots"),
     ("/collections/*/shards/**", "shard keys and shard snapshots"),
     ("/snapshots/**", "snapshots"),
