@@ -69,7 +69,9 @@ fn to_python_error(error: EngineError) -> PyErr {
         EngineError::CollectionNotFound { .. } | EngineError::AliasNotFound { .. } => {
             CollectionNotFoundError::new_err(message)
         }
-        EngineError::Corrupt { .. } => FormatError::new_err(message),
+        EngineError::Corrupt { .. } | EngineError::InvalidSnapshot { .. } => {
+            FormatError::new_err(message)
+        }
         EngineError::Storage(_) => StorageError::new_err(message),
         EngineError::Index(_) | EngineError::Cancelled { .. } => SagittaError::new_err(message),
     }

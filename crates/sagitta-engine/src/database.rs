@@ -11,7 +11,9 @@ use sagitta_storage::fs::{FileSystem, LockGuard};
 use sagitta_storage::manifest;
 
 use crate::aliases::{self, AliasAction, Aliases};
-use crate::collection::{Collection, CollectionConfig, ImportProgress, ImportReport, ImportSource};
+use crate::collection::{
+    snapshot, Collection, CollectionConfig, ImportProgress, ImportReport, ImportSource,
+};
 use crate::error::{EngineError, Result};
 pub use crate::names::{check_collection_name, MAX_COLLECTION_NAME_BYTES};
 use crate::optimizer::{Optimizer, OptimizerPolicy};
@@ -328,6 +330,36 @@ impl Database {
         self.publish(names, &self.aliases.read())?;
         collections.insert(name.to_string(), Arc::clone(&collection));
         Ok((collection, report))
+    }
+
+    /// Recovers the collection snapshot `input` (see [`crate::collection::snapshot`]) as
+    /// the new collection `name` (which must not exist). A bad snapshot (wrong frame,
+    /// checksum, manifest, point, or count) fails the recovery and the partly built
+    /// collection is dropped.
+    pub fn recover_collection(
+        &self,
+        name: &str,
+        input: &mut dyn std::io::Read,
+    ) -> Result<Arc<Collection>> {
+        let (config, schema, spaces, settings) = snapshot::read_manifest(input)?;
+        let collection = self.create_collection_with_spaces(name, config, spaces)?;
+        let filled = snapshot::fill(&collection, input).and_then(|()| {
+            for (field, kind) in &schema {
+                collection.create_payload_index(self.file_system(), field, *kind)?;
+            }
+            collection.set_settings(self.file_system(), &settings)?;
+            collection.flush()
+        });
+        match filled {
+            Ok(()) => Ok(collection),
+            Err(error) => {
+                drop(collection);
+                // the snapshot's error is the one to report; a failed drop leaves the
+                // partial collection listed, to be dropped by hand
+                let _ = self.drop_collection(name);
+                Err(error)
+            }
+        }
     }
 
     /// Makes every write acknowledged so far in every collection durable (see

@@ -68,6 +68,9 @@ pub enum EngineError {
     /// A collection settings document that is not a JSON object, or too large.
     #[error("{reason}")]
     InvalidSettings { reason: String },
+    /// A snapshot that cannot be read or recovered.
+    #[error("snapshot: {reason}")]
+    InvalidSnapshot { reason: String },
     #[error("collection data is corrupt: {reason}")]
     Corrupt { reason: String },
     #[error("{operation} cancelled before it finished; nothing was published")]

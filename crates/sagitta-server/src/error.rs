@@ -74,7 +74,8 @@ impl ApiError {
             | EngineError::InvalidPayloadIndex { .. }
             | EngineError::NameInUse { .. }
             | EngineError::InvalidVectors { .. }
-            | EngineError::InvalidSettings { .. } => {
+            | EngineError::InvalidSettings { .. }
+            | EngineError::InvalidSnapshot { .. } => {
                 ApiError::bad_request(format!("Wrong input: {error}"))
             }
             EngineError::AliasNotFound { alias } => {

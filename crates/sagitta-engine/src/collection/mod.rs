@@ -5,6 +5,7 @@ mod config;
 mod facet;
 mod import;
 mod read;
+pub mod snapshot;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -571,6 +572,24 @@ impl Collection {
                 .map(|points| (!points.is_empty()).then_some(Operation::Upsert(points)))
                 .collect(),
             wait,
+        )
+    }
+
+    /// [`Collection::upsert`] of points as this collection stores them (read back from it,
+    /// or a snapshot of it): each is validated as an upsert is, but kept bit for bit (a
+    /// stored Cosine vector normalized again could move in its last bits). Not waited on.
+    pub(crate) fn upsert_stored(&self, points: Vec<Point>) -> Result<()> {
+        let mut per_shard: Vec<Vec<Point>> = vec![Vec::new(); self.shards.len()];
+        for point in points {
+            self.config.prepare(&self.spaces, point.clone())?;
+            per_shard[self.shard_of(&point.id)].push(point);
+        }
+        self.write_shards(
+            per_shard
+                .into_iter()
+                .map(|points| (!points.is_empty()).then_some(Operation::Upsert(points)))
+                .collect(),
+            false,
         )
     }
 

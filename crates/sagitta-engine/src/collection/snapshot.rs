@@ -1,0 +1,135 @@
+//! Collection snapshots: a portable file holding a collection's manifest and every live
+//! point, written while the collection keeps serving, and recovered into a new collection.
+//!
+//! A snapshot is a sequence of checksummed frames (docs/format.md, "Snapshots"): the
+//! manifest (configuration, payload schema, named vectors, settings document), then the
+//! points in pages of [`PAGE`] encoded as write-ahead-log upserts, then an end frame with
+//! the number of points. Every write acknowledged before [`Collection::write_snapshot`]
+//! starts is in the snapshot (the pages are read after it; a write racing the snapshot may
+//! or may not be, each point whole). Recovery checks every frame and the count before it
+//! answers, builds the collection through its write path (log, fsync) and leaves no
+//! collection behind when the file is bad.
+
+use std::io::{Read, Write};
+
+use sagitta_storage::codec::{frame, unframe, Reader, FRAME_HEADER_BYTES};
+
+use crate::codec::{self, Operation};
+use crate::error::{EngineError, Result};
+use crate::point::PointId;
+
+use super::config::{CollectionConfig, Decoded};
+use super::Collection;
+
+/// Points per page frame.
+pub const PAGE: usize = 512;
+
+const MANIFEST: &[u8; 8] = b"SGSNAPMF";
+const POINTS: &[u8; 8] = b"SGSNAPPT";
+const END: &[u8; 8] = b"SGSNAPEN";
+
+/// Largest frame body a recovery reads (a page of the widest points stays far below).
+const MAX_FRAME_BYTES: u64 = 1 << 31;
+
+fn invalid(reason: impl Into<String>) -> EngineError {
+    EngineError::InvalidSnapshot {
+        reason: reason.into(),
+    }
+}
+
+fn io(error: &std::io::Error) -> EngineError {
+    invalid(format!("cannot read or write the snapshot: {error}"))
+}
+
+impl Collection {
+    /// Writes a snapshot of this collection to `out`; returns the points it holds.
+    pub fn write_snapshot(&self, out: &mut dyn Write) -> Result<u64> {
+        let manifest =
+            self.config
+                .encode_all(&self.payload_schema(), &self.spaces, &self.settings());
+        out.write_all(&frame(MANIFEST, &manifest))
+            .map_err(|error| io(&error))?;
+        let mut written = 0u64;
+        let mut offset: Option<PointId> = None;
+        loop {
+            let (page, next) = self.scroll(offset, PAGE, None)?;
+            written += page.len() as u64;
+            if !page.is_empty() {
+                let body = codec::encode(&Operation::Upsert(page));
+                out.write_all(&frame(POINTS, &body))
+                    .map_err(|error| io(&error))?;
+            }
+            match next {
+                Some(next) => offset = Some(next),
+                None => break,
+            }
+        }
+        out.write_all(&frame(END, &written.to_le_bytes()))
+            .map_err(|error| io(&error))?;
+        out.flush().map_err(|error| io(&error))?;
+        Ok(written)
+    }
+}
+
+/// The next frame of `input`: its magic and body, checked.
+fn read_frame(input: &mut dyn Read) -> Result<([u8; 8], Vec<u8>)> {
+    let mut header = [0u8; FRAME_HEADER_BYTES];
+    input.read_exact(&mut header).map_err(|error| io(&error))?;
+    let mut magic = [0u8; 8];
+    magic.copy_from_slice(&header[..8]);
+    let length = Reader::new(&header[8..16])
+        .u64("frame length")
+        .map_err(|error| invalid(error.to_string()))?;
+    if length > MAX_FRAME_BYTES {
+        return Err(invalid(format!("a frame of {length} bytes is too large")));
+    }
+    let mut bytes = header.to_vec();
+    let body_at = bytes.len();
+    bytes.resize(body_at + usize::try_from(length).expect("bounded"), 0);
+    input
+        .read_exact(&mut bytes[body_at..])
+        .map_err(|error| io(&error))?;
+    let body = unframe(&magic, &bytes).map_err(|error| invalid(error.to_string()))?;
+    Ok((magic, body.to_vec()))
+}
+
+/// The manifest at the start of the snapshot `input`, decoded.
+pub(crate) fn read_manifest(input: &mut dyn Read) -> Result<Decoded> {
+    let (magic, manifest) = read_frame(input)?;
+    if magic != *MANIFEST {
+        return Err(invalid("not a SagittaDB collection snapshot"));
+    }
+    CollectionConfig::try_decode_with(&manifest)
+        .map_err(|error| invalid(format!("the manifest does not decode: {error}")))
+}
+
+/// Upserts the point frames of `input` into `collection` up to the end frame, whose
+/// count must match.
+pub(crate) fn fill(collection: &Collection, input: &mut dyn Read) -> Result<()> {
+    let mut points = 0u64;
+    loop {
+        let (magic, body) = read_frame(input)?;
+        match &magic {
+            POINTS => {
+                let Ok(Operation::Upsert(page)) = codec::try_decode(&body) else {
+                    return Err(invalid("a page of points does not decode"));
+                };
+                points += page.len() as u64;
+                collection.upsert_stored(page)?;
+            }
+            END => {
+                let count = body
+                    .try_into()
+                    .map(u64::from_le_bytes)
+                    .map_err(|_| invalid("the end frame is not a count"))?;
+                if count != points {
+                    return Err(invalid(format!(
+                        "the snapshot says {count} points but holds {points}"
+                    )));
+                }
+                return Ok(());
+            }
+            _ => return Err(invalid("a frame that is neither points nor the end")),
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! Collection snapshots: a snapshot taken with points in every state (sealed, rewritten
+//! and deleted in the write buffer) recovers to a collection with every field of every
+//! point, the payload schema (a text index's settings too) and the settings document; a
+//! damaged or truncated snapshot is refused and leaves no collection.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use sagitta_engine::fulltext::{TextIndex, Tokenizer};
+use sagitta_engine::{
+    Collection, CollectionConfig, Database, Distance, EngineError, FieldType, MultiSpace,
+    MultiVector, Point, PointId, SideSpace, SideVector, SparseSpace, SparseVector, VectorSpace,
+    VectorSpaces,
+};
+use sagitta_storage::sim::SimFileSystem;
+use serde_json::json;
+
+fn spaces() -> VectorSpaces {
+    let dense = vec![VectorSpace {
+        name: "dense".to_string(),
+        dim: 4,
+        distance: Distance::Cosine,
+    }];
+    let side = vec![
+        SideSpace::Sparse(SparseSpace {
+            name: "words".to_string(),
+            idf: true,
+        }),
+        SideSpace::Multi(MultiSpace {
+            name: "rows".to_string(),
+            dim: 3,
+            distance: Distance::Dot,
+        }),
+    ];
+    VectorSpaces::with_side(dense, side, 64).unwrap()
+}
+
+/// A point with every vector, or (every third) without its sparse one.
+fn point(id: u64, version: u64, rng: &mut ChaCha8Rng) -> Point {
+    let sparse = SparseVector::new(vec![1, id as u32 % 50 + 2], vec![0.5, rng.gen()]).unwrap();
+    let rows: Vec<Vec<f32>> = (0..1 + id % 3)
+        .map(|_| (0..3).map(|_| rng.gen_range(-1.0..1.0)).collect())
+        .collect();
+    Point {
+        id: PointId::Number(id),
+        vector: (0..4).map(|_| rng.gen_range(-1.0..1.0)).collect(),
+        payload: Some(
+            json!({"v": version, "text": format!("point {id} version {version}")}).to_string(),
+        ),
+        side: vec![
+            (!id.is_multiple_of(3)).then_some(SideVector::Sparse(sparse)),
+            Some(SideVector::Multi(MultiVector::new(&rows).unwrap())),
+        ],
+    }
+}
+
+/// Panics naming the first point that differs (the lists are long).
+fn same_points(got: &[Point], expected: &[Point]) {
+    assert_eq!(got.len(), expected.len());
+    if let Some((a, b)) = got.iter().zip(expected).find(|(a, b)| a != b) {
+        panic!("recovered {a:?}\nexpected {b:?}");
+    }
+}
+
+fn sorted_points(collection: &Collection) -> Vec<Point> {
+    let mut points = collection.points().unwrap();
+    points.sort_by_key(|point| point.id);
+    points
+}
+
+/// A database with collection "src" in every state, and its snapshot.
+fn source() -> (Database, Vec<u8>) {
+    let fs = Arc::new(SimFileSystem::new());
+    let database = Database::open(fs, Path::new("/db")).unwrap();
+    let spaces = spaces();
+    let base = CollectionConfig {
+        dim: 1,
+        distance: Distance::Dot,
+        shard_count: 2,
+        storage: Default::default(),
+    };
+    let collection = database
+        .create_collection_with_spaces("src", base.named(&spaces), spaces)
+        .unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let first: Vec<Point> = (0..600).map(|id| point(id, 1, &mut rng)).collect();
+    collection.upsert(first, true).unwrap();
+    collection.optimize(database.file_system()).unwrap();
+    let rewritten: Vec<Point> = (500..700).map(|id| point(id, 2, &mut rng)).collect();
+    collection.upsert(rewritten, true).unwrap();
+    let deleted: Vec<PointId> = (0..600).step_by(7).map(PointId::Number).collect();
+    collection.delete(&deleted, true).unwrap();
+    let text = TextIndex {
+        tokenizer: Tokenizer::Prefix,
+        min_token_len: Some(2),
+        ..TextIndex::default()
+    };
+    let fs = database.file_system();
+    collection
+        .create_payload_index(fs, "text", FieldType::Text(text))
+        .unwrap();
+    collection
+        .create_payload_index(fs, "v", FieldType::Integer)
+        .unwrap();
+    collection
+        .set_settings(fs, r#"{"metadata":{"team":"a"}}"#)
+        .unwrap();
+    let mut snapshot = Vec::new();
+    let written = collection.write_snapshot(&mut snapshot).unwrap();
+    assert_eq!(written as usize, collection.count(None));
+    (database, snapshot)
+}
+
+#[test]
+fn a_snapshot_recovers_every_point_and_setting() {
+    let (database, snapshot) = source();
+    let source = database.collection("src").unwrap();
+    let copy = database
+        .recover_collection("copy", &mut snapshot.as_slice())
+        .unwrap();
+    assert_eq!(copy.spaces(), source.spaces());
+    assert_eq!(copy.config(), source.config());
+    assert_eq!(copy.payload_schema(), source.payload_schema());
+    assert_eq!(copy.settings(), source.settings());
+    let expected = sorted_points(&source);
+    assert_eq!(expected.len(), 700 - 86);
+    same_points(&sorted_points(&copy), &expected);
+    // the recovered collection is durable: it reopens with the same points
+    drop(copy);
+    let reopened = database.reopen_collection("copy").unwrap();
+    same_points(&sorted_points(&reopened), &expected);
+    // a name in use is refused, the existing collection untouched
+    match database.recover_collection("src", &mut snapshot.as_slice()) {
+        Err(EngineError::CollectionExists { .. }) => {}
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    same_points(
+        &sorted_points(&database.collection("src").unwrap()),
+        &expected,
+    );
+}
+
+#[test]
+fn a_damaged_snapshot_is_refused_and_leaves_no_collection() {
+    let (database, snapshot) = source();
+    let mut flipped = snapshot.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0x40;
+    let truncated = &snapshot[..snapshot.len() - 10];
+    let mut not_one = b"not a snapshot at all, just some text".to_vec();
+    not_one.resize(200, b'.');
+    for (what, bytes) in [
+        ("flipped", flipped.as_slice()),
+        ("truncated", truncated),
+        ("not a snapshot", not_one.as_slice()),
+        ("empty", &[][..]),
+    ] {
+        match database.recover_collection("copy", &mut &bytes[..]) {
+            Err(EngineError::InvalidSnapshot { reason }) => assert!(!reason.is_empty()),
+            other => panic!("{what}: {:?}", other.map(|_| ())),
+        }
+        assert!(
+            database.collection("copy").is_err(),
+            "{what}: no collection left"
+        );
+    }
+}
