@@ -40,6 +40,7 @@ mod recommend;
 pub mod response;
 mod settings;
 mod similarity;
+mod snapshots;
 mod target;
 mod vectors;
 pub mod wire;
@@ -161,6 +162,26 @@ pub fn router(state: SharedState) -> Router {
         .route("/collections/{name}/reopen", post(health::reopen))
         .route("/collections/{name}/index", put(collections::create_index))
         .route(
+            "/collections/{name}/snapshots",
+            post(snapshots::create).get(snapshots::list),
+        )
+        .route(
+            "/collections/{name}/snapshots/recover",
+            put(snapshots::recover),
+        )
+        .route(
+            "/collections/{name}/snapshots/{file}",
+            get(snapshots::download).delete(snapshots::delete),
+        )
+        .route(
+            "/snapshots",
+            post(snapshots::create_full).get(snapshots::list_full),
+        )
+        .route(
+            "/snapshots/{file}",
+            get(snapshots::download_full).delete(snapshots::delete_full),
+        )
+        .route(
             "/collections/{name}/index/{field}",
             delete(collections::delete_index),
         )
@@ -245,15 +266,17 @@ fn point_routes() -> Router<SharedState> {
 /// Qdrant endpoints SagittaDB does not implement: (path pattern, what it does). `*`
 /// matches one segment, a trailing `**` any rest. Consulted only for requests no route
 /// answers, so a pattern never shadows an endpoint that exists.
-const UNSUPPORTED_QDRANT_ENDPOINTS: [(&str, &str); 8] = [
+const UNSUPPORTED_QDRANT_ENDPOINTS: [(&str, &str); 7] = [
     (
         "/collections/*/points/recommend/**",
         "recommendation search",
     ),
     ("/collections/*/points/discover/**", "discovery search"),
-    ("/collections/*/snapshots/**", "snapshots"),
+    (
+        "/collections/*/snapshots/upload",
+        "snapshot uploads (recover from a snapshot of this server instead)",
+    ),
     ("/collections/*/shards/**", "shard keys and shard snapshots"),
-    ("/snapshots/**", "snapshots"),
     ("/collections/*/cluster/**", "cluster (distributed) mode"),
     ("/cluster/**", "cluster (distributed) mode"),
     ("/locks", "write locks"),
@@ -462,8 +485,9 @@ mod tests {
     #[test]
     fn unsupported_endpoints_match_by_segment() {
         assert!(unsupported_qdrant_endpoint("/collections/a/points/recommend").is_some());
-        assert!(unsupported_qdrant_endpoint("/collections/a/snapshots").is_some());
-        assert!(unsupported_qdrant_endpoint("/collections/a/snapshots/s1/recover").is_some());
+        assert!(unsupported_qdrant_endpoint("/collections/a/snapshots/upload").is_some());
+        assert!(unsupported_qdrant_endpoint("/collections/a/shards/1/snapshots").is_some());
+        assert!(unsupported_qdrant_endpoint("/collections/a/snapshots").is_none());
         assert!(unsupported_qdrant_endpoint("/collections/a/points/recommend/batch").is_some());
         assert!(unsupported_qdrant_endpoint("/collections/a").is_none());
         assert!(unsupported_qdrant_endpoint("/collections/a/points/search").is_none());

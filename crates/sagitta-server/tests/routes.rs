@@ -79,7 +79,7 @@ async fn colliding_and_unknown_routes_answer_in_the_envelope() {
     // none: 501, naming the request and the feature.
     for (method, path, feature) in [
         ("POST", "/collections/docs/points/recommend", "recommend"),
-        ("POST", "/collections/docs/snapshots", "snapshot"),
+        ("POST", "/collections/docs/snapshots/upload", "upload"),
         ("GET", "/cluster", "cluster"),
     ] {
         let reply = send(&app, method, path, "{}").await;

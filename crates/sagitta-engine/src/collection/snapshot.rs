@@ -16,7 +16,7 @@ use sagitta_storage::codec::{frame, unframe, Reader, FRAME_HEADER_BYTES};
 
 use crate::codec::{self, Operation};
 use crate::error::{EngineError, Result};
-use crate::point::PointId;
+use crate::point::{Point, PointId};
 
 use super::config::{CollectionConfig, Decoded};
 use super::Collection;
@@ -106,6 +106,28 @@ pub(crate) fn read_manifest(input: &mut dyn Read) -> Result<Decoded> {
 /// Upserts the point frames of `input` into `collection` up to the end frame, whose
 /// count must match.
 pub(crate) fn fill(collection: &Collection, input: &mut dyn Read) -> Result<()> {
+    read_pages(input, &mut |page| collection.upsert_stored(page))
+}
+
+/// Reads the whole snapshot `input` and checks it (frames, checksums, manifest, every
+/// page, the count) without writing anything: what a recovery that replaces a collection
+/// runs before it drops the old one. Returns the number of points.
+pub fn verify_snapshot(input: &mut dyn Read) -> Result<u64> {
+    let (config, _, spaces, _) = read_manifest(input)?;
+    let mut points = 0u64;
+    read_pages(input, &mut |page| {
+        for point in page {
+            config.prepare(&spaces, point)?;
+            points += 1;
+        }
+        Ok(())
+    })?;
+    Ok(points)
+}
+
+/// Hands each page of points of `input` to `sink` up to the end frame, whose count must
+/// match the points read.
+fn read_pages(input: &mut dyn Read, sink: &mut dyn FnMut(Vec<Point>) -> Result<()>) -> Result<()> {
     let mut points = 0u64;
     loop {
         let (magic, body) = read_frame(input)?;
@@ -115,7 +137,7 @@ pub(crate) fn fill(collection: &Collection, input: &mut dyn Read) -> Result<()> 
                     return Err(invalid("a page of points does not decode"));
                 };
                 points += page.len() as u64;
-                collection.upsert_stored(page)?;
+                sink(page)?;
             }
             END => {
                 let count = body
