@@ -469,6 +469,16 @@ pub struct Collection {
 }
 
 impl Collection {
+    /// `filter` parsed and bound as this collection evaluates it (`Collection::bind_filter`:
+    /// text matches on a text-indexed field as token matches, named `has_vector` resolved).
+    fn bound_filter(&self, filter: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Filter>> {
+        let Some(filter) = parse_filter(filter)? else {
+            return Ok(None);
+        };
+        let bound = self.inner.bind_filter(&filter).map_err(to_python_error)?;
+        Ok(Some(bound.unwrap_or(filter)))
+    }
+
     /// The polling loop of `wait_until_indexed`; `callback` is None or `(indexed, points)`.
     fn wait_reporting(
         &self,
@@ -566,7 +576,7 @@ impl Collection {
                 .collect::<PyResult<_>>()?,
             None => Vec::new(),
         };
-        if let Some(filter) = parse_filter(filter)? {
+        if let Some(filter) = self.bound_filter(filter)? {
             targets.extend(self.inner.matching_ids(&filter));
         }
         Ok(targets)
@@ -680,7 +690,7 @@ impl Collection {
         exact: bool,
     ) -> PyResult<Bound<'py, PyList>> {
         let strategy = strategy(hnsw_ef, exact);
-        let filter = parse_filter(filter)?;
+        let filter = self.bound_filter(filter)?;
         let queries = query_rows(query, self.dim(), false)?;
         let hits = py
             .allow_threads(|| {
@@ -713,7 +723,7 @@ impl Collection {
         exact: bool,
     ) -> PyResult<Bound<'py, PyList>> {
         let strategy = strategy(hnsw_ef, exact);
-        let filter = parse_filter(filter)?;
+        let filter = self.bound_filter(filter)?;
         let queries = query_rows(queries, self.dim(), true)?;
         let results = py
             .allow_threads(|| {
@@ -818,7 +828,7 @@ impl Collection {
                 .collect::<PyResult<_>>()?,
             None => Vec::new(),
         };
-        let filter = parse_filter(filter)?;
+        let filter = self.bound_filter(filter)?;
         py.allow_threads(|| {
             self.inner.delete(&ids, wait)?;
             match &filter {
@@ -841,7 +851,7 @@ impl Collection {
         with_vector: bool,
     ) -> PyResult<(Bound<'py, PyList>, PyObject)> {
         let offset = offset.filter(|o| !o.is_none()).map(point_id).transpose()?;
-        let filter = parse_filter(filter)?;
+        let filter = self.bound_filter(filter)?;
         let (points, next) = py
             .allow_threads(|| self.inner.scroll(offset, limit, filter.as_ref()))
             .map_err(to_python_error)?;
@@ -865,7 +875,7 @@ impl Collection {
     /// Exact number of points (passing `filter` when given).
     #[pyo3(signature = (filter = None))]
     fn count(&self, py: Python<'_>, filter: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
-        let filter = parse_filter(filter)?;
+        let filter = self.bound_filter(filter)?;
         Ok(py.allow_threads(|| self.inner.count(filter.as_ref())))
     }
 

@@ -307,14 +307,35 @@ def test_payload_indexes_keep_answers_and_persist(tmp_path):
     assert [docs.count(f) for f in filters] == expected
     hits = docs.search(vectors(1, seed=5)[0], limit=5, filter=filters[0])
     assert all(hit["payload"]["kind"] == "k7" for hit in hits) and len(hits) == 5
-    with pytest.raises(sagittadb.InvalidParameterError, match="geo"):
-        docs.create_payload_index("place", "geo")
+    with pytest.raises(sagittadb.InvalidParameterError, match="geography"):
+        docs.create_payload_index("place", "geography")
     del docs, db
     db = sagittadb.open(tmp_path / "data", background_optimizer=False)
     docs = db.collection("docs")
     assert docs.payload_schema() == {"kind": "keyword", "ok": "bool", "year": "integer"}
     docs.delete_payload_index("year")
     assert docs.payload_schema() == {"kind": "keyword", "ok": "bool"}
+
+
+def test_a_text_index_makes_text_matches_token_matches(tmp_path):
+    db = sagittadb.open(tmp_path / "data", background_optimizer=False)
+    docs = db.create_collection("docs", dim=8, distance="Euclid")
+    bodies = ["Graph search on disk", "photographs of cats", "the disk graph", "vector search"]
+    docs.upsert(ids=range(4), vectors=vectors(4), payloads=[{"body": b} for b in bodies])
+    text = {"must": [{"key": "body", "match": {"text": "graph"}}]}
+
+    def matching() -> list[int]:
+        hits = docs.search(vectors(1, seed=1)[0], limit=10, filter=text)
+        return sorted(int(hit["id"]) for hit in hits)
+
+    assert matching() == [1, 2]  # no index: a substring, case and all
+    docs.create_payload_index("body", "text")
+    assert docs.payload_schema() == {"body": "text"}
+    assert matching() == [0, 2]  # a token in any case, not part of a word
+    assert docs.count(text) == 2
+    phrase = {"must": [{"key": "body", "match": {"phrase": "disk graph"}}]}
+    with pytest.raises(sagittadb.InvalidParameterError, match="phrase_matching"):
+        docs.count(phrase)
 
 
 def test_disk_segments_search_like_exact_and_reopen(tmp_path):

@@ -7,7 +7,8 @@
 //! a temporary name, fsynced, then renamed, so a listed snapshot is always whole. Every
 //! write acknowledged before the request is in it. A full snapshot,
 //! `<data dir>/snapshots/<name>.snapshot`, holds every collection's snapshot: magic
-//! `SGFULL01`, then per collection `name_length u32 | name | length u64 | snapshot`.
+//! `SGFULL01`, then per collection `name_length u32 | name | snapshot` (a collection
+//! snapshot ends with its end frame), streamed collection by collection.
 //!
 //! Recovery (`PUT /collections/{c}/snapshots/recover`, `{"location": ..}`) reads a snapshot
 //! of this server: its name, or a `file://` URL inside the snapshots directory (a URL
@@ -352,19 +353,14 @@ pub async fn create_full(State(state): State<SharedState>, uri: Uri) -> ApiResul
                 let target = database
                     .collection(&name)
                     .map_err(|error| ApiError::from_engine(error, &name))?;
-                let mut bytes = Vec::new();
-                target
-                    .write_snapshot(&mut bytes)
-                    .map_err(|error| ApiError::from_engine(error, &name))?;
-                let header = [
-                    &u32::try_from(name.len()).expect("short name").to_le_bytes()[..],
-                    name.as_bytes(),
-                    &(bytes.len() as u64).to_le_bytes(),
-                ]
-                .concat();
-                out.write_all(&header)
-                    .and_then(|()| out.write_all(&bytes))
+                let length = u32::try_from(name.len()).expect("a short name");
+                out.write_all(&length.to_le_bytes())
+                    .and_then(|()| out.write_all(name.as_bytes()))
                     .map_err(|e| io_error("writing a snapshot", &e))?;
+                // a collection snapshot ends with its own end frame: streamed as it is read
+                target
+                    .write_snapshot(out)
+                    .map_err(|error| ApiError::from_engine(error, &name))?;
             }
             Ok(())
         })?;
