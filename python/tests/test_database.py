@@ -320,8 +320,15 @@ def test_payload_indexes_keep_answers_and_persist(tmp_path):
 def test_a_text_index_makes_text_matches_token_matches(tmp_path):
     db = sagittadb.open(tmp_path / "data", background_optimizer=False)
     docs = db.create_collection("docs", dim=8, distance="Euclid")
-    bodies = ["Graph search on disk", "photographs of cats", "the disk graph", "vector search"]
-    docs.upsert(ids=range(4), vectors=vectors(4), payloads=[{"body": b} for b in bodies])
+    bodies = [
+        "Graph search on disk",
+        "photographs of cats",
+        "the disk graph",
+        "vector search",
+    ]
+    docs.upsert(
+        ids=range(4), vectors=vectors(4), payloads=[{"body": b} for b in bodies]
+    )
     text = {"must": [{"key": "body", "match": {"text": "graph"}}]}
 
     def matching() -> list[int]:
