@@ -17,15 +17,21 @@ use crate::SharedState;
 /// Paths anyone may call, so orchestrators can probe a secured server.
 const OPEN_PATHS: [&str; 4] = ["/", "/healthz", "/livez", "/readyz"];
 
-/// POST endpoints that only read (searches, scroll, count, retrieve).
+/// POST endpoints that only read (searches, grouped searches, distance matrices, facets,
+/// scroll, count, retrieve).
 fn is_read_only_post(path: &str) -> bool {
-    const READ_SUFFIXES: [&str; 6] = [
+    const READ_SUFFIXES: [&str; 11] = [
         "/points/query",
         "/points/query/batch",
+        "/points/query/groups",
         "/points/search",
         "/points/search/batch",
+        "/points/search/groups",
+        "/points/search/matrix/pairs",
+        "/points/search/matrix/offsets",
         "/points/scroll",
         "/points/count",
+        "/facet",
     ];
     READ_SUFFIXES.iter().any(|suffix| path.ends_with(suffix))
         // POST /collections/{c}/points retrieves by id.
@@ -167,6 +173,14 @@ mod tests {
         assert!(is_read(&Method::POST, "/collections/a/points/query"));
         assert!(is_read(&Method::POST, "/collections/a/points/query/batch"));
         assert!(is_read(&Method::POST, "/collections/a/points"));
+        assert!(is_read(&Method::POST, "/collections/a/points/query/groups"));
+        assert!(is_read(
+            &Method::POST,
+            "/collections/a/points/search/matrix/pairs"
+        ));
+        assert!(is_read(&Method::POST, "/collections/a/facet"));
+        assert!(!is_read(&Method::POST, "/collections/a/snapshots"));
+        assert!(!is_read(&Method::PUT, "/collections/a/snapshots/recover"));
         assert!(!is_read(&Method::PUT, "/collections/a/points"));
         assert!(!is_read(&Method::POST, "/collections/a/points/delete"));
         assert!(!is_read(&Method::POST, "/collections/a/points/payload"));
