@@ -561,9 +561,27 @@ impl Collection {
     /// with `wait`, returns after the shard logs are fsynced (durable and visible), else
     /// after the append (visible). Each shard's part is one log record: all or nothing.
     pub fn upsert(&self, points: Vec<Point>, wait: bool) -> Result<()> {
+        let prepared = points
+            .into_iter()
+            .map(|point| self.config.prepare(&self.spaces, point))
+            .collect::<Result<Vec<Point>>>()?;
+        self.write_points(prepared, wait)
+    }
+
+    /// [`Collection::upsert`] of points as this collection stores them (read back from it,
+    /// or a snapshot of it): each is validated as an upsert is, but kept bit for bit (a
+    /// stored Cosine vector normalized again could move in its last bits). Not waited on.
+    pub(crate) fn upsert_stored(&self, points: Vec<Point>) -> Result<()> {
+        for point in &points {
+            self.config.prepare(&self.spaces, point.clone())?;
+        }
+        self.write_points(points, false)
+    }
+
+    /// Logs and applies the upsert of `points` (validated), each shard's part as one record.
+    fn write_points(&self, points: Vec<Point>, wait: bool) -> Result<()> {
         let mut per_shard: Vec<Vec<Point>> = vec![Vec::new(); self.shards.len()];
         for point in points {
-            let point = self.config.prepare(&self.spaces, point)?;
             per_shard[self.shard_of(&point.id)].push(point);
         }
         self.write_shards(
@@ -572,24 +590,6 @@ impl Collection {
                 .map(|points| (!points.is_empty()).then_some(Operation::Upsert(points)))
                 .collect(),
             wait,
-        )
-    }
-
-    /// [`Collection::upsert`] of points as this collection stores them (read back from it,
-    /// or a snapshot of it): each is validated as an upsert is, but kept bit for bit (a
-    /// stored Cosine vector normalized again could move in its last bits). Not waited on.
-    pub(crate) fn upsert_stored(&self, points: Vec<Point>) -> Result<()> {
-        let mut per_shard: Vec<Vec<Point>> = vec![Vec::new(); self.shards.len()];
-        for point in points {
-            self.config.prepare(&self.spaces, point.clone())?;
-            per_shard[self.shard_of(&point.id)].push(point);
-        }
-        self.write_shards(
-            per_shard
-                .into_iter()
-                .map(|points| (!points.is_empty()).then_some(Operation::Upsert(points)))
-                .collect(),
-            false,
         )
     }
 
