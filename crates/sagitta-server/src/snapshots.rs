@@ -13,8 +13,8 @@
 //! Recovery (`PUT /collections/{c}/snapshots/recover`, `{"location": ..}`) reads a snapshot
 //! of this server: its name, or a `file://` URL inside the snapshots directory (a URL
 //! elsewhere or over the network is refused; `checksum`, when given, must be the file's
-//! SHA-256). The whole file is checked before anything changes; then the collection, if it
-//! exists, is dropped and rebuilt from the snapshot. Uploads, shard snapshots and the
+//! SHA-256). An existing collection is dropped only after the whole file is checked, then
+//! rebuilt from the snapshot; a bad file met while building leaves no collection. Uploads, shard snapshots and the
 //! recovery of a full snapshot are not served.
 
 use std::fs::{self, File};
@@ -66,41 +66,36 @@ fn checked_name(name: &str) -> ApiResult<&str> {
     }
 }
 
-/// UTC time as Qdrant writes `creation_time` (`YYYY-MM-DDTHH:MM:SS`).
+/// UTC time as Qdrant writes `creation_time`: `YYYY-MM-DDTHH:MM:SS`, without a zone.
 fn utc(time: SystemTime) -> String {
     let seconds = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, rest) = (seconds / 86_400, seconds % 86_400);
-    // days since 1970-01-01 to a civil date (Hinnant's algorithm)
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    let (h, m, s) = (rest / 3_600, rest % 3_600 / 60, rest % 60);
-    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}")
+    let mut text = sagitta_storage::utc::utc_timestamp(seconds);
+    text.pop(); // the `Z`
+    text
 }
 
 /// A snapshot file's description: name, creation time, size and SHA-256.
 fn describe(path: &Path) -> ApiResult<Value> {
     let metadata = fs::metadata(path).map_err(|e| io_error("reading a snapshot", &e))?;
-    let mut hasher = Sha256::new();
-    let mut file = File::open(path).map_err(|e| io_error("reading a snapshot", &e))?;
-    std::io::copy(&mut file, &mut hasher).map_err(|e| io_error("reading a snapshot", &e))?;
-    let checksum: String = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let checksum = sha256_hex(path)?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
     let created = metadata.modified().unwrap_or(UNIX_EPOCH);
     Ok(
         json!({"name": name, "creation_time": utc(created), "size": metadata.len(),
               "checksum": checksum}),
     )
+}
+
+/// The SHA-256 of the file at `path`, in lowercase hex (as Qdrant's `checksum`).
+fn sha256_hex(path: &Path) -> ApiResult<String> {
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut open_snapshot(path)?, &mut hasher)
+        .map_err(|e| io_error("reading a snapshot", &e))?;
+    Ok(hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
 }
 
 /// Writes a snapshot file `name` in `directory` through `write`: a temporary file,
@@ -207,6 +202,12 @@ fn existing(directory: &Path, file: &str) -> ApiResult<PathBuf> {
     }
 }
 
+/// Deletes snapshot `file` of `directory` (404 when there is none).
+fn remove_snapshot(directory: &Path, file: &str) -> ApiResult<()> {
+    let path = existing(directory, file)?;
+    fs::remove_file(&path).map_err(|e| io_error("deleting a snapshot", &e))
+}
+
 fn download_file(path: &Path) -> ApiResult<Response> {
     let bytes = fs::read(path).map_err(|e| io_error("reading a snapshot", &e))?;
     Response::builder()
@@ -232,8 +233,7 @@ pub async fn delete(
     let started = Instant::now();
     wait_flag(uri.query())?;
     collection(&state, &name)?;
-    let path = existing(&root(&state).join(&name), &file)?;
-    fs::remove_file(&path).map_err(|e| io_error("deleting a snapshot", &e))?;
+    remove_snapshot(&root(&state).join(&name), &file)?;
     Ok(ok(true, started))
 }
 
@@ -309,14 +309,7 @@ pub async fn recover(
     let database = std::sync::Arc::clone(&state.database);
     let name = blocking(move || {
         if let Some(expected) = &request.checksum {
-            let mut hasher = Sha256::new();
-            std::io::copy(&mut open_snapshot(&path)?, &mut hasher)
-                .map_err(|e| io_error("reading a snapshot", &e))?;
-            let actual: String = hasher
-                .finalize()
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect();
+            let actual = sha256_hex(&path)?;
             if !actual.eq_ignore_ascii_case(expected) {
                 return Err(ApiError::bad_request(format!(
                     "Wrong input: `checksum`: the snapshot's SHA-256 is {actual}"
@@ -324,9 +317,11 @@ pub async fn recover(
             }
         }
         let engine = |error| ApiError::from_engine(error, &name);
-        sagitta_engine::collection::snapshot::verify_snapshot(&mut open_snapshot(&path)?)
-            .map_err(engine)?;
         if database.collection(&name).is_ok() {
+            // the collection goes only for a snapshot known to be whole (a recovery into
+            // a new name drops what it built on a bad file by itself)
+            sagitta_engine::collection::snapshot::verify_snapshot(&mut open_snapshot(&path)?)
+                .map_err(engine)?;
             database.drop_collection(&name).map_err(engine)?;
         }
         database
@@ -392,7 +387,6 @@ pub async fn delete_full(
 ) -> ApiResult<Response> {
     let started = Instant::now();
     wait_flag(uri.query())?;
-    let path = existing(&root(&state), &file)?;
-    fs::remove_file(&path).map_err(|e| io_error("deleting a snapshot", &e))?;
+    remove_snapshot(&root(&state), &file)?;
     Ok(ok(true, started))
 }

@@ -14,6 +14,7 @@
 //!   where io_uring is refused, chosen by probing; counters for achieved IOPS.
 //! * [`npy`] — NumPy `.npy` files: the one reader behind `sagitta import` and the load
 //!   generator (headers of versions 1 to 3, every numeric dtype, Fortran order refused).
+//! * [`utc`] — UTC timestamps for the files and reports the tools write.
 //!
 //! Architecture invariant: every byte this crate writes goes through [`fs::FileSystem`], so
 //! every write path can be crash-tested against the simulator.
@@ -30,6 +31,7 @@ pub mod manifest;
 pub mod npy;
 pub mod pageio;
 pub mod sim;
+pub mod utc;
 pub mod wal;
 
 pub use error::StorageError;
