@@ -174,7 +174,9 @@ fn point_dict<'py>(
     };
     dict.set_item("payload", payload)?;
     if let Some(vector) = vector {
-        dict.set_item("vector", vector)?;
+        // a point without its vector (NaNs in storage) shows None
+        let present = !sagitta_engine::spaces::is_absent(&vector);
+        dict.set_item("vector", present.then_some(vector))?;
     }
     Ok(dict)
 }

@@ -15,7 +15,7 @@
 //! "geo_bounding_box": {"top_left", "bottom_right"}}`, `{"key": k, "geo_polygon":
 //! {"exterior": {"points": [..]}, "interiors": [..]}}` (strict: an edge is outside; see
 //! [`crate::geo`]), `{"key": k, "values_count": {"lt"|"gt"|"gte"|"lte": n}}`; `{"has_id":
-//! [ids]}`, `{"has_vector": ""}` (the unnamed vector every point has), `{"is_empty": {"key":
+//! [ids]}`, `{"has_vector": ""}` (the unnamed vector), `{"is_empty": {"key":
 //! k}}`, `{"is_null": {"key": k}}`, `{"nested": {"key": k, "filter": {..}}}`; or a filter
 //! object (`{}` included: it matches everything). Two kinds in one condition, an unknown
 //! field, or a field condition's `is_empty` / `is_null` form is an error, never ignored; a
@@ -172,10 +172,10 @@ pub enum Condition {
         bounds: Range<u64>,
     },
     HasId(HashSet<PointId>),
-    /// `has_vector`: the point has the vector so named. The unnamed vector `""` of a
-    /// collection with one vector every point has; any other is resolved by
+    /// `has_vector`: the point has the vector so named, resolved by
     /// [`Filter::bind_vectors`] into the ids of the points that have it before the filter
-    /// is evaluated (unresolved, it holds for none).
+    /// is evaluated (unresolved, the unnamed vector `""` holds for every point and any
+    /// other name for none).
     HasVector(String),
     IsEmpty {
         key: KeyPath,

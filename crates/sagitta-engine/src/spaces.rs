@@ -13,6 +13,10 @@
 //! A collection made with one unnamed vector has no spaces ([`VectorSpaces::is_named`] is
 //! false) and is stored exactly as before: one vector of the collection's dimension.
 
+/// Whether a stored vector (or a named vector's part of one) is absent: NaNs in place of
+/// values. In a collection with one unnamed vector a point without it is stored as NaNs
+/// too, and no search finds it until a vector is written for it.
+pub use sagitta_index::metric::is_absent;
 use sagitta_storage::codec::{DecodeError, Reader, Writer};
 
 use crate::error::{EngineError, Result};
@@ -117,7 +121,7 @@ impl SpaceSlice {
     #[inline]
     pub fn of<'a>(&self, vector: &'a [f32]) -> Option<&'a [f32]> {
         let part = vector.get(self.offset..self.offset + self.dim)?;
-        (!part.first().is_some_and(|value| value.is_nan())).then_some(part)
+        (!is_absent(part)).then_some(part)
     }
 }
 

@@ -60,12 +60,7 @@ impl Metric {
 
 /// Validates a row-major batch: dimension, finiteness. Returns the row count.
 pub(crate) fn check_batch(vectors: &[f32], dim: usize) -> Result<usize> {
-    if dim == 0 || !vectors.len().is_multiple_of(dim) {
-        return Err(IndexError::WrongVectorDimension {
-            expected: dim,
-            received: if dim == 0 { 0 } else { vectors.len() % dim },
-        });
-    }
+    check_width(vectors, dim)?;
     if let Some(position) = vectors.iter().position(|value| !value.is_finite()) {
         return Err(IndexError::NonFiniteValue {
             row: position / dim,
@@ -73,6 +68,39 @@ pub(crate) fn check_batch(vectors: &[f32], dim: usize) -> Result<usize> {
         });
     }
     Ok(vectors.len() / dim)
+}
+
+/// Whether `row` is an *absent* row: a point without this vector, written as NaNs. Rows
+/// are validated when they enter an index ([`check_batch_with_absent`]), so a NaN first
+/// value means every value is NaN.
+#[inline]
+pub fn is_absent(row: &[f32]) -> bool {
+    row.first().is_some_and(|value| value.is_nan())
+}
+
+/// [`check_batch`], admitting absent rows (every value NaN): an HNSW index stores them as
+/// nodes it never links, so no search reaches them. A row with some NaNs is refused.
+pub(crate) fn check_batch_with_absent(vectors: &[f32], dim: usize) -> Result<usize> {
+    check_width(vectors, dim)?;
+    for (row, values) in vectors.chunks_exact(dim).enumerate() {
+        if is_absent(values) && values.iter().all(|value| value.is_nan()) {
+            continue;
+        }
+        if let Some(position) = values.iter().position(|value| !value.is_finite()) {
+            return Err(IndexError::NonFiniteValue { row, position });
+        }
+    }
+    Ok(vectors.len() / dim)
+}
+
+fn check_width(vectors: &[f32], dim: usize) -> Result<()> {
+    if dim == 0 || !vectors.len().is_multiple_of(dim) {
+        return Err(IndexError::WrongVectorDimension {
+            expected: dim,
+            received: if dim == 0 { 0 } else { vectors.len() % dim },
+        });
+    }
+    Ok(())
 }
 
 /// Writes `vector` normalized to unit length into `out` (a zero vector stays zero).

@@ -34,7 +34,13 @@ impl Sq8Quantizer {
     pub fn train(sample: &[f32], dim: usize) -> Sq8Quantizer {
         assert!(dim > 0 && sample.len().is_multiple_of(dim));
         let step = (sample.len() / TRAINING_VALUES_MAX).max(1);
-        let mut magnitudes: Vec<f32> = sample.iter().step_by(step).map(|v| v.abs()).collect();
+        // absent rows (NaNs, see crate::metric::is_absent) carry no values to cover
+        let mut magnitudes: Vec<f32> = sample
+            .iter()
+            .step_by(step)
+            .filter(|v| v.is_finite())
+            .map(|v| v.abs())
+            .collect();
         let scale = if magnitudes.is_empty() {
             1.0
         } else {

@@ -584,3 +584,64 @@ fn a_shuffled_link_order_builds_a_graph_that_finds_every_row() {
         assert_eq!(hits[0].label, row as u64);
     }
 }
+
+/// Rows of NaNs only are points without this vector: stored, never linked, never found —
+/// and they skew neither the SQ8 scale nor the recall of the rows around them.
+#[test]
+fn absent_rows_are_stored_but_never_linked_or_found() {
+    let mut base = clustered(COUNT, DIM, 41);
+    let absent: Vec<usize> = (0..COUNT).step_by(7).collect();
+    for row in &absent {
+        base[row * DIM..(row + 1) * DIM].fill(f32::NAN);
+    }
+    let present: Vec<f32> = base
+        .chunks_exact(DIM)
+        .filter(|row| !row[0].is_nan())
+        .flatten()
+        .copied()
+        .collect();
+    let present_labels: Vec<u64> = (0..COUNT as u64)
+        .filter(|label| !absent.contains(&(*label as usize)))
+        .collect();
+    let queries = clustered(50, DIM, 42);
+    for metric in [Metric::Cosine, Metric::Dot, Metric::L2] {
+        let truth: Vec<Vec<usize>> = brute_force(metric, &present, &queries, DIM, 10)
+            .into_iter()
+            .map(|row| row.iter().map(|at| present_labels[*at] as usize).collect())
+            .collect();
+        let index = build(metric, Quantization::Sq8, &base, 2);
+        assert!(index.sq8_scale().is_some_and(f32::is_finite));
+        assert!(index
+            .vector(absent[1] as u32)
+            .unwrap()
+            .iter()
+            .all(|v| v.is_nan()));
+        let results = index
+            .search_batch(&queries, HnswSearchParams::new(10, 64), 2)
+            .unwrap();
+        assert!(results
+            .ids
+            .iter()
+            .all(|id| !absent.contains(&(*id as usize))));
+        let measured = recall(&results.ids, &truth, 10);
+        assert!(measured >= RECALL_FLOOR, "{metric:?}: recall {measured}");
+    }
+    // an index whose every row is absent has nothing to find
+    let empty = build(Metric::L2, Quantization::None, &[f32::NAN; DIM * 3], 1);
+    assert_eq!(empty.len(), 3);
+    let hits = empty
+        .search(&queries[..DIM], HnswSearchParams::new(10, 64))
+        .unwrap();
+    assert!(hits.is_empty());
+    // a row with only some NaNs is refused
+    let index = HnswIndex::new(small_params(), 1).unwrap();
+    let mut partial = vec![f32::NAN; DIM];
+    partial[3] = 1.0;
+    assert!(matches!(
+        index.add(&partial, &[1], 1),
+        Err(IndexError::NonFiniteValue {
+            row: 0,
+            position: 0
+        })
+    ));
+}

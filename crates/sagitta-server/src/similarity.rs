@@ -54,7 +54,9 @@ impl Slot {
         side: &'a [Option<SideVector>],
     ) -> Option<Scored<'a>> {
         match self {
-            Slot::Whole => Some(Scored::Dense(vector)),
+            Slot::Whole => {
+                (!sagitta_engine::spaces::is_absent(vector)).then_some(Scored::Dense(vector))
+            }
             Slot::Dense(index) => spaces.part(index, vector).map(Scored::Dense),
             Slot::Side(index) => side.get(index)?.as_ref().map(Scored::Side),
         }

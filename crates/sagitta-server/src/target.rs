@@ -196,12 +196,6 @@ impl QueryTarget<'_> {
             })?;
         let same = source_name == self.name;
         let spaces = source_collection.spaces();
-        if !spaces.is_named() {
-            if let Some(name) = using.filter(|name| *name != DEFAULT_VECTOR_NAME) {
-                return Err(unknown_vector_name(&format!("{field}{named_by}"), name));
-            }
-            return Ok((Looked::Dense(point.vector), same));
-        }
         let name = using.unwrap_or(DEFAULT_VECTOR_NAME);
         let lacking = || {
             ApiError::bad_request(format!(
@@ -209,6 +203,15 @@ impl QueryTarget<'_> {
                  vector named {name:?}"
             ))
         };
+        if !spaces.is_named() {
+            if name != DEFAULT_VECTOR_NAME {
+                return Err(unknown_vector_name(&format!("{field}{named_by}"), name));
+            }
+            if sagitta_engine::spaces::is_absent(&point.vector) {
+                return Err(lacking());
+            }
+            return Ok((Looked::Dense(point.vector), same));
+        }
         if let Some(index) = spaces.side_index_of(name) {
             let mut side = point.side;
             let vector = side.get_mut(index).and_then(Option::take);

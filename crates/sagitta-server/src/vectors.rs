@@ -65,7 +65,8 @@ pub struct DeleteVectorsRequest {
 /// `stored` with the spaces `given` holds (NaN-free parts) put in place of its own.
 fn merged(stored: &[f32], given: &[f32], spaces: &VectorSpaces) -> Vec<f32> {
     if !spaces.is_named() {
-        return given.to_vec();
+        let kept = given.is_empty() || sagitta_engine::spaces::is_absent(given);
+        return if kept { stored } else { given }.to_vec();
     }
     let old = spaces.split(stored);
     let new = spaces.split(given);
@@ -125,19 +126,15 @@ impl UpdateVectorsRequest {
 impl DeleteVectorsRequest {
     /// The numbers of the named vectors to remove (a sparse vector's number is the dense
     /// ones' count plus its own), and the points (ids or a filter).
+    /// The unnamed vector of a collection with one vector is number 0.
     pub(crate) fn checked(self, spaces: &VectorSpaces) -> ApiResult<(Vec<usize>, PointChoice)> {
-        if !spaces.is_named() {
-            return Err(ApiError::bad_request(
-                "Wrong input: the collection has one unnamed vector, which a point cannot be \
-                 without; delete the point instead",
-            ));
-        }
         let removed = self
             .vector
             .iter()
             .map(|name| {
-                spaces
-                    .number_of(name)
+                let unnamed = (!spaces.is_named() && name.is_empty()).then_some(0);
+                unnamed
+                    .or_else(|| spaces.number_of(name))
                     .ok_or_else(|| crate::wire::unknown_vector_name("vector", name))
             })
             .collect::<ApiResult<Vec<usize>>>()?;
@@ -212,6 +209,16 @@ pub(crate) fn apply_delete_vectors(
         else {
             continue;
         };
+        if !spaces.is_named() {
+            // the one unnamed vector: the point stays, without it (the engine's NaNs)
+            if !removed.is_empty() {
+                points.push(Point {
+                    vector: Vec::new(),
+                    ..stored
+                });
+            }
+            continue;
+        }
         let parts: Vec<Option<&[f32]>> = spaces
             .split(&stored.vector)
             .into_iter()

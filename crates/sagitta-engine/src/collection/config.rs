@@ -253,6 +253,8 @@ impl CollectionConfig {
         prepare_side(spaces, &mut point)?;
         if spaces.is_named() {
             prepare_named(self, spaces, &mut point)?;
+        } else if self.prepare_absent(&mut point)? {
+            return Ok(point);
         } else {
             self.check_vector(&point.vector, || EngineError::point(&point.id))?;
             if self.distance == Distance::Cosine {
@@ -265,6 +267,30 @@ impl CollectionConfig {
             }
         }
         Ok(point)
+    }
+
+    /// Whether `point` (of a collection with one unnamed vector) is without its vector:
+    /// given empty or as NaNs only, it is stored as `dim` NaNs ([`crate::spaces`]: a NaN
+    /// first value means "absent"), a point no search finds until a vector is written for
+    /// it. Disk segments partition every point by its vector, so their collections refuse
+    /// such points.
+    fn prepare_absent(&self, point: &mut Point) -> Result<bool> {
+        let absent = point.vector.is_empty()
+            || (point.vector.len() == self.dim && point.vector.iter().all(|v| v.is_nan()));
+        if !absent {
+            return Ok(false);
+        }
+        if self.storage.segment_kind == SegmentKindName::Disk {
+            return Err(EngineError::InvalidVectors {
+                reason: format!(
+                    "{}: a point without its vector is not supported in a collection of disk \
+                     segments (they partition points by their vectors)",
+                    EngineError::point(&point.id)
+                ),
+            });
+        }
+        point.vector = vec![f32::NAN; self.dim];
+        Ok(true)
     }
 
     /// Checks that `spaces` fit this configuration: named vectors are stored side by side

@@ -19,8 +19,8 @@ impl Collection {
     /// index in token form ([`crate::payload_index::bind_text`]), and its `has_vector`
     /// conditions resolved ([`Filter::bind_vectors`]): a named vector's into the ids of
     /// the live points that have it, found by reading every point (so a `has_vector`
-    /// filter costs a scan); the unnamed vector of a collection with one vector is left as
-    /// it is (every point has it). `None` when nothing needed binding; a name the
+    /// filter costs a scan; the unnamed vector of a collection with one vector too, since
+    /// a point may be without it). `None` when nothing needed binding; a name the
     /// collection does not have, or a phrase on a text index without phrase matching, is
     /// an error.
     pub fn bind_filter(&self, filter: &Filter) -> Result<Option<Filter>> {
@@ -46,20 +46,23 @@ impl Collection {
         };
         let mut points: Option<Vec<Point>> = None;
         filter.bind_vectors(&mut |name| {
-            if !self.spaces.is_named() {
-                return if name.is_empty() {
-                    Ok(None)
-                } else {
-                    Err(unknown(name))
-                };
+            let unnamed = !self.spaces.is_named();
+            if unnamed && !name.is_empty() {
+                return Err(unknown(name));
             }
-            let number = self.spaces.number_of(name).ok_or_else(|| unknown(name))?;
+            let number = if unnamed {
+                0
+            } else {
+                self.spaces.number_of(name).ok_or_else(|| unknown(name))?
+            };
             if points.is_none() {
                 points = Some(self.points()?);
             }
             let dense = self.spaces.len();
             let having = points.iter().flatten().filter(|point| {
-                if number < dense {
+                if unnamed {
+                    !sagitta_index::metric::is_absent(&point.vector)
+                } else if number < dense {
                     self.spaces.part(number, &point.vector).is_some()
                 } else {
                     point.side.get(number - dense).is_some_and(Option::is_some)

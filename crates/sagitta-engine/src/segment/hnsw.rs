@@ -22,6 +22,7 @@ use sagitta_index::hnsw::{
     locality_order, permute_rows, AddProgress, Codes, HnswIndex, HnswParams, HnswSearchParams,
     LinkOrder, Quantization,
 };
+use sagitta_index::metric::is_absent;
 use sagitta_index::{IndexError, Metric};
 use sagitta_storage::fs::{FileSystem, StreamedFile};
 use sagitta_storage::StorageError;
@@ -273,6 +274,9 @@ impl HnswSegment {
     ) -> Result<Vec<(f32, Point)>> {
         let mut best = BestK::new(k);
         self.for_each_row(nodes, |node, row| {
+            if is_absent(row) {
+                return; // a point without its vector: nothing to rank it by
+            }
             let value = exact_distance(distance, query, row);
             best.offer(value, self.listing.id(node), || (node, row.to_vec()));
         })?;

@@ -9,7 +9,7 @@ use super::storage::{F32Scorer, Scorer, Sq8Scorer, Sq8Store};
 use super::{HnswIndex, Quantization};
 use crate::error::{IndexError, Result};
 use crate::limits::MAX_LEVEL;
-use crate::metric::{check_batch, normalize_into, Metric};
+use crate::metric::{check_batch_with_absent, is_absent, normalize_into, Metric};
 use crate::quantizer::Sq8Quantizer;
 use crate::threads::{effective_threads, for_each_chunk};
 use crate::top_k::Neighbor;
@@ -84,6 +84,8 @@ impl HnswIndex {
     /// Adds row-major `vectors` labelled `labels`, linking them on `threads` threads
     /// (0 = all cores). All-or-nothing with respect to validation: a wrong dimension, a
     /// non-finite value, a duplicate label or missing capacity leaves the index unchanged.
+    /// A row of NaNs only is *absent* ([`crate::metric::is_absent`]): stored and labelled
+    /// but never linked, so no search returns it (a point without this vector).
     pub fn add(&self, vectors: &[f32], labels: &[u64], threads: usize) -> Result<()> {
         self.add_with_progress(vectors, labels, threads, None)
     }
@@ -119,7 +121,7 @@ impl HnswIndex {
             });
         }
         let cancelled = || progress.is_some_and(AddProgress::is_cancelled);
-        let rows = check_batch(vectors, self.params.dim)?;
+        let rows = check_batch_with_absent(vectors, self.params.dim)?;
         if labels.len() != rows {
             return Err(IndexError::WrongIdCount {
                 expected: rows,
@@ -307,7 +309,10 @@ impl HnswIndex {
         let step = (count / max).max(1);
         let mut sample = Vec::with_capacity(count.min(max) * self.params.dim);
         for node in (0..count).step_by(step) {
-            sample.extend_from_slice(self.stored_row(node)?);
+            let row = self.stored_row(node)?;
+            if !is_absent(row) {
+                sample.extend_from_slice(row);
+            }
         }
         Ok(sample)
     }
@@ -354,8 +359,13 @@ impl HnswIndex {
         level.min(MAX_LEVEL)
     }
 
-    /// Links a published node into every layer up to its level.
+    /// Links a published node into every layer up to its level. An absent row (a point
+    /// without this vector, [`crate::metric::is_absent`]) stays unlinked: no link leads to
+    /// it and it is never the entry point, so no search reaches it.
     fn link(&self, node: u32) {
+        if self.vector(node).is_some_and(is_absent) {
+            return;
+        }
         let level = self.graph.level(node);
         // A node that starts a new top layer links while holding the entry lock (as hnswlib
         // does), so two such nodes cannot both miss links on the layers between them.

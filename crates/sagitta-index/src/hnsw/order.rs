@@ -59,11 +59,16 @@ pub fn locality_order(vectors: &[f32], dim: usize, threads: usize) -> Option<Vec
         return None;
     }
     let threads = effective_threads(threads, rows);
-    let all: Vec<u32> = (0..u32::try_from(rows).expect("checked above")).collect();
+    // absent rows (crate::metric::is_absent) are never linked: they go last, unclustered
+    let (present, absent): (Vec<u32>, Vec<u32>) = (0..u32::try_from(rows).expect("checked above"))
+        .partition(|row| !crate::metric::is_absent(&vectors[*row as usize * dim..]));
+    if present.len() < ORDERED_BATCH_MIN_ROWS {
+        return None;
+    }
     let coarse = group(
         vectors,
         dim,
-        &all,
+        &present,
         (rows / COARSE_ROWS).clamp(2, COARSE_MAX),
         threads,
     );
@@ -80,7 +85,8 @@ pub fn locality_order(vectors: &[f32], dim: usize, threads: usize) -> Option<Vec
         Ok::<(), std::convert::Infallible>(())
     })
     .unwrap_or_else(|never| match never {});
-    let order: Vec<u32> = refined.into_iter().flat_map(Mutex::into_inner).collect();
+    let mut order: Vec<u32> = refined.into_iter().flat_map(Mutex::into_inner).collect();
+    order.extend(absent);
     Some(order)
 }
 

@@ -70,7 +70,13 @@ pub fn vector_output(
     spaces: &VectorSpaces,
 ) -> Option<VectorOutput> {
     if !spaces.is_named() {
-        return (*pick != VectorPick::None).then_some(VectorOutput::Dense(vector));
+        // a point without its unnamed vector shows none, as `{}` (Qdrant's form)
+        let shown = if sagitta_engine::spaces::is_absent(&vector) {
+            VectorOutput::Named(Vec::new())
+        } else {
+            VectorOutput::Dense(vector)
+        };
+        return (*pick != VectorPick::None).then_some(shown);
     }
     let wanted = |index: usize| match pick {
         VectorPick::None => false,

@@ -233,11 +233,16 @@ fn not_multi(field: &str) -> ApiError {
 pub type StoredVectors = (Vec<f32>, Vec<Option<SideVector>>);
 
 impl VectorInput {
-    /// The vectors as the collection stores them: the unnamed one, or with named vectors
+    /// The vectors as the collection stores them: the unnamed one (none for `{}`: the
+    /// engine stores a point without it as NaNs), or with named vectors
     /// `spaces` each dense one in its place and NaNs for those not given
     /// ([`sagitta_engine::spaces`]), and one entry per sparse vector. Errors name `field`.
     pub fn into_stored(self, field: &str, spaces: &VectorSpaces) -> ApiResult<StoredVectors> {
         if !spaces.is_named() {
+            // `{}`: a point without its vector (stored as NaNs, found by no search)
+            if matches!(&self, VectorInput::Named(named) if named.is_empty()) {
+                return Ok((Vec::new(), Vec::new()));
+            }
             return Ok((self.into_default(field)?, Vec::new()));
         }
         let named = match self {
