@@ -1,7 +1,8 @@
 //! Seeded crash simulation of a collection against a model of every field of every point.
 //!
-//! Every write kind (upsert, delete by id, delete by filter, set / overwrite / delete-keys /
-//! clear payload, payload index creation) is applied to points in every state: in the write
+//! Every write kind (upsert — in the HNSW runs also of points without their vector —,
+//! delete by id, delete by filter, set / overwrite / delete-keys / clear payload, payload
+//! index creation) is applied to points in every state: in the write
 //! buffer, in a buffer that joined a segment's graph, in a frozen buffer whose seal is
 //! halfway through writing its segment, in sealed segments, and in segments a merge is
 //! halfway through rebuilding. The halfway states come from the simulated disk's pause
@@ -67,6 +68,8 @@ struct Simulation {
     build_file: &'static str,
     /// Named vectors (two of [`DIM`]/2 values): upserts leave one of them out at random.
     named: bool,
+    /// One unnamed vector in HNSW segments: upserts leave it out at random.
+    absent_vectors: bool,
 }
 
 const DIRECTORY: &str = "/db/c";
@@ -107,6 +110,14 @@ impl Simulation {
     fn random_write(&mut self, collection: &Collection) {
         let wait = self.rng.gen_bool(0.5);
         let mut operation = Operation::random(&mut self.rng, &mut self.version, IDS, DIM);
+        if let (true, Operation::Upsert(points)) = (self.absent_vectors, &mut operation) {
+            // a point without its one unnamed vector (NaNs: found by no search)
+            for (_, stored) in points.iter_mut() {
+                if self.rng.gen_range(0..5) == 0 {
+                    stored.vector.fill(f32::NAN);
+                }
+            }
+        }
         if let (true, Operation::Upsert(points)) = (self.named, &mut operation) {
             for (_, stored) in points.iter_mut() {
                 // a point without its first or its second named vector (NaNs there)
@@ -408,6 +419,7 @@ fn simulate(seed: u64, steps: usize, kind: SegmentKindName) -> (usize, usize) {
             SegmentKindName::Spaces => ".spaces",
         },
         named,
+        absent_vectors: kind == SegmentKindName::Hnsw,
     };
     let mut operations = 0;
     for _ in 0..steps {

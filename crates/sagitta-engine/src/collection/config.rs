@@ -283,8 +283,8 @@ impl CollectionConfig {
         if self.storage.segment_kind == SegmentKindName::Disk {
             return Err(EngineError::InvalidVectors {
                 reason: format!(
-                    "{}: a point without its vector is not supported in a collection of disk \
-                     segments (they partition points by their vectors)",
+                    "point {} has no vector, which a collection of disk segments does not \
+                     support (they partition points by their vectors)",
                     EngineError::point(&point.id)
                 ),
             });

@@ -341,7 +341,13 @@ impl HnswIndex {
         }
         self.labels[node].store(label, Ordering::Release);
         let node = u32::try_from(node).expect("node < MAX_POINTS");
-        self.graph.init_node(node, self.random_level(node));
+        // an absent row is never linked: level 0, so it never lies above the top layer
+        let level = if is_absent(vector) {
+            0
+        } else {
+            self.random_level(node)
+        };
+        self.graph.init_node(node, level);
     }
 
     /// Level of a node: floor(-ln(U) / ln(m)), U a hash of (seed, node) — deterministic

@@ -192,7 +192,9 @@ impl HnswIndex {
             for (value, stored) in row.iter_mut().zip(codec::f32s(bytes)) {
                 *value = stored;
             }
-            if row.iter().any(|value| !value.is_finite()) {
+            // an absent row (NaNs only: a point without this vector) is valid
+            let absent = crate::metric::is_absent(&row) && row.iter().all(|v| v.is_nan());
+            if !absent && row.iter().any(|value| !value.is_finite()) {
                 return Err(IndexError::format(format!(
                     "vector of node {node} has a non-finite value"
                 )));
