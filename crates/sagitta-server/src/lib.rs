@@ -174,6 +174,18 @@ pub fn router(state: SharedState) -> Router {
             get(snapshots::download).delete(snapshots::delete),
         )
         .route(
+            "/collections/{name}/shards/{shard}/snapshots",
+            post(snapshots::create_shard).get(snapshots::list_shard),
+        )
+        .route(
+            "/collections/{name}/shards/{shard}/snapshots/recover",
+            put(snapshots::recover_shard),
+        )
+        .route(
+            "/collections/{name}/shards/{shard}/snapshots/{file}",
+            get(snapshots::download_shard).delete(snapshots::delete_shard),
+        )
+        .route(
             "/snapshots",
             post(snapshots::create_full).get(snapshots::list_full),
         )
@@ -276,7 +288,10 @@ const UNSUPPORTED_QDRANT_ENDPOINTS: [(&str, &str); 7] = [
         "/collections/*/snapshots/upload",
         "snapshot uploads (recover from a snapshot of this server instead)",
     ),
-    ("/collections/*/shards/**", "shard keys and shard snapshots"),
+    (
+        "/collections/*/shards/**",
+        "shard keys (custom sharding) and shard snapshot uploads",
+    ),
     ("/collections/*/cluster/**", "cluster (distributed) mode"),
     ("/cluster/**", "cluster (distributed) mode"),
     ("/locks", "write locks"),
@@ -486,7 +501,7 @@ mod tests {
     fn unsupported_endpoints_match_by_segment() {
         assert!(unsupported_qdrant_endpoint("/collections/a/points/recommend").is_some());
         assert!(unsupported_qdrant_endpoint("/collections/a/snapshots/upload").is_some());
-        assert!(unsupported_qdrant_endpoint("/collections/a/shards/1/snapshots").is_some());
+        assert!(unsupported_qdrant_endpoint("/collections/a/shards/1/snapshots/upload").is_some());
         assert!(unsupported_qdrant_endpoint("/collections/a/snapshots").is_none());
         assert!(unsupported_qdrant_endpoint("/collections/a/points/recommend/batch").is_some());
         assert!(unsupported_qdrant_endpoint("/collections/a").is_none());

@@ -14,8 +14,14 @@
 //! of this server: its name, or a `file://` URL inside the snapshots directory (a URL
 //! elsewhere or over the network is refused; `checksum`, when given, must be the file's
 //! SHA-256). An existing collection is dropped only after the whole file is checked, then
-//! rebuilt from the snapshot; a bad file met while building leaves no collection. Uploads, shard snapshots and the
-//! recovery of a full snapshot are not served.
+//! rebuilt from the snapshot; a bad file met while building leaves no collection.
+//!
+//! Shard snapshots (`/collections/{c}/shards/{shard}/snapshots`: create, list, download,
+//! delete, recover) are the same file of one shard's points, with a shard frame after the
+//! manifest, kept in `<data dir>/snapshots/<collection>/shards/<shard>/`. Recovering one
+//! checks the whole file against the collection first (configuration, shard, every point
+//! routed to that shard), then replaces that shard's points with the snapshot's. Uploads
+//! and the recovery of a full snapshot are not served.
 
 use std::fs::{self, File};
 use std::io::{BufReader, BufWriter, Write};
@@ -250,8 +256,8 @@ pub struct RecoverRequest {
 }
 
 /// The snapshot file `location` names: a snapshot of this server's snapshots directory,
-/// by name or `file://` URL.
-fn located(root: &Path, collection: &str, location: &str) -> ApiResult<PathBuf> {
+/// by name (a file of `named_in`) or `file://` URL.
+fn located(root: &Path, named_in: &Path, location: &str) -> ApiResult<PathBuf> {
     let refuse = |reason: &str| {
         ApiError::bad_request(format!("Wrong input: `location` = {location:?}: {reason}"))
     };
@@ -261,7 +267,7 @@ fn located(root: &Path, collection: &str, location: &str) -> ApiResult<PathBuf> 
                 "only file:// URLs of this server's snapshots are read",
             ));
         }
-        return existing(&root.join(collection), location);
+        return existing(named_in, location);
     };
     let path = PathBuf::from(path);
     let canonical = path
@@ -284,6 +290,42 @@ fn open_snapshot(path: &Path) -> ApiResult<BufReader<File>> {
         .map_err(|e| io_error("reading a snapshot", &e))
 }
 
+impl RecoverRequest {
+    /// The fields SagittaDB cannot honour refused by name; the snapshot file `location`
+    /// names (a name is a file of `named_in`).
+    fn checked(&self, root: &Path, named_in: &Path) -> ApiResult<PathBuf> {
+        if self.api_key.is_some() {
+            return Err(ApiError::bad_request(
+                "Wrong input: `api_key` is for downloading a snapshot from another server, \
+                 which SagittaDB does not do",
+            ));
+        }
+        if let Some(priority) = self.priority.as_deref() {
+            if !matches!(priority, "snapshot" | "replica" | "no_sync") {
+                return Err(ApiError::bad_request(format!(
+                    "Wrong input: `priority` = {priority:?}: expected snapshot, replica or \
+                     no_sync"
+                )));
+            }
+        }
+        located(root, named_in, &self.location)
+    }
+
+    /// An error unless the file at `path` has the `checksum` asked for (if any).
+    fn check_sum(&self, path: &Path) -> ApiResult<()> {
+        let Some(expected) = &self.checksum else {
+            return Ok(());
+        };
+        let actual = sha256_hex(path)?;
+        if actual.eq_ignore_ascii_case(expected) {
+            return Ok(());
+        }
+        Err(ApiError::bad_request(format!(
+            "Wrong input: `checksum`: the snapshot's SHA-256 is {actual}"
+        )))
+    }
+}
+
 pub async fn recover(
     State(state): State<SharedState>,
     ApiPath(name): ApiPath<String>,
@@ -292,30 +334,10 @@ pub async fn recover(
 ) -> ApiResult<Response> {
     let started = Instant::now();
     wait_flag(uri.query())?;
-    if request.api_key.is_some() {
-        return Err(ApiError::bad_request(
-            "Wrong input: `api_key` is for downloading a snapshot from another server, \
-             which SagittaDB does not do",
-        ));
-    }
-    if let Some(priority) = request.priority.as_deref() {
-        if !matches!(priority, "snapshot" | "replica" | "no_sync") {
-            return Err(ApiError::bad_request(format!(
-                "Wrong input: `priority` = {priority:?}: expected snapshot, replica or no_sync"
-            )));
-        }
-    }
-    let path = located(&root(&state), &name, &request.location)?;
+    let path = request.checked(&root(&state), &root(&state).join(&name))?;
     let database = std::sync::Arc::clone(&state.database);
     let name = blocking(move || {
-        if let Some(expected) = &request.checksum {
-            let actual = sha256_hex(&path)?;
-            if !actual.eq_ignore_ascii_case(expected) {
-                return Err(ApiError::bad_request(format!(
-                    "Wrong input: `checksum`: the snapshot's SHA-256 is {actual}"
-                )));
-            }
-        }
+        request.check_sum(&path)?;
         let engine = |error| ApiError::from_engine(error, &name);
         if database.collection(&name).is_ok() {
             // the collection goes only for a snapshot known to be whole (a recovery into
@@ -388,5 +410,97 @@ pub async fn delete_full(
     let started = Instant::now();
     wait_flag(uri.query())?;
     remove_snapshot(&root(&state), &file)?;
+    Ok(ok(true, started))
+}
+
+/// `<data dir>/snapshots/<collection>/shards/<shard>`, once `shard` is known to be one of
+/// the collection's.
+fn shard_directory(state: &SharedState, name: &str, shard: usize) -> ApiResult<PathBuf> {
+    collection(state, name)?
+        .check_shard(shard)
+        .map_err(|error| ApiError::not_found(format!("Not found: {error}")))?;
+    Ok(root(state)
+        .join(name)
+        .join("shards")
+        .join(shard.to_string()))
+}
+
+pub async fn create_shard(
+    State(state): State<SharedState>,
+    ApiPath((name, shard)): ApiPath<(String, usize)>,
+    uri: Uri,
+) -> ApiResult<Response> {
+    let started = Instant::now();
+    wait_flag(uri.query())?;
+    let directory = shard_directory(&state, &name, shard)?;
+    let target = collection(&state, &name)?;
+    let description = blocking(move || {
+        let path = publish(
+            &directory,
+            &new_name(&format!("{name}-shard-{shard}")),
+            |out| {
+                target
+                    .write_shard_snapshot(shard, out)
+                    .map(|_| ())
+                    .map_err(|error| ApiError::from_engine(error, &name))
+            },
+        )?;
+        describe(&path)
+    })
+    .await?;
+    Ok(ok(description, started))
+}
+
+pub async fn list_shard(
+    State(state): State<SharedState>,
+    ApiPath((name, shard)): ApiPath<(String, usize)>,
+) -> ApiResult<Response> {
+    let started = Instant::now();
+    let directory = shard_directory(&state, &name, shard)?;
+    let found = blocking(move || listing(&directory)).await?;
+    Ok(ok(found, started))
+}
+
+pub async fn download_shard(
+    State(state): State<SharedState>,
+    ApiPath((name, shard, file)): ApiPath<(String, usize, String)>,
+) -> ApiResult<Response> {
+    let path = existing(&shard_directory(&state, &name, shard)?, &file)?;
+    blocking(move || download_file(&path)).await
+}
+
+pub async fn delete_shard(
+    State(state): State<SharedState>,
+    ApiPath((name, shard, file)): ApiPath<(String, usize, String)>,
+    uri: Uri,
+) -> ApiResult<Response> {
+    let started = Instant::now();
+    wait_flag(uri.query())?;
+    remove_snapshot(&shard_directory(&state, &name, shard)?, &file)?;
+    Ok(ok(true, started))
+}
+
+pub async fn recover_shard(
+    State(state): State<SharedState>,
+    ApiPath((name, shard)): ApiPath<(String, usize)>,
+    uri: Uri,
+    JsonBody(request): JsonBody<RecoverRequest>,
+) -> ApiResult<Response> {
+    let started = Instant::now();
+    wait_flag(uri.query())?;
+    let path = request.checked(&root(&state), &shard_directory(&state, &name, shard)?)?;
+    let target = collection(&state, &name)?;
+    blocking(move || {
+        request.check_sum(&path)?;
+        let engine = |error| ApiError::from_engine(error, &name);
+        // the shard's points are replaced only from a file known to be whole and fitting
+        target
+            .verify_shard_snapshot(shard, &mut open_snapshot(&path)?)
+            .map_err(engine)?;
+        target
+            .recover_shard(shard, &mut open_snapshot(&path)?)
+            .map_err(engine)
+    })
+    .await?;
     Ok(ok(true, started))
 }

@@ -1,7 +1,8 @@
 //! Snapshots over HTTP: a collection snapshot is listed, downloaded, and recovered over
 //! the collection (later writes undone, payload indexes and metadata back); a bad
 //! location, checksum or file is refused without touching the collection; full snapshots
-//! are made, listed and deleted; uploads are refused in Qdrant's envelope.
+//! are made, listed and deleted; a shard snapshot restores its shard alone; uploads are
+//! refused in Qdrant's envelope.
 
 mod support;
 
@@ -214,4 +215,135 @@ async fn full_snapshots_are_made_listed_and_deleted() {
     .await;
     assert_eq!(status, StatusCode::NOT_IMPLEMENTED);
     assert!(text.contains("upload"), "{text}");
+}
+
+/// The shard of point `id` in a collection of `shards` shards.
+fn shard_of(id: u64, shards: u64) -> u64 {
+    sagitta_engine::PointId::Number(id).routing_hash() % shards
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_snapshot_restores_that_shard_alone() {
+    let server = server();
+    server
+        .ok(
+            "PUT",
+            "/collections/split",
+            json!({"vectors": {"size": 2, "distance": "Dot"}, "shard_number": 2}),
+        )
+        .await;
+    let points: Vec<Value> = (0..40)
+        .map(|i| json!({"id": i, "vector": [1.0, i as f32], "payload": {"i": i}}))
+        .collect();
+    server
+        .ok(
+            "PUT",
+            "/collections/split/points?wait=true",
+            json!({ "points": points }),
+        )
+        .await;
+    let made = server
+        .ok("POST", "/collections/split/shards/1/snapshots", json!(null))
+        .await;
+    let name = made["name"].as_str().unwrap().to_string();
+    let listed = |shard: u64| format!("/collections/split/shards/{shard}/snapshots");
+    assert_eq!(
+        server.ok("GET", &listed(1), json!(null)).await[0]["name"],
+        name.as_str()
+    );
+    assert_eq!(server.ok("GET", &listed(0), json!(null)).await, json!([]));
+    let collection_snapshots = server
+        .ok("GET", "/collections/split/snapshots", json!(null))
+        .await;
+    assert_eq!(
+        collection_snapshots,
+        json!([]),
+        "a shard's are listed apart"
+    );
+    let download = server
+        .send("GET", &format!("{}/{name}", listed(1)), "", None)
+        .await;
+    assert_eq!(download.status, StatusCode::OK);
+    // after the snapshot: every point deleted, five new ones
+    server
+        .ok(
+            "POST",
+            "/collections/split/points/delete?wait=true",
+            json!({"filter": {}}),
+        )
+        .await;
+    let later: Vec<Value> = (100..105)
+        .map(|i| json!({"id": i, "vector": [0.0, 1.0]}))
+        .collect();
+    server
+        .ok(
+            "PUT",
+            "/collections/split/points?wait=true",
+            json!({ "points": later }),
+        )
+        .await;
+    // refused, nothing touched: another shard's file, a collection recovery from a shard
+    // snapshot, a shard the collection does not have
+    let (status, text) = message(
+        &server,
+        "PUT",
+        "/collections/split/shards/0/snapshots/recover",
+        json!({"location": format!("file://{}", server.state.config.data_dir.join("snapshots/split/shards/1").join(&name).display())}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(text.contains("not of shard 0"), "{text}");
+    let (status, text) = message(
+        &server,
+        "PUT",
+        "/collections/split/snapshots/recover",
+        json!({"location": format!("file://{}", server.state.config.data_dir.join("snapshots/split/shards/1").join(&name).display())}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(text.contains("shard snapshot"), "{text}");
+    let (status, _) = message(&server, "GET", &listed(5), json!(null)).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(server.count("split").await, 5);
+    let recovered = server
+        .ok(
+            "PUT",
+            &format!("{}/recover?wait=true", listed(1)),
+            json!({"location": name, "checksum": made["checksum"]}),
+        )
+        .await;
+    assert_eq!(recovered, true);
+    // shard 1 as it was at the snapshot; shard 0 as it is now
+    let mut expected: Vec<u64> = (0..40)
+        .filter(|i| shard_of(*i, 2) == 1)
+        .chain((100..105).filter(|i| shard_of(*i, 2) == 0))
+        .collect();
+    expected.sort_unstable();
+    let page = server
+        .ok(
+            "POST",
+            "/collections/split/points/scroll",
+            json!({"limit": 100, "with_payload": true}),
+        )
+        .await;
+    let ids: Vec<u64> = page["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|point| point["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, expected);
+    let restored = expected.iter().find(|id| **id < 40).unwrap();
+    let point = server
+        .ok(
+            "GET",
+            &format!("/collections/split/points/{restored}"),
+            json!(null),
+        )
+        .await;
+    assert_eq!(point["payload"]["i"], *restored);
+    server
+        .ok("DELETE", &format!("{}/{name}", listed(1)), json!(null))
+        .await;
+    assert_eq!(server.ok("GET", &listed(1), json!(null)).await, json!([]));
 }

@@ -27,6 +27,7 @@ pub const PAGE: usize = 512;
 const MANIFEST: &[u8; 8] = b"SGSNAPMF";
 const POINTS: &[u8; 8] = b"SGSNAPPT";
 const END: &[u8; 8] = b"SGSNAPEN";
+const SHARD: &[u8; 8] = b"SGSNAPSH";
 
 /// Largest frame body a recovery reads (a page of the widest points stays far below).
 const MAX_FRAME_BYTES: u64 = 1 << 31;
@@ -44,15 +45,66 @@ fn io(error: &std::io::Error) -> EngineError {
 impl Collection {
     /// Writes a snapshot of this collection to `out`; returns the points it holds.
     pub fn write_snapshot(&self, out: &mut dyn Write) -> Result<u64> {
+        self.write_pages(out, None)
+    }
+
+    /// Writes a snapshot of shard `shard` alone to `out` (Qdrant's shard snapshot): the
+    /// collection's manifest, a shard frame (the shard's number and the collection's
+    /// shard count), the shard's points; returns how many.
+    pub fn write_shard_snapshot(&self, shard: usize, out: &mut dyn Write) -> Result<u64> {
+        self.check_shard(shard)?;
+        self.write_pages(out, Some(shard))
+    }
+
+    /// An error unless `shard` is one of this collection's shards.
+    pub fn check_shard(&self, shard: usize) -> Result<()> {
+        if shard < self.shards.len() {
+            return Ok(());
+        }
+        Err(EngineError::ParameterOutOfRange {
+            name: "shard_id",
+            value: shard,
+            min: 0,
+            max: self.shards.len() - 1,
+        })
+    }
+
+    /// A page of up to [`PAGE`] live points from `offset` on, of every shard or of one,
+    /// and the id the next page starts at.
+    fn page(
+        &self,
+        offset: Option<PointId>,
+        shard: Option<usize>,
+    ) -> Result<(Vec<Point>, Option<PointId>)> {
+        let Some(shard) = shard else {
+            return self.scroll(offset, PAGE, None);
+        };
+        let mut ids = self.shards[shard].scroll_ids(offset, None, PAGE + 1);
+        ids.sort_unstable();
+        let next = ids.get(PAGE).copied();
+        let mut page = Vec::with_capacity(PAGE.min(ids.len()));
+        for id in ids.iter().take(PAGE) {
+            page.extend(self.get(id)?);
+        }
+        Ok((page, next))
+    }
+
+    fn write_pages(&self, out: &mut dyn Write, shard: Option<usize>) -> Result<u64> {
         let manifest =
             self.config
                 .encode_all(&self.payload_schema(), &self.spaces, &self.settings());
         out.write_all(&frame(MANIFEST, &manifest))
             .map_err(|error| io(&error))?;
+        if let Some(shard) = shard {
+            let mut body = (shard as u32).to_le_bytes().to_vec();
+            body.extend_from_slice(&(self.shards.len() as u32).to_le_bytes());
+            out.write_all(&frame(SHARD, &body))
+                .map_err(|error| io(&error))?;
+        }
         let mut written = 0u64;
         let mut offset: Option<PointId> = None;
         loop {
-            let (page, next) = self.scroll(offset, PAGE, None)?;
+            let (page, next) = self.page(offset, shard)?;
             written += page.len() as u64;
             if !page.is_empty() {
                 let body = codec::encode(&Operation::Upsert(page));
@@ -125,6 +177,84 @@ pub fn verify_snapshot(input: &mut dyn Read) -> Result<u64> {
     Ok(points)
 }
 
+impl Collection {
+    /// Reads the shard snapshot `input` of shard `shard` and checks it against this
+    /// collection without writing anything: a shard snapshot (not a collection's), of the
+    /// same configuration and named vectors, of this shard of as many, every point valid
+    /// and routed to this shard. Returns the number of points.
+    pub fn verify_shard_snapshot(&self, shard: usize, input: &mut dyn Read) -> Result<u64> {
+        self.check_shard(shard)?;
+        let (config, _, spaces, _) = read_manifest(input)?;
+        if config != self.config || spaces != *self.spaces {
+            return Err(invalid(
+                "the snapshot's collection has another configuration or other vectors",
+            ));
+        }
+        let (magic, body) = read_frame(input)?;
+        let mut numbers = Reader::new(&body);
+        let read = |numbers: &mut Reader<'_>, what| {
+            numbers
+                .u32(what)
+                .map_err(|error| invalid(error.to_string()))
+        };
+        if magic != *SHARD {
+            return Err(invalid(
+                "a collection snapshot, not a shard's: recover it as the collection's",
+            ));
+        }
+        let (number, count) = (read(&mut numbers, "shard")?, read(&mut numbers, "shards")?);
+        if (number as usize, count as usize) != (shard, self.shards.len()) {
+            return Err(invalid(format!(
+                "a snapshot of shard {number} of {count}, not of shard {shard} of {}",
+                self.shards.len()
+            )));
+        }
+        let mut points = 0u64;
+        read_pages(input, &mut |page| {
+            for point in page {
+                if self.shard_of(&point.id) != shard {
+                    return Err(invalid(format!(
+                        "point {} is not of shard {shard}",
+                        point.id
+                    )));
+                }
+                self.config.prepare(&self.spaces, point)?;
+                points += 1;
+            }
+            Ok(())
+        })?;
+        Ok(points)
+    }
+
+    /// Replaces shard `shard`'s points with those of the shard snapshot `input`, which
+    /// [`Collection::verify_shard_snapshot`] has accepted: its points are upserted page by
+    /// page through the write path, then the shard's points it does not hold are deleted
+    /// (a crash in between leaves both; recovering again finishes the job).
+    pub fn recover_shard(&self, shard: usize, input: &mut dyn Read) -> Result<u64> {
+        self.check_shard(shard)?;
+        read_manifest(input)?;
+        let (magic, _) = read_frame(input)?;
+        if magic != *SHARD {
+            return Err(invalid("not a shard snapshot"));
+        }
+        let mut kept = std::collections::HashSet::new();
+        read_pages(input, &mut |page| {
+            kept.extend(page.iter().map(|point| point.id));
+            self.upsert_stored(page)
+        })?;
+        let stale: Vec<PointId> = self.shards[shard]
+            .matching_ids(None)
+            .into_iter()
+            .filter(|id| !kept.contains(id))
+            .collect();
+        if !stale.is_empty() {
+            self.delete(&stale, true)?;
+        }
+        self.flush()?;
+        Ok(kept.len() as u64)
+    }
+}
+
 /// Hands each page of points of `input` to `sink` up to the end frame, whose count must
 /// match the points read.
 fn read_pages(input: &mut dyn Read, sink: &mut dyn FnMut(Vec<Point>) -> Result<()>) -> Result<()> {
@@ -150,6 +280,11 @@ fn read_pages(input: &mut dyn Read, sink: &mut dyn FnMut(Vec<Point>) -> Result<(
                     )));
                 }
                 return Ok(());
+            }
+            SHARD => {
+                return Err(invalid(
+                    "a shard snapshot: recover it into its shard, not as a collection",
+                ))
             }
             _ => return Err(invalid("a frame that is neither points nor the end")),
         }

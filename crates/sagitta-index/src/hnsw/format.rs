@@ -276,7 +276,7 @@ pub(super) fn read_header(header: &[u8; HEADER_BYTES]) -> Result<FileHeader> {
     fields.expect_end("header_crc32c").map_err(header_error)?;
     let count = check_ranges(dim, m, ef_construction, max_level, count)?;
     // nodes and no entry point: every row is absent (never linked)
-    if (count == 0 && entry != NO_ENTRY) || (entry != NO_ENTRY && entry as usize >= count) {
+    if entry != NO_ENTRY && entry as usize >= count {
         return Err(IndexError::format(format!(
             "header: entry point {entry} inconsistent with count {count}"
         )));
