@@ -57,7 +57,9 @@ def _check_records(remote: QdrantClient, oracle: QdrantClient) -> None:
         assert mine.vector == theirs.vector, (mine.id, mine.vector, theirs.vector)
 
 
-def _check_search(remote: QdrantClient, oracle: QdrantClient, query: list[float]) -> None:
+def _check_search(
+    remote: QdrantClient, oracle: QdrantClient, query: list[float]
+) -> None:
     answers = [
         client.query_points(
             COLLECTION,
@@ -143,6 +145,8 @@ def test_points_without_their_vector_match_qdrant_local_mode(clients) -> None:
     with pytest.raises(UnexpectedResponse, match="has no vector"):
         remote.query_points(COLLECTION, query=3, limit=3)
     # and a name other than "" is refused, naming it
-    with pytest.raises(UnexpectedResponse, match="Not existing vector name error: text"):
+    with pytest.raises(
+        UnexpectedResponse, match="Not existing vector name error: text"
+    ):
         remote.delete_vectors(COLLECTION, vectors=["text"], points=[5], wait=True)
     assert remote.count(COLLECTION).count == POINTS
