@@ -9,11 +9,7 @@ answers are also checked against brute force.
 
 from __future__ import annotations
 
-import math
-import random
 import uuid
-import zlib
-from collections import Counter
 
 import numpy as np
 import pytest
@@ -25,82 +21,31 @@ from langchain_qdrant import (
     SparseVector,
 )
 from qdrant_client import models
+from text_encoders import QUERIES, corpus, dense, sparse_document, sparse_query
 
-DIM = 32
-WORDS = [
-    "kernel", "package", "mirror", "install", "upgrade", "network", "driver", "printer",
-    "sound", "video", "firmware", "boot", "grub", "disk", "partition", "mount", "user",
-    "password", "ssh", "server", "desktop", "gnome", "kde", "wifi", "bluetooth", "apt",
-    "security", "update", "backport", "release",
-]  # fmt: skip
 TOLERANCE = 1e-4
 
 
-def _tokens(text: str) -> list[str]:
-    return text.lower().split()
-
-
-def _seed(token: str) -> int:
-    return zlib.crc32(token.encode())
-
-
 class HashedEmbeddings(Embeddings):
-    """A bag of words: each token a fixed pseudo-random direction, summed and normalized."""
-
-    def _embed(self, text: str) -> list[float]:
-        total = np.zeros(DIM)
-        for token in _tokens(text):
-            total += np.random.default_rng(_seed(token)).standard_normal(DIM)
-        norm = float(np.linalg.norm(total)) or 1.0
-        return (total / norm).tolist()
-
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self._embed(text) for text in texts]
+        return [dense(text) for text in texts]
 
     def embed_query(self, text: str) -> list[float]:
-        return self._embed(text)
+        return dense(text)
 
 
 class TermWeights(SparseEmbeddings):
-    """BM25-like: (1 + ln tf) times a per-term weight in [1, 2) for documents, the term
-    weight alone for queries; indices are hashes of the terms."""
-
-    @staticmethod
-    def _weight(token: str) -> float:
-        return 1.0 + (_seed(token) % 997) / 997
-
     def embed_documents(self, texts: list[str]) -> list[SparseVector]:
-        vectors = []
-        for text in texts:
-            counts = Counter(_tokens(text))
-            terms = sorted(counts, key=_seed)
-            # a per-document factor (as BM25's length normalization gives) keeps documents
-            # with the same matching terms apart: no ties for a fusion to break
-            factor = 1 + (_seed(text) % 1000) / 10_000
-            vectors.append(
-                SparseVector(
-                    indices=[_seed(t) % (1 << 20) for t in terms],
-                    values=[
-                        (1 + math.log(counts[t])) * self._weight(t) * factor
-                        for t in terms
-                    ],
-                )
-            )
-        return vectors
+        encoded = (sparse_document(text) for text in texts)
+        return [SparseVector(indices=i, values=v) for i, v in encoded]
 
     def embed_query(self, text: str) -> SparseVector:
-        terms = sorted(set(_tokens(text)), key=_seed)
-        return SparseVector(
-            indices=[_seed(t) % (1 << 20) for t in terms],
-            values=[self._weight(t) for t in terms],
-        )
+        indices, values = sparse_query(text)
+        return SparseVector(indices=indices, values=values)
 
 
 def _corpus() -> tuple[list[str], list[dict], list[str]]:
-    rng = random.Random(7)
-    texts = [
-        " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 9))) for _ in range(48)
-    ]
+    texts = corpus()
     metadatas = [{"topic": i % 3, "n": i} for i in range(len(texts))]
     ids = [str(uuid.UUID(int=0x5A6177 << 64 | i)) for i in range(len(texts))]
     return texts, metadatas, ids
@@ -142,12 +87,6 @@ def _same_answers(got, wide) -> None:
 TOPIC_ONE = models.Filter(
     must=[models.FieldCondition(key="metadata.topic", match=models.MatchValue(value=1))]
 )
-QUERIES = [
-    "kernel upgrade",
-    "wifi driver firmware",
-    "ssh server password",
-    "grub boot disk",
-]
 
 
 @pytest.mark.parametrize(
