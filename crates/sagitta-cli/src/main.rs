@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use sagitta_cli::logger;
 use sagitta_cli::readers::{read_points, Format, ImportError, ReadOptions, ReadPoints};
 use sagitta_engine::collection::{
     CollectionConfig, Datatype, SegmentKindName, StorageConfig, DEFAULT_PARTITION_SIZE,
@@ -337,6 +338,10 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         usage: false,
         message,
     };
+    logger::install(logger::level_from_env().map_err(|message| Failure {
+        usage: true,
+        message,
+    })?);
     // Each client connection is a file descriptor; a soft limit of 1,024 (a common
     // default) would make the 1,025th client wait unanswered.
     let open_files = rlimit::increase_nofile_limit(u64::MAX).map_or_else(

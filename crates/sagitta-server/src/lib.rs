@@ -162,6 +162,32 @@ pub fn router(state: SharedState) -> Router {
         .route("/collections/{name}/reopen", post(health::reopen))
         .route("/collections/{name}/index", put(collections::create_index))
         .route(
+            "/collections/{name}/index/{field}",
+            delete(collections::delete_index),
+        )
+        .merge(point_routes())
+        .merge(snapshot_routes())
+        // A known path with a method it does not answer: 405 in the envelope (501 for a
+        // Qdrant endpoint this server lacks whose path collides with one of these).
+        .method_not_allowed_fallback(method_not_allowed)
+        // Route layers run after routing, so the metrics see the route template; the
+        // fallback (404) is neither authenticated nor counted.
+        .route_layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state),
+            auth::check_api_key,
+        ))
+        .route_layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state),
+            metrics::record,
+        ))
+        .fallback(no_route);
+    api.with_state(state)
+}
+
+/// The snapshot routes: a collection's, a shard's and the whole storage's.
+fn snapshot_routes() -> Router<SharedState> {
+    Router::new()
+        .route(
             "/collections/{name}/snapshots",
             post(snapshots::create).get(snapshots::list),
         )
@@ -193,26 +219,6 @@ pub fn router(state: SharedState) -> Router {
             "/snapshots/{file}",
             get(snapshots::download_full).delete(snapshots::delete_full),
         )
-        .route(
-            "/collections/{name}/index/{field}",
-            delete(collections::delete_index),
-        )
-        .merge(point_routes())
-        // A known path with a method it does not answer: 405 in the envelope (501 for a
-        // Qdrant endpoint this server lacks whose path collides with one of these).
-        .method_not_allowed_fallback(method_not_allowed)
-        // Route layers run after routing, so the metrics see the route template; the
-        // fallback (404) is neither authenticated nor counted.
-        .route_layer(axum::middleware::from_fn_with_state(
-            Arc::clone(&state),
-            auth::check_api_key,
-        ))
-        .route_layer(axum::middleware::from_fn_with_state(
-            Arc::clone(&state),
-            metrics::record,
-        ))
-        .fallback(no_route);
-    api.with_state(state)
 }
 
 /// The `/collections/{name}/points...` routes.

@@ -431,17 +431,21 @@ impl Collection {
             return Ok(false);
         }
         let policy = self.policy();
-        let Some((shard, work)) = self
-            .shards
-            .iter()
-            .find_map(|shard| shard.planned_work(&policy).map(|work| (shard, work)))
+        let Some((number, shard, work)) =
+            self.shards.iter().enumerate().find_map(|(number, shard)| {
+                shard
+                    .planned_work(&policy)
+                    .map(|work| (number, shard, work))
+            })
         else {
             return Ok(false);
         };
-        let result = match work {
+        let started = Instant::now();
+        let result = match &work {
             Work::Seal => shard.seal(fs),
-            Work::Merge(ids) => shard.merge(fs, &ids),
+            Work::Merge(ids) => shard.merge(fs, ids),
         };
+        self.log_work(number, &work, &result, started);
         let mut state = self.maintenance.lock();
         match result {
             Ok(_) => {
@@ -453,6 +457,34 @@ impl Collection {
                 state.retry_after = Some(Instant::now() + policy.retry_after_error);
                 Err(error)
             }
+        }
+    }
+
+    /// Logs a unit of optimizer work at info level (an error at warn): the collection (its
+    /// directory's name), the shard, what was done, the points, the time it took.
+    fn log_work(&self, shard: usize, work: &Work, result: &Result<usize>, started: Instant) {
+        let name = self
+            .directory
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy();
+        let what = match work {
+            Work::Seal => "sealed the write buffer into a segment".to_string(),
+            Work::Merge(ids) if ids.len() == 1 => format!("vacuumed segment {}", ids[0]),
+            Work::Merge(ids) => format!("merged segments {ids:?} into one"),
+        };
+        let seconds = started.elapsed().as_secs_f64();
+        match result {
+            // 0 from a seal: another build held the shard, nothing was done
+            Ok(0) if matches!(work, Work::Seal) => {}
+            Ok(points) => log::info!(
+                target: "sagitta::optimizer",
+                "collection `{name}` shard {shard}: {what}: {points} points in {seconds:.3} s"
+            ),
+            Err(error) => log::warn!(
+                target: "sagitta::optimizer",
+                "collection `{name}` shard {shard}: {what} failed after {seconds:.3} s: {error}"
+            ),
         }
     }
 
