@@ -71,7 +71,7 @@ async fn operations_apply_in_order_and_a_bad_one_refuses_the_list() {
             "operations[1].update_vectors",
         ),
         (
-            json!({"delete_vectors": {"points": [1], "vector": [""]}}),
+            json!({"delete_vectors": {"points": [1], "vector": ["nope"]}}),
             "operations[1].delete_vectors",
         ),
     ] {
