@@ -211,6 +211,19 @@ fn rows_from_python<'py>(
             ids.len()
         )));
     }
+    // The engine takes a row of NaNs as a point without its vector (Qdrant's `vector: {}`);
+    // this API has no such point, so a NaN is an error here, as in `sagittadb.connect`.
+    if let Some(at) = array
+        .as_slice()?
+        .iter()
+        .position(|value| !value.is_finite())
+    {
+        return Err(InvalidParameterError::new_err(format!(
+            "`vectors` row {} has a non-finite value (NaN or Inf) at position {}",
+            at / dim,
+            at % dim
+        )));
+    }
     Ok((ids, array))
 }
 
