@@ -133,6 +133,16 @@ fn batch<'py>(vectors: &Bound<'py, PyAny>, dim: usize, name: &str) -> PyResult<B
             "vector dimension error: `{name}` has {columns} columns, the index has dim {dim}"
         )));
     }
+    // The HNSW index takes a row of NaNs as an absent row (a database point without its
+    // vector); for this API a NaN anywhere is an error, as it always was.
+    if let Ok(values) = array.as_slice() {
+        if let Some(at) = values.iter().position(|value| !value.is_finite()) {
+            return Err(to_python_error(IndexError::NonFiniteValue {
+                row: at / dim.max(1),
+                position: at % dim.max(1),
+            }));
+        }
+    }
     Ok(Batch { array, rows })
 }
 

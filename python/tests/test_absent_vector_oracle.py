@@ -149,4 +149,7 @@ def test_points_without_their_vector_match_qdrant_local_mode(clients) -> None:
         UnexpectedResponse, match="Not existing vector name error: text"
     ):
         remote.delete_vectors(COLLECTION, vectors=["text"], points=[5], wait=True)
+    # an empty list is a vector of the wrong size, not a point without one
+    with pytest.raises(UnexpectedResponse, match="is empty"):
+        remote.upsert(COLLECTION, [models.PointStruct(id=5, vector=[])], wait=True)
     assert remote.count(COLLECTION).count == POINTS

@@ -645,3 +645,34 @@ fn absent_rows_are_stored_but_never_linked_or_found() {
         })
     ));
 }
+
+/// A first batch of absent rows trains nothing (they have no values): the scale comes from
+/// present rows when [`HnswIndex::train_quantizer`] runs, never from the fallback.
+#[test]
+fn absent_rows_do_not_train_the_quantizer() {
+    let base = clustered(3_000, DIM, 43);
+    let mut index = HnswIndex::new(params_for(Metric::L2, Quantization::Sq8), 4_500).unwrap();
+    let absent = vec![f32::NAN; 1_500 * DIM];
+    let labels: Vec<u64> = (0..1_500).collect();
+    index.add(&absent, &labels, 2).unwrap();
+    assert_eq!(index.sq8_scale(), None, "no values to train on");
+    assert!(!index.train_quantizer().unwrap(), "still none");
+    let labels: Vec<u64> = (1_500..4_500).collect();
+    index.add(&base, &labels, 2).unwrap();
+    assert!(index.train_quantizer().unwrap());
+    let scale = index.sq8_scale().unwrap();
+    assert!(
+        scale.is_finite() && scale < 0.5,
+        "trained on the present rows: {scale}"
+    );
+    let queries = clustered(50, DIM, 44);
+    let truth: Vec<Vec<usize>> = brute_force(Metric::L2, &base, &queries, DIM, 10)
+        .into_iter()
+        .map(|row| row.iter().map(|at| at + 1_500).collect())
+        .collect();
+    let results = index
+        .search_batch(&queries, HnswSearchParams::new(10, 64), 2)
+        .unwrap();
+    let measured = recall(&results.ids, &truth, 10);
+    assert!(measured >= RECALL_FLOOR, "recall {measured}");
+}

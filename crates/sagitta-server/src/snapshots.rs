@@ -493,13 +493,13 @@ pub async fn recover_shard(
     blocking(move || {
         request.check_sum(&path)?;
         let engine = |error| ApiError::from_engine(error, &name);
-        // no other write to the collection between the replacement's upserts and its
-        // deletes (a point written meanwhile would be taken for a stale one)
-        let _order = crate::points::exclusive(crate::points::write_order(&name));
         // the shard's points are replaced only from a file known to be whole and fitting
         target
             .verify_shard_snapshot(shard, &mut open_snapshot(&path)?)
             .map_err(engine)?;
+        // no other write to the collection between the replacement's upserts and its
+        // deletes (a point written meanwhile would be taken for a stale one)
+        let _order = crate::points::exclusive(crate::points::write_order(&name));
         target
             .recover_shard(shard, &mut open_snapshot(&path)?)
             .map_err(engine)

@@ -12,7 +12,7 @@ use crate::query::{
 use crate::sparse::{idf, SparseVector};
 
 use super::config::{check_range, normalize, CollectionConfig, MAX_LIMIT};
-use super::Collection;
+use super::{Collection, SegmentKindName};
 
 impl Collection {
     /// `filter` as this collection evaluates it: its text matches on fields with a text
@@ -50,19 +50,22 @@ impl Collection {
             if unnamed && !name.is_empty() {
                 return Err(unknown(name));
             }
-            let number = if unnamed {
-                0
-            } else {
-                self.spaces.number_of(name).ok_or_else(|| unknown(name))?
-            };
+            if unnamed {
+                // disk segments refuse points without their vector: every point has it
+                let every = self.config.storage.segment_kind == SegmentKindName::Disk;
+                return if every {
+                    Ok(None)
+                } else {
+                    self.ids_with_vectors().map(Some)
+                };
+            }
+            let number = self.spaces.number_of(name).ok_or_else(|| unknown(name))?;
             if points.is_none() {
                 points = Some(self.points()?);
             }
             let dense = self.spaces.len();
             let having = points.iter().flatten().filter(|point| {
-                if unnamed {
-                    !sagitta_index::metric::is_absent(&point.vector)
-                } else if number < dense {
+                if number < dense {
                     self.spaces.part(number, &point.vector).is_some()
                 } else {
                     point.side.get(number - dense).is_some_and(Option::is_some)
@@ -70,6 +73,21 @@ impl Collection {
             });
             Ok(Some(having.map(|point| point.id).collect()))
         })
+    }
+
+    /// Ids of the live points that have the one unnamed vector, read point by point (one
+    /// point in memory at a time, not the collection).
+    fn ids_with_vectors(&self) -> Result<std::collections::HashSet<PointId>> {
+        let mut having = std::collections::HashSet::new();
+        for shard in &self.shards {
+            for id in shard.matching_ids(None) {
+                let point = self.get(&id)?;
+                if point.is_some_and(|point| !crate::spaces::is_absent(&point.vector)) {
+                    having.insert(id);
+                }
+            }
+        }
+        Ok(having)
     }
 
     /// Ids of every point passing `filter` (for payload updates addressed by filter).

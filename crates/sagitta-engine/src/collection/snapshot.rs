@@ -28,6 +28,8 @@ const MANIFEST: &[u8; 8] = b"SGSNAPMF";
 const POINTS: &[u8; 8] = b"SGSNAPPT";
 const END: &[u8; 8] = b"SGSNAPEN";
 const SHARD: &[u8; 8] = b"SGSNAPSH";
+/// Ids a shard recovery deletes per log record.
+const STALE_DELETES_PER_RECORD: usize = 10_000;
 
 /// Largest frame body a recovery reads (a page of the widest points stays far below).
 const MAX_FRAME_BYTES: u64 = 1 << 31;
@@ -247,8 +249,9 @@ impl Collection {
             .into_iter()
             .filter(|id| !kept.contains(id))
             .collect();
-        if !stale.is_empty() {
-            self.delete(&stale, true)?;
+        // in bounded records: one delete of millions of ids would exceed a log record
+        for chunk in stale.chunks(STALE_DELETES_PER_RECORD) {
+            self.delete(chunk, true)?;
         }
         self.flush()?;
         Ok(kept.len() as u64)

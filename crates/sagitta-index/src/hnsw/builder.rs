@@ -249,9 +249,17 @@ impl HnswIndex {
                 (allocated + labels.len() <= capacity).then_some(allocated + labels.len())
             })
             .map_err(|_| IndexError::CapacityExceeded { capacity })?;
+        // absent rows (crate::metric::is_absent) have no values to train on: a batch of
+        // them would leave the scale at its fallback and collapse every later code
+        let dim = self.params.dim;
         if first == 0
             && self.params.quantization == Quantization::Sq8
             && labels.len() >= SQ8_TRAINING_ROWS_MIN
+            && prepared
+                .chunks_exact(dim)
+                .filter(|row| !is_absent(row))
+                .count()
+                >= SQ8_TRAINING_ROWS_MIN
         {
             // The whole batch: `train` strides over it (a bounded number of values), so the
             // scale sees every part of a batch that was placed cluster by cluster, where a
@@ -269,15 +277,22 @@ impl HnswIndex {
     }
 
     /// Trains the SQ8 quantizer on the stored rows and encodes every row, switching
-    /// traversal to SQ8. Needed only when the first batch was smaller than
-    /// [`SQ8_TRAINING_ROWS_MIN`]; a no-op when already trained, when quantization is off,
-    /// or while the index holds fewer rows than that.
+    /// traversal to SQ8. Needed only when the first batch had fewer than
+    /// [`SQ8_TRAINING_ROWS_MIN`] rows that are not absent; a no-op when already trained,
+    /// when quantization is off, or while the index holds fewer such rows than that.
     pub fn train_quantizer(&mut self) -> Result<bool> {
         if self.params.quantization != Quantization::Sq8
             || self.sq8.get().is_some()
             || self.len() < SQ8_TRAINING_ROWS_MIN
         {
             return Ok(false);
+        }
+        let nodes = 0..u32::try_from(self.len()).expect("< MAX_POINTS");
+        let present = nodes
+            .filter(|node| self.vector(*node).is_some_and(|row| !is_absent(row)))
+            .count();
+        if present < SQ8_TRAINING_ROWS_MIN {
+            return Ok(false); // absent rows have no values to train on
         }
         let store = self.trained_store(self.len(), self.capacity())?;
         let _ = self.sq8.set(store);

@@ -283,7 +283,15 @@ impl VectorInput {
 
     /// The default vector, or an error naming `field` and what was wrong.
     pub fn into_default(self, field: &str) -> ApiResult<Vec<f32>> {
+        // the engine reads an empty vector as "no vector": `[]` is refused, `{}` means that
+        let empty = || {
+            ApiError::bad_request(format!(
+                "Wrong input: Vector dimension error: `{field}` is empty (`{{}}` is a point \
+                 without its vector)"
+            ))
+        };
         match self {
+            VectorInput::Dense(values) if values.is_empty() => Err(empty()),
             VectorInput::Dense(values) => Ok(values),
             VectorInput::Multi(_) => Err(not_dense(field)),
             VectorInput::Named(named) => {
@@ -293,6 +301,7 @@ impl VectorInput {
                         return Err(unknown_vector_name(field, &name));
                     }
                     match vector {
+                        NamedVector::Dense(values) if values.is_empty() => return Err(empty()),
                         NamedVector::Dense(values) => found = Some(values),
                         NamedVector::Sparse(_) | NamedVector::Multi(_) => {
                             return Err(not_dense(field))
@@ -365,6 +374,11 @@ impl BatchVectors {
             }
             // the common bulk form: rows as they came, nothing per row to build
             BatchVectors::Dense(vectors) if !spaces.is_named() => {
+                if let Some(row) = vectors.iter().position(Vec::is_empty) {
+                    return Err(ApiError::bad_request(format!(
+                        "Wrong input: Vector dimension error: `batch.vectors[{row}]` is empty"
+                    )));
+                }
                 return Ok(vectors.into_iter().map(|row| (row, Vec::new())).collect());
             }
             BatchVectors::Dense(vectors) => {
