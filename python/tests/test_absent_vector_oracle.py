@@ -2,8 +2,8 @@
 qdrant-client, with its local mode (`QdrantClient(":memory:")`) as the oracle: an upsert
 with `vector={}`, `delete_vectors` of `""` by ids and by filter, `update_vectors` giving a
 vector back, the same in `/points/batch`; then retrieve and scroll (the vector shows as
-`{}`), searches (such points are never found), `has_vector` counts; and a query by the id
-of a point without a vector, refused.
+`{}`), searches (such points are never found), the points `has_vector` finds and those it
+does not; and a query by the id of a point without a vector, refused.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import random
 from collections.abc import Iterator
 
 import pytest
+from oracle_checks import paired_clients, same_has_vector, same_hits
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import UnexpectedResponse
 
@@ -20,21 +21,18 @@ DIM = 4
 POINTS = 30
 
 
+def _create(client: QdrantClient) -> None:
+    if client.collection_exists(COLLECTION):
+        client.delete_collection(COLLECTION)
+    client.create_collection(
+        COLLECTION,
+        vectors_config=models.VectorParams(size=DIM, distance=models.Distance.DOT),
+    )
+
+
 @pytest.fixture()
 def clients(server) -> Iterator[tuple[QdrantClient, QdrantClient]]:
-    remote = QdrantClient(url=server.url, prefer_grpc=False, timeout=30)
-    oracle = QdrantClient(":memory:")
-    for client in (remote, oracle):
-        if client.collection_exists(COLLECTION):
-            client.delete_collection(COLLECTION)
-        client.create_collection(
-            COLLECTION,
-            vectors_config=models.VectorParams(size=DIM, distance=models.Distance.DOT),
-        )
-    yield remote, oracle
-    remote.delete_collection(COLLECTION)
-    remote.close()
-    oracle.close()
+    yield from paired_clients(server.url, _create, (COLLECTION,))
 
 
 def _vector(rng: random.Random) -> list[float]:
@@ -60,7 +58,7 @@ def _check_records(remote: QdrantClient, oracle: QdrantClient) -> None:
 def _check_search(
     remote: QdrantClient, oracle: QdrantClient, query: list[float]
 ) -> None:
-    answers = [
+    got, expected = (
         client.query_points(
             COLLECTION,
             query=query,
@@ -68,19 +66,8 @@ def _check_search(
             search_params=models.SearchParams(exact=True),
         ).points
         for client in (remote, oracle)
-    ]
-    got, expected = answers
-    assert [round(p.score, 3) for p in got] == [round(p.score, 3) for p in expected]
-    by_score: dict[float, set] = {}
-    for point in expected:
-        by_score.setdefault(round(point.score, 3), set()).add(point.id)
-    for point in got:
-        assert point.id in by_score[round(point.score, 3)], (point, expected)
-
-
-def _with_vector_count(client: QdrantClient) -> int:
-    has_vector = models.Filter(must=[models.HasVectorCondition(has_vector="")])
-    return client.count(COLLECTION, count_filter=has_vector, exact=True).count
+    )
+    same_hits(got, expected)
 
 
 def test_points_without_their_vector_match_qdrant_local_mode(clients) -> None:
@@ -97,7 +84,9 @@ def test_points_without_their_vector_match_qdrant_local_mode(clients) -> None:
     for client in (remote, oracle):
         client.upsert(COLLECTION, points, wait=True)
     _check_records(remote, oracle)
-    assert _with_vector_count(remote) == _with_vector_count(oracle) == 25
+    same_has_vector(remote, oracle, COLLECTION, "")
+    has_vector = models.Filter(must=[models.HasVectorCondition(has_vector="")])
+    assert remote.count(COLLECTION, count_filter=has_vector).count == 25
     query = _vector(rng)
     _check_search(remote, oracle, query)
 
@@ -112,7 +101,7 @@ def test_points_without_their_vector_match_qdrant_local_mode(clients) -> None:
             COLLECTION, points=[models.PointVectors(id=0, vector=restored)], wait=True
         )
     _check_records(remote, oracle)
-    assert _with_vector_count(remote) == _with_vector_count(oracle)
+    same_has_vector(remote, oracle, COLLECTION, "")
     _check_search(remote, oracle, query)
 
     # the same kinds through /points/batch, in order
@@ -137,7 +126,7 @@ def test_points_without_their_vector_match_qdrant_local_mode(clients) -> None:
             wait=True,
         )
     _check_records(remote, oracle)
-    assert _with_vector_count(remote) == _with_vector_count(oracle)
+    same_has_vector(remote, oracle, COLLECTION, "")
     _check_search(remote, oracle, query)
 
     # a point without a vector cannot be the query (local mode answers from the
