@@ -15,6 +15,7 @@ use sagitta_engine::{
     MultiVector, Point, PointId, SideSpace, SideVector, SparseSpace, SparseVector, VectorSpace,
     VectorSpaces,
 };
+use sagitta_storage::fs::FileSystem;
 use sagitta_storage::sim::SimFileSystem;
 use serde_json::json;
 
@@ -71,28 +72,41 @@ fn sorted_points(collection: &Collection) -> Vec<Point> {
     points
 }
 
-/// A database with collection "src" in every state, and its snapshot.
-fn source() -> (Database, Vec<u8>) {
-    let fs = Arc::new(SimFileSystem::new());
-    let database = Database::open(fs, Path::new("/db")).unwrap();
-    let spaces = spaces();
+/// The configuration of the tests' collections: `spaces`, two shards.
+fn two_shards(spaces: &VectorSpaces) -> CollectionConfig {
     let base = CollectionConfig {
         dim: 1,
         distance: Distance::Dot,
         shard_count: 2,
         storage: Default::default(),
     };
-    let collection = database
-        .create_collection_with_spaces("src", base.named(&spaces), spaces)
-        .unwrap();
-    let mut rng = ChaCha8Rng::seed_from_u64(3);
-    let first: Vec<Point> = (0..600).map(|id| point(id, 1, &mut rng)).collect();
+    base.named(spaces)
+}
+
+/// Points `0..count` (from `seed`) in every state: sealed, the last 100 and 100 more
+/// rewritten in the write buffer, every seventh deleted.
+fn fill_every_state(collection: &Collection, fs: &dyn FileSystem, count: u64, seed: u64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let first: Vec<Point> = (0..count).map(|id| point(id, 1, &mut rng)).collect();
     collection.upsert(first, true).unwrap();
-    collection.optimize(database.file_system()).unwrap();
-    let rewritten: Vec<Point> = (500..700).map(|id| point(id, 2, &mut rng)).collect();
+    collection.optimize(fs).unwrap();
+    let rewritten: Vec<Point> = (count - 100..count + 100)
+        .map(|id| point(id, 2, &mut rng))
+        .collect();
     collection.upsert(rewritten, true).unwrap();
-    let deleted: Vec<PointId> = (0..600).step_by(7).map(PointId::Number).collect();
+    let deleted: Vec<PointId> = (0..count).step_by(7).map(PointId::Number).collect();
     collection.delete(&deleted, true).unwrap();
+}
+
+/// A database with collection "src" in every state, and its snapshot.
+fn source() -> (Database, Vec<u8>) {
+    let fs = Arc::new(SimFileSystem::new());
+    let database = Database::open(fs, Path::new("/db")).unwrap();
+    let spaces = spaces();
+    let collection = database
+        .create_collection_with_spaces("src", two_shards(&spaces), spaces)
+        .unwrap();
+    fill_every_state(&collection, database.file_system(), 600, 3);
     let text = TextIndex {
         tokenizer: Tokenizer::Prefix,
         min_token_len: Some(2),
@@ -212,22 +226,9 @@ fn recovery_survives_failures_and_crashes() {
 /// A collection of two shards on a file system the test owns, with points in every state.
 fn sharded(fs: &SimFileSystem, directory: &Path) -> Collection {
     let spaces = spaces();
-    let base = CollectionConfig {
-        dim: 1,
-        distance: Distance::Dot,
-        shard_count: 2,
-        storage: Default::default(),
-    };
     let collection =
-        Collection::create_with_spaces(fs, directory, base.named(&spaces), spaces, &[]).unwrap();
-    let mut rng = ChaCha8Rng::seed_from_u64(8);
-    let first: Vec<Point> = (0..300).map(|id| point(id, 1, &mut rng)).collect();
-    collection.upsert(first, true).unwrap();
-    collection.optimize(fs).unwrap();
-    let rewritten: Vec<Point> = (250..350).map(|id| point(id, 2, &mut rng)).collect();
-    collection.upsert(rewritten, true).unwrap();
-    let deleted: Vec<PointId> = (0..300).step_by(7).map(PointId::Number).collect();
-    collection.delete(&deleted, true).unwrap();
+        Collection::create_with_spaces(fs, directory, two_shards(&spaces), spaces, &[]).unwrap();
+    fill_every_state(&collection, fs, 300, 8);
     collection
 }
 

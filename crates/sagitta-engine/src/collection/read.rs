@@ -13,6 +13,7 @@ use crate::sparse::{idf, SparseVector};
 
 use super::config::{check_range, normalize, CollectionConfig, MAX_LIMIT};
 use super::{Collection, SegmentKindName};
+use crate::shard::Shard;
 
 impl Collection {
     /// `filter` as this collection evaluates it: its text matches on fields with a text
@@ -142,10 +143,20 @@ impl Collection {
         filter: Option<&Filter>,
     ) -> Result<(Vec<Point>, Option<PointId>)> {
         check_range("limit", limit, 1, MAX_LIMIT)?;
+        self.scroll_shards(&self.shards, offset, limit, filter)
+    }
+
+    /// [`Collection::scroll`] over `shards` alone (all of the collection's, or one).
+    pub(super) fn scroll_shards(
+        &self,
+        shards: &[Shard],
+        offset: Option<PointId>,
+        limit: usize,
+        filter: Option<&Filter>,
+    ) -> Result<(Vec<Point>, Option<PointId>)> {
         // Each shard stops at its (limit + 1)-th match from `offset`: a page costs the
         // points up to its end, so paging through a collection is linear, not quadratic.
-        let mut ids: Vec<PointId> = self
-            .shards
+        let mut ids: Vec<PointId> = shards
             .iter()
             .flat_map(|shard| shard.scroll_ids(offset, filter, limit + 1))
             .collect();

@@ -78,17 +78,11 @@ impl Collection {
         offset: Option<PointId>,
         shard: Option<usize>,
     ) -> Result<(Vec<Point>, Option<PointId>)> {
-        let Some(shard) = shard else {
-            return self.scroll(offset, PAGE, None);
+        let shards = match shard {
+            Some(shard) => std::slice::from_ref(&self.shards[shard]),
+            None => &self.shards[..],
         };
-        let mut ids = self.shards[shard].scroll_ids(offset, None, PAGE + 1);
-        ids.sort_unstable();
-        let next = ids.get(PAGE).copied();
-        let mut page = Vec::with_capacity(PAGE.min(ids.len()));
-        for id in ids.iter().take(PAGE) {
-            page.extend(self.get(id)?);
-        }
-        Ok((page, next))
+        self.scroll_shards(shards, offset, PAGE, None)
     }
 
     fn write_pages(&self, out: &mut dyn Write, shard: Option<usize>) -> Result<u64> {
