@@ -1,6 +1,6 @@
 """Type stubs for the compiled part of ``sagittadb`` (PyO3, ``python/src``)."""
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from os import PathLike
 from typing import Any, TypeAlias
 from uuid import UUID
@@ -13,6 +13,8 @@ __version__: str
 PointId: TypeAlias = int | str | UUID
 Filter: TypeAlias = dict[str, Any]
 Hit: TypeAlias = dict[str, Any]
+# {"indices": [...], "values": [...]}, an object with those attributes, or a pair
+SparseLike: TypeAlias = dict[str, Any] | tuple[Sequence[int], Sequence[float]] | Any
 ArrayLike = npt.ArrayLike
 
 class SagittaError(Exception): ...
@@ -121,6 +123,7 @@ class Database:
         datatype: str = "float32",
         partition_size: int = 1000,
         on_disk: bool = False,
+        sparse_vectors: Mapping[str, dict[str, Any] | None] | None = None,
     ) -> Collection: ...
     def import_collection(
         self,
@@ -154,6 +157,7 @@ class Collection:
         vectors: ArrayLike,
         payloads: Sequence[dict[str, Any] | None] | None = None,
         wait: bool = True,
+        sparse: Mapping[str, Sequence[SparseLike | None]] | None = None,
     ) -> None: ...
     def search(
         self,
@@ -164,6 +168,29 @@ class Collection:
         with_vector: bool = False,
         score_threshold: float | None = None,
         offset: int = 0,
+        hnsw_ef: int | None = None,
+        exact: bool = False,
+    ) -> list[Hit]: ...
+    def search_sparse(
+        self,
+        using: str,
+        query: SparseLike,
+        limit: int = 10,
+        filter: Filter | None = None,
+        with_payload: bool = True,
+        score_threshold: float | None = None,
+        offset: int = 0,
+    ) -> list[Hit]: ...
+    def hybrid_search(
+        self,
+        query: ArrayLike,
+        sparse: SparseLike,
+        using: str,
+        limit: int = 10,
+        filter: Filter | None = None,
+        with_payload: bool = True,
+        candidates: int | None = None,
+        fusion: str = "rrf",
         hnsw_ef: int | None = None,
         exact: bool = False,
     ) -> list[Hit]: ...

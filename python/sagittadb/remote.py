@@ -22,6 +22,7 @@ before the delete (the embedded backend counts them atomically); ``optimize`` an
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -122,6 +123,41 @@ def _vectors(vectors: npt.ArrayLike, dim: int, name: str) -> npt.NDArray[np.floa
     return array
 
 
+def _sparse(value: object, field: str) -> JsonObject:
+    """A sparse vector as Qdrant's JSON: from a ``{"indices", "values"}`` dict, an object
+    with those attributes, or an ``(indices, values)`` pair (the embedded API's forms)."""
+    parts: tuple[object, object]
+    if isinstance(value, dict):
+        mapping = cast(dict[str, object], value)
+        parts = (mapping.get("indices"), mapping.get("values"))
+    elif hasattr(value, "indices") and hasattr(value, "values"):
+        parts = (getattr(value, "indices"), getattr(value, "values"))  # noqa: B009
+    elif isinstance(value, tuple) and len(cast(tuple[object, ...], value)) == 2:
+        pair = cast(tuple[object, object], value)
+        parts = (pair[0], pair[1])
+    else:
+        parts = (None, None)
+    indices, values = parts
+    if indices is None or values is None:
+        raise InvalidParameterError(
+            f'`{field}`: expected {{"indices": [...], "values": [...]}} or an '
+            "(indices, values) pair"
+        )
+    try:
+        out = {
+            "indices": [int(i) for i in cast(Iterable[Any], indices)],
+            "values": [float(v) for v in cast(Iterable[Any], values)],
+        }
+    except (TypeError, ValueError) as error:
+        raise InvalidParameterError(f"`{field}`: {error}") from None
+    for position, value in enumerate(out["values"]):
+        if not math.isfinite(value):
+            raise InvalidParameterError(
+                f"`{field}`: values[{position}] is not a finite number"
+            )
+    return out
+
+
 def _hit(point: JsonObject, with_payload: bool, with_vector: bool) -> JsonObject:
     out: JsonObject = {"id": point["id"]}
     if "score" in point:
@@ -188,11 +224,13 @@ class RemoteDatabase:
         datatype: str = "float32",
         partition_size: int = 1000,
         on_disk: bool = False,
+        sparse_vectors: dict[str, JsonObject | None] | None = None,
     ) -> RemoteCollection:
         """Creates an empty collection; ``CollectionExistsError`` if the name is taken.
         ``segment_kind``, ``page_cache_mb`` and ``partition_size`` travel as SagittaDB's
-        ``sagitta`` extension of the collection config, ``datatype`` and ``on_disk`` as
-        Qdrant's ``vectors.datatype`` and ``vectors.on_disk``."""
+        ``sagitta`` extension of the collection config, ``datatype``, ``on_disk`` and
+        ``sparse_vectors`` as Qdrant's ``vectors.datatype``, ``vectors.on_disk`` and
+        ``sparse_vectors``."""
         distance = _distance_name(distance)
         if segment_kind not in ("hnsw", "disk"):
             raise InvalidParameterError(
@@ -210,6 +248,11 @@ class RemoteDatabase:
                 "on_disk": on_disk,
             },
             "shard_number": shard_number,
+            **(
+                {"sparse_vectors": {k: v or {} for k, v in sparse_vectors.items()}}
+                if sparse_vectors
+                else {}
+            ),
             "sagitta": {
                 "segment_kind": segment_kind,
                 "page_cache_mb": page_cache_mb,
@@ -317,16 +360,20 @@ class RemoteCollection:
         payloads: Sequence[JsonObject | None] | None = None,
         wait: bool = True,
         progress: Progress = None,
+        sparse: dict[str, Sequence[object | None]] | None = None,
     ) -> None:
         """Inserts or replaces points (batch form, ``UPLOAD_BATCH_POINTS`` per request);
         ``progress`` (see ``sagittadb.progress``) follows the upload when it takes more than
-        one request."""
+        one request. ``sparse``: ``{name: one sparse vector (or None) per point}``."""
         ids = [_id_out(value) for value in ids]
         array = _vectors(vectors, self.dim, "vectors")
         if len(ids) != len(array):
             raise InvalidParameterError(f"{len(ids)} ids for {len(array)} vectors")
         if payloads is not None and len(payloads) != len(ids):
             raise InvalidParameterError(f"{len(payloads)} payloads for {len(ids)} ids")
+        if sparse:
+            self._upsert_points(ids, array, payloads, wait, sparse)
+            return
         several = len(ids) > UPLOAD_BATCH_POINTS
         callback = resolve_progress(
             progress if several else False, f"uploading {self.name}"
@@ -347,6 +394,36 @@ class RemoteCollection:
                     callback(min(end, len(ids)), len(ids))
         finally:
             finish_progress(callback)
+
+    def _upsert_points(
+        self,
+        ids: list[int | str],
+        array: npt.NDArray[np.float32],
+        payloads: Sequence[JsonObject | None] | None,
+        wait: bool,
+        sparse: dict[str, Sequence[object | None]],
+    ) -> None:
+        """``upsert`` with sparse vectors: the list form, each point's vectors a map
+        (the dense one under Qdrant's unnamed name ``""``)."""
+        for name, rows in sparse.items():
+            if len(rows) != len(ids):
+                raise InvalidParameterError(
+                    f"`sparse[{name!r}]` has {len(rows)} entries but {len(ids)} points "
+                    "were given"
+                )
+        points: list[JsonObject] = []
+        for row, point_id in enumerate(ids):
+            vector: JsonObject = {"": array[row].tolist()}
+            for name, rows in sparse.items():
+                if rows[row] is not None:
+                    vector[name] = _sparse(rows[row], f"sparse[{name!r}][{row}]")
+            point: JsonObject = {"id": point_id, "vector": vector}
+            if payloads is not None:
+                point["payload"] = payloads[row]
+            points.append(point)
+        for start in range(0, len(points), UPLOAD_BATCH_POINTS):
+            body = {"points": points[start : start + UPLOAD_BATCH_POINTS]}
+            self._client.call("PUT", self._path("points"), body, wait=_flag(wait))
 
     def _query(
         self,
@@ -408,6 +485,75 @@ class RemoteCollection:
         )
         result = self._client.call("POST", self._path("points/query"), body)
         return [_hit(point, with_payload, with_vector) for point in result["points"]]
+
+    def search_sparse(
+        self,
+        using: str,
+        query: object,
+        limit: int = 10,
+        filter: JsonObject | None = None,
+        with_payload: bool = True,
+        score_threshold: float | None = None,
+        offset: int = 0,
+    ) -> list[JsonObject]:
+        """Top-``limit`` points by the sparse vector ``using`` (the embedded API's)."""
+        body: JsonObject = {
+            "query": _sparse(query, "query"),
+            "using": using,
+            "limit": limit,
+            "offset": offset,
+            "with_payload": with_payload,
+        }
+        if filter is not None:
+            body["filter"] = filter
+        if score_threshold is not None:
+            body["score_threshold"] = score_threshold
+        result = self._client.call("POST", self._path("points/query"), body)
+        return [_hit(point, with_payload, False) for point in result["points"]]
+
+    def hybrid_search(
+        self,
+        query: npt.ArrayLike,
+        sparse: object,
+        using: str,
+        limit: int = 10,
+        filter: JsonObject | None = None,
+        with_payload: bool = True,
+        candidates: int | None = None,
+        fusion: str = "rrf",
+        hnsw_ef: int | None = None,
+        exact: bool = False,
+    ) -> list[JsonObject]:
+        """Dense and sparse candidates fused into the top ``limit`` (the embedded API's
+        ``hybrid_search``): one Query API request with two prefetches."""
+        if fusion not in ("rrf", "dbsf"):
+            raise InvalidParameterError(
+                f'`fusion` = "{fusion}": expected "rrf" or "dbsf"'
+            )
+        row = _vectors(query, self.dim, "query")[0]
+        candidates = candidates if candidates is not None else max(2 * limit, 20)
+        dense: JsonObject = {"query": row.tolist(), "limit": candidates}
+        params: JsonObject = {"exact": True} if exact else {}
+        if not exact and hnsw_ef is not None:
+            params["hnsw_ef"] = hnsw_ef
+        if params:
+            dense["params"] = params
+        lexical: JsonObject = {
+            "query": _sparse(sparse, "sparse"),
+            "using": using,
+            "limit": candidates,
+        }
+        if filter is not None:
+            dense["filter"] = filter
+            lexical["filter"] = filter
+        body: JsonObject = {
+            "prefetch": [dense, lexical],
+            "query": {"fusion": fusion},
+            "limit": limit,
+            "with_payload": with_payload,
+        }
+        result = self._client.call("POST", self._path("points/query"), body)
+        return [_hit(point, with_payload, False) for point in result["points"]]
 
     def search_batch(
         self,

@@ -5,19 +5,23 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use numpy::{PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::create_exception;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
+use sagitta_engine::collection::MAX_DIMENSION;
 use sagitta_engine::database::DatabaseOptions;
-use sagitta_engine::point::parse_uuid;
+use sagitta_engine::fusion::{fuse, FusedPage, Fusion, DEFAULT_RRF_K};
 use sagitta_engine::{
     Collection as CoreCollection, CollectionConfig, Database as CoreDatabase, Datatype, Distance,
-    EngineError, FieldType, Filter, Health, ImportProgress, ImportSource, Point, PointId,
-    ScoredPoint, SearchRequest, SegmentKindName, StorageConfig, Strategy,
+    EngineError, FieldType, Filter, Health, ImportProgress, ImportSource, PointId, SearchRequest,
+    SegmentKindName, StorageConfig, Strategy, VectorSpace, VectorSpaces,
 };
 use sagitta_storage::fs::{FileSystem, OsFileSystem};
 
+use crate::convert::{
+    attach_sparse, hits_to_list, id_to_python, parse_filter, payload_text, point_dict, point_id,
+    points_from_python, query_rows, rows_from_python, sparse_vector,
+};
 use crate::progress::Reporter;
 use crate::{DimensionError, FormatError, InvalidParameterError, SagittaError};
 
@@ -109,173 +113,6 @@ fn parse_storage(
     })
 }
 
-/// An id from Python: a non-negative int, a `uuid.UUID`, or UUID text in the forms the
-/// server accepts ([`parse_uuid`]; Python's `uuid.UUID(str)` would also take a sign or
-/// braces around simple hex, which Qdrant refuses).
-fn point_id(value: &Bound<'_, PyAny>) -> PyResult<PointId> {
-    if let Ok(number) = value.extract::<u64>() {
-        return Ok(PointId::Number(number));
-    }
-    let uuid = value.py().import("uuid")?.getattr("UUID")?;
-    if value.is_instance(&uuid)? {
-        return Ok(PointId::Uuid(value.getattr("int")?.extract()?));
-    }
-    let text: String = value.extract().map_err(|_| {
-        InvalidParameterError::new_err(format!(
-            "`ids`: {value} is neither an unsigned 64-bit integer nor a UUID"
-        ))
-    })?;
-    parse_uuid(&text).map(PointId::Uuid).ok_or_else(|| {
-        InvalidParameterError::new_err(format!("`ids`: {text:?} is not a valid UUID"))
-    })
-}
-
-/// A filter from a Python dict in Qdrant's grammar (`None` = no filter).
-fn parse_filter(filter: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Filter>> {
-    let Some(filter) = filter.filter(|f| !f.is_none()) else {
-        return Ok(None);
-    };
-    let text: String = filter
-        .py()
-        .import("json")?
-        .call_method1("dumps", (filter,))
-        .map_err(|_| InvalidParameterError::new_err("`filter` is not JSON-serializable"))?
-        .extract()?;
-    let value: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|error| InvalidParameterError::new_err(format!("`filter`: {error}")))?;
-    Filter::parse(&value, "filter")
-        .map(Some)
-        .map_err(to_python_error)
-}
-
-fn id_to_python(py: Python<'_>, id: PointId) -> PyResult<PyObject> {
-    Ok(match id {
-        PointId::Number(number) => number.into_pyobject(py)?.into_any().unbind(),
-        PointId::Uuid(_) => id.to_string().into_pyobject(py)?.into_any().unbind(),
-    })
-}
-
-fn point_dict<'py>(
-    py: Python<'py>,
-    id: PointId,
-    score: Option<f32>,
-    payload: Option<String>,
-    vector: Option<Vec<f32>>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let dict = PyDict::new(py);
-    dict.set_item("id", id_to_python(py, id)?)?;
-    if let Some(score) = score {
-        dict.set_item("score", score)?;
-    }
-    let json = py.import("json")?;
-    let payload = match payload {
-        Some(text) => json.call_method1("loads", (text,))?.unbind(),
-        None => py.None(),
-    };
-    dict.set_item("payload", payload)?;
-    if let Some(vector) = vector {
-        // a point without its vector (NaNs in storage) shows None
-        let present = !sagitta_engine::spaces::is_absent(&vector);
-        dict.set_item("vector", present.then_some(vector))?;
-    }
-    Ok(dict)
-}
-
-/// Ids and vectors from Python: the vectors as one C-contiguous float32 array of rows
-/// (a float32 array, memory-mapped or not, is borrowed as it is, not copied).
-fn rows_from_python<'py>(
-    py: Python<'py>,
-    ids: &Bound<'py, PyAny>,
-    vectors: &Bound<'py, PyAny>,
-    dim: usize,
-) -> PyResult<(Vec<PointId>, PyReadonlyArrayDyn<'py, f32>)> {
-    let numpy = py.import("numpy")?;
-    let array: PyReadonlyArrayDyn<'py, f32> = numpy
-        .call_method1("ascontiguousarray", (vectors, "float32"))?
-        .call_method1("reshape", (-1_i64, dim as i64))
-        .map_err(|_| {
-            DimensionError::new_err(format!(
-                "vector dimension error: `vectors` cannot be shaped as n × {}",
-                dim
-            ))
-        })?
-        .extract()?;
-    let rows = array.shape()[0];
-    let ids: Vec<PointId> = ids
-        .try_iter()?
-        .map(|id| point_id(&id?))
-        .collect::<PyResult<_>>()?;
-    if ids.len() != rows {
-        return Err(DimensionError::new_err(format!(
-            "`ids` has {} entries but {rows} vectors were given",
-            ids.len()
-        )));
-    }
-    // The engine takes a row of NaNs as a point without its vector (Qdrant's `vector: {}`);
-    // this API has no such point, so a NaN is an error here, as in `sagittadb.connect`.
-    if let Some(at) = array
-        .as_slice()?
-        .iter()
-        .position(|value| !value.is_finite())
-    {
-        return Err(InvalidParameterError::new_err(format!(
-            "`vectors` row {} has a non-finite value (NaN or Inf) at position {}",
-            at / dim,
-            at % dim
-        )));
-    }
-    Ok((ids, array))
-}
-
-/// Points from Python ids, vectors and optional payloads (JSON objects).
-fn points_from_python(
-    py: Python<'_>,
-    ids: &Bound<'_, PyAny>,
-    vectors: &Bound<'_, PyAny>,
-    payloads: Option<&Bound<'_, PyAny>>,
-    dim: usize,
-) -> PyResult<Vec<Point>> {
-    let (ids, array) = rows_from_python(py, ids, vectors, dim)?;
-    let values = array.as_slice()?;
-    let rows = ids.len();
-    let json = py.import("json")?;
-    let payloads: Vec<Option<String>> = match payloads {
-        None => vec![None; rows],
-        Some(payloads) => payloads
-            .try_iter()?
-            .map(|payload| {
-                let payload = payload?;
-                if payload.is_none() {
-                    Ok(None)
-                } else {
-                    Ok(Some(
-                        json.call_method1("dumps", (payload,))?
-                            .extract::<String>()?,
-                    ))
-                }
-            })
-            .collect::<PyResult<_>>()?,
-    };
-    if payloads.len() != rows {
-        return Err(DimensionError::new_err(format!(
-            "`payloads` has {} entries but {rows} vectors were given",
-            payloads.len()
-        )));
-    }
-    let points: Vec<Point> = ids
-        .into_iter()
-        .zip(payloads)
-        .enumerate()
-        .map(|(row, (id, payload))| Point {
-            id,
-            vector: values[row * dim..(row + 1) * dim].to_vec(),
-            payload,
-            side: Vec::new(),
-        })
-        .collect();
-    Ok(points)
-}
-
 /// A database directory of named collections.
 #[pyclass(module = "sagittadb")]
 pub struct Database {
@@ -292,7 +129,11 @@ impl Database {
     /// aims at (8 to 100,000; appends split partitions past twice it). `on_disk`
     /// (Qdrant's `vectors.on_disk`): HNSW segments keep their full vectors on disk, RAM
     /// holding the graph and its codes (searches re-score ~40 rows a query from disk).
-    #[pyo3(signature = (name, dim, distance = "Cosine", shard_number = 1, segment_kind = "hnsw", page_cache_mb = 64, datatype = "float32", partition_size = 1000, on_disk = false))]
+    ///
+    /// `sparse_vectors` (`{name: {"modifier": "idf"}}`, Qdrant's): sparse vectors beside
+    /// the dense one, searched through an inverted index (`search_sparse`,
+    /// `hybrid_search`); such a collection keeps its vectors in RAM (HNSW segments).
+    #[pyo3(signature = (name, dim, distance = "Cosine", shard_number = 1, segment_kind = "hnsw", page_cache_mb = 64, datatype = "float32", partition_size = 1000, on_disk = false, sparse_vectors = None))]
     #[allow(clippy::too_many_arguments)]
     fn create_collection(
         &self,
@@ -306,6 +147,7 @@ impl Database {
         datatype: &str,
         partition_size: usize,
         on_disk: bool,
+        sparse_vectors: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Collection> {
         let config = CollectionConfig {
             dim,
@@ -319,8 +161,20 @@ impl Database {
                 on_disk,
             )?,
         };
+        let spaces = match sparse_vectors.filter(|given| !given.is_none()) {
+            Some(sparse) => with_sparse(&config, sparse)?,
+            None => VectorSpaces::default(),
+        };
+        let config = if spaces.is_named() {
+            config.named(&spaces)
+        } else {
+            config
+        };
         let inner = py
-            .allow_threads(|| self.inner.create_collection(name, config))
+            .allow_threads(|| {
+                self.inner
+                    .create_collection_with_spaces(name, config, spaces)
+            })
             .map_err(to_python_error)?;
         Ok(Collection {
             name: name.to_string(),
@@ -598,61 +452,6 @@ impl Collection {
     }
 }
 
-/// Query rows from a 1-d (one query) or, with `many`, 2-d array of `dim` columns.
-fn query_rows(query: &Bound<'_, PyAny>, dim: usize, many: bool) -> PyResult<Vec<Vec<f32>>> {
-    let numpy = query.py().import("numpy")?;
-    let array: PyReadonlyArrayDyn<'_, f32> = numpy
-        .call_method1("ascontiguousarray", (query, "float32"))?
-        .extract()?;
-    let shape = array.shape().to_vec();
-    let rows = match (shape.as_slice(), many) {
-        ([_], false) => 1,
-        ([rows, _], true) => *rows,
-        _ => {
-            return Err(DimensionError::new_err(format!(
-                "vector dimension error: `query` must be {}, got shape {shape:?}",
-                if many { "n × dim" } else { "a 1-d vector" }
-            )))
-        }
-    };
-    let values = array.as_slice()?;
-    if values.len() != rows * dim {
-        return Err(DimensionError::new_err(format!(
-            "vector dimension error: `query` has {} columns, the collection has dim {dim}",
-            values.len() / rows.max(1)
-        )));
-    }
-    Ok(values.chunks_exact(dim).map(<[f32]>::to_vec).collect())
-}
-
-fn payload_text(payload: &Bound<'_, PyAny>) -> PyResult<String> {
-    payload
-        .py()
-        .import("json")?
-        .call_method1("dumps", (payload,))
-        .map_err(|_| InvalidParameterError::new_err("`payload` is not JSON-serializable"))?
-        .extract()
-}
-
-fn hits_to_list<'py>(
-    py: Python<'py>,
-    hits: Vec<ScoredPoint>,
-    with_payload: bool,
-    with_vector: bool,
-) -> PyResult<Bound<'py, PyList>> {
-    let list = PyList::empty(py);
-    for hit in hits {
-        list.append(point_dict(
-            py,
-            hit.id,
-            Some(hit.score),
-            hit.payload.filter(|_| with_payload),
-            with_vector.then_some(hit.vector),
-        )?)?;
-    }
-    Ok(list)
-}
-
 #[pymethods]
 impl Collection {
     #[getter]
@@ -671,8 +470,10 @@ impl Collection {
     }
 
     /// Inserts or replaces points. `vectors`: n × dim; `ids`: n ints or UUIDs; `payloads`:
-    /// n dicts (or None). `wait=True` returns once the write is fsynced.
-    #[pyo3(signature = (ids, vectors, payloads = None, wait = true))]
+    /// n dicts (or None); `sparse`: `{name: n sparse vectors (or None)}`, each a
+    /// `{"indices", "values"}` dict or an `(indices, values)` pair. `wait=True` returns
+    /// once the write is fsynced.
+    #[pyo3(signature = (ids, vectors, payloads = None, wait = true, sparse = None))]
     fn upsert(
         &self,
         py: Python<'_>,
@@ -680,8 +481,12 @@ impl Collection {
         vectors: &Bound<'_, PyAny>,
         payloads: Option<&Bound<'_, PyAny>>,
         wait: bool,
+        sparse: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let points = points_from_python(py, ids, vectors, payloads, self.dim())?;
+        let mut points = points_from_python(py, ids, vectors, payloads, self.dim())?;
+        if let Some(sparse) = sparse.filter(|given| !given.is_none()) {
+            attach_sparse(&mut points, sparse, self.inner.spaces())?;
+        }
         py.allow_threads(|| self.inner.upsert(points, wait))
             .map_err(to_python_error)
     }
@@ -719,6 +524,89 @@ impl Collection {
             })
             .map_err(to_python_error)?;
         hits_to_list(py, hits, with_payload, with_vector)
+    }
+
+    /// Top-`limit` points by the sparse vector `using` (dot product over shared indices,
+    /// each query weight times its index's IDF when the vector has `modifier: "idf"`);
+    /// points sharing no index with `query` are no hits. Exact (an inverted index).
+    #[pyo3(signature = (using, query, limit = 10, filter = None, with_payload = true, score_threshold = None, offset = 0))]
+    #[allow(clippy::too_many_arguments)]
+    fn search_sparse<'py>(
+        &self,
+        py: Python<'py>,
+        using: &str,
+        query: &Bound<'py, PyAny>,
+        limit: usize,
+        filter: Option<&Bound<'py, PyAny>>,
+        with_payload: bool,
+        score_threshold: Option<f32>,
+        offset: usize,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let query = sparse_vector(query, "query")?;
+        let filter = self.bound_filter(filter)?;
+        let hits = py
+            .allow_threads(|| {
+                self.inner.query(&SearchRequest {
+                    offset,
+                    filter: filter.as_ref(),
+                    score_threshold,
+                    using: Some(using),
+                    sparse: Some(&query),
+                    ..SearchRequest::new(&[], limit)
+                })
+            })
+            .map_err(to_python_error)?;
+        hits_to_list(py, hits, with_payload, false)
+    }
+
+    /// Hybrid search: the top `candidates` (default `max(2 * limit, 20)`) by the dense
+    /// `query` and by the sparse `sparse` in the sparse vector `using`, fused — `fusion`
+    /// "rrf" (Σ 1 / (2 + rank), ranks from 0: Qdrant's) or "dbsf" — into the top `limit`,
+    /// the fused score as `score`. As Qdrant's Query API with two prefetches and
+    /// `{"fusion": ..}`, and ranked alike (the same code as the server's).
+    #[pyo3(signature = (query, sparse, using, limit = 10, filter = None, with_payload = true, candidates = None, fusion = "rrf", hnsw_ef = None, exact = false))]
+    #[allow(clippy::too_many_arguments)]
+    fn hybrid_search<'py>(
+        &self,
+        py: Python<'py>,
+        query: &Bound<'py, PyAny>,
+        sparse: &Bound<'py, PyAny>,
+        using: &str,
+        limit: usize,
+        filter: Option<&Bound<'py, PyAny>>,
+        with_payload: bool,
+        candidates: Option<usize>,
+        fusion: &str,
+        hnsw_ef: Option<usize>,
+        exact: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let fusion = parse_fusion(fusion)?;
+        let dense = query_rows(query, self.dim(), false)?;
+        let sparse = sparse_vector(sparse, "sparse")?;
+        let filter = self.bound_filter(filter)?;
+        let candidates = candidates.unwrap_or((2 * limit).max(20));
+        let page = FusedPage {
+            limit,
+            offset: 0,
+            score_threshold: None,
+        };
+        let hits = py
+            .allow_threads(|| {
+                let dense = self.inner.query(&SearchRequest {
+                    filter: filter.as_ref(),
+                    strategy: strategy(hnsw_ef, exact),
+                    ..SearchRequest::new(&dense[0], candidates)
+                })?;
+                let sparse = self.inner.query(&SearchRequest {
+                    filter: filter.as_ref(),
+                    using: Some(using),
+                    sparse: Some(&sparse),
+                    ..SearchRequest::new(&[], candidates)
+                })?;
+                Ok(fuse(vec![dense, sparse], fusion, page))
+            })
+            .map_err(to_python_error)?;
+        hits_to_list(py, hits, with_payload, false)
     }
 
     /// Several searches in one call (spread over the cores): `queries` is n × dim; returns
@@ -1048,6 +936,41 @@ impl Collection {
             self.inner.count(None)
         )
     }
+}
+
+/// `fusion` of `hybrid_search`: "rrf" (Qdrant's k of 2) or "dbsf".
+fn parse_fusion(name: &str) -> PyResult<Fusion> {
+    match name {
+        "rrf" => Ok(Fusion::Rrf { k: DEFAULT_RRF_K }),
+        "dbsf" => Ok(Fusion::Dbsf),
+        other => Err(InvalidParameterError::new_err(format!(
+            "`fusion` = {other:?}: expected \"rrf\" or \"dbsf\""
+        ))),
+    }
+}
+
+/// The spaces of a new collection with sparse vectors `sparse` (see `sparse_spaces`)
+/// beside its dense vector, which keeps the name `""` (Qdrant's unnamed vector); its
+/// storage must be RAM segments.
+fn with_sparse(config: &CollectionConfig, sparse: &Bound<'_, PyAny>) -> PyResult<VectorSpaces> {
+    let storage = &config.storage;
+    if storage.segment_kind != SegmentKindName::Hnsw || storage.vectors_on_disk {
+        return Err(InvalidParameterError::new_err(
+            "`sparse_vectors`: a collection with sparse vectors keeps its vectors in RAM \
+             (segment_kind \"hnsw\", on_disk False)",
+        ));
+    }
+    let dense = VectorSpace {
+        name: String::new(),
+        dim: config.dim,
+        distance: config.distance,
+    };
+    VectorSpaces::with_sparse(
+        vec![dense],
+        crate::convert::sparse_spaces(sparse)?,
+        MAX_DIMENSION,
+    )
+    .map_err(to_python_error)
 }
 
 /// `exact` wins over `hnsw_ef`; neither gives the engine's default.

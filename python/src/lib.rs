@@ -7,6 +7,7 @@
 // PyO3 extracts arguments as owned values and `map_err` passes errors by value.
 #![allow(clippy::needless_pass_by_value)]
 
+mod convert;
 mod engine;
 mod progress;
 

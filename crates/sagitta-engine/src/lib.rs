@@ -24,6 +24,7 @@ mod distance;
 pub mod error;
 pub mod filter;
 pub mod fulltext;
+pub mod fusion;
 pub mod geo;
 pub mod multi;
 mod names;

@@ -58,17 +58,7 @@ pub struct RecommendInput {
     pub strategy: Option<String>,
 }
 
-/// How prefetched hits are fused: reciprocal rank fusion (score Σ 1 / (k + rank), ranks
-/// from 0; Qdrant's default k is 2) or distribution-based score fusion (each source's
-/// scores mapped through mean ± 3 standard deviations onto 0..1, then added).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Fusion {
-    Rrf { k: f64 },
-    Dbsf,
-}
-
-/// Qdrant's default RRF constant.
-pub const DEFAULT_RRF_K: f64 = 2.0;
+pub use sagitta_engine::fusion::{Fusion, DEFAULT_RRF_K};
 
 /// The value of `{"fusion": ..}`.
 struct FusionName(Fusion);
