@@ -9,6 +9,7 @@
 //! modifier a query's weights are multiplied by each index's inverse document frequency
 //! over the collection's live points ([`idf`]) before scoring, as Qdrant does.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 /// Most non-zero entries one sparse vector may have.
@@ -122,20 +123,40 @@ pub fn idf(df: usize, n: usize) -> f32 {
 #[derive(Default)]
 pub(crate) struct SparseIndex {
     postings: HashMap<u32, Vec<(u32, f32)>>,
+    /// Positions of the segment (the bound of every posting's position).
+    positions: usize,
+}
+
+/// A thread's accumulator for [`SparseIndex::scores`]: a score and a touched mark per
+/// position, kept between queries and reset entry by entry (only the touched ones).
+#[derive(Default)]
+struct Accumulator {
+    scores: Vec<f32>,
+    touched: Vec<bool>,
+    list: Vec<u32>,
+}
+
+thread_local! {
+    static ACCUMULATOR: RefCell<Accumulator> = RefCell::new(Accumulator::default());
 }
 
 impl SparseIndex {
     /// The index of `vectors`, position `i` being `vectors[i]` (`None`: no vector there).
     pub fn build<'a>(vectors: impl Iterator<Item = Option<&'a SparseVector>>) -> SparseIndex {
         let mut postings: HashMap<u32, Vec<(u32, f32)>> = HashMap::new();
+        let mut positions = 0;
         for (position, vector) in vectors.enumerate() {
+            positions = position + 1;
             let Some(vector) = vector else { continue };
             let position = u32::try_from(position).expect("segment size");
             for (index, value) in vector.indices.iter().zip(&vector.values) {
                 postings.entry(*index).or_default().push((position, *value));
             }
         }
-        SparseIndex { postings }
+        SparseIndex {
+            postings,
+            positions,
+        }
     }
 
     /// Positions passing `keep` that have `index`.
@@ -145,22 +166,52 @@ impl SparseIndex {
         })
     }
 
+    /// Positions that have `index`, deleted or not (a segment without deletions: its
+    /// document frequency without a pass over the postings).
+    pub fn posting_len(&self, index: u32) -> usize {
+        self.postings.get(&index).map_or(0, Vec::len)
+    }
+
     /// Each position passing `keep` that shares an index with `query`, with its dot
-    /// product: the postings of the query's indices added up, nothing else touched.
-    pub fn scores(&self, query: &SparseVector, keep: impl Fn(u32) -> bool) -> HashMap<u32, f32> {
-        let mut scores: HashMap<u32, f32> = HashMap::new();
-        let mut verdicts: HashMap<u32, bool> = HashMap::new();
-        for (index, weight) in query.indices.iter().zip(&query.values) {
-            let Some(list) = self.postings.get(index) else {
-                continue;
-            };
-            for (position, value) in list {
-                if *verdicts.entry(*position).or_insert_with(|| keep(*position)) {
-                    *scores.entry(*position).or_insert(0.0) += weight * value;
+    /// product: the postings of the query's indices added up in a dense array of scores
+    /// (no hashing per posting), `keep` asked once per position touched.
+    pub fn scores(&self, query: &SparseVector, keep: impl Fn(u32) -> bool) -> Vec<(u32, f32)> {
+        ACCUMULATOR.with(|accumulator| {
+            let mut accumulator = accumulator.borrow_mut();
+            let Accumulator {
+                scores,
+                touched,
+                list,
+            } = &mut *accumulator;
+            if scores.len() < self.positions {
+                scores.resize(self.positions, 0.0);
+                touched.resize(self.positions, false);
+            }
+            for (index, weight) in query.indices.iter().zip(&query.values) {
+                let Some(postings) = self.postings.get(index) else {
+                    continue;
+                };
+                for &(position, value) in postings {
+                    let at = position as usize;
+                    if !touched[at] {
+                        touched[at] = true;
+                        list.push(position);
+                    }
+                    scores[at] += weight * value;
                 }
             }
-        }
-        scores
+            // reset before `keep` runs: nothing it does can leave the accumulator dirty
+            let mut out: Vec<(u32, f32)> = Vec::with_capacity(list.len());
+            for &position in list.iter() {
+                let at = position as usize;
+                out.push((position, std::mem::take(&mut scores[at])));
+                touched[at] = false;
+            }
+            list.clear();
+            drop(accumulator);
+            out.retain(|(position, _)| keep(*position));
+            out
+        })
     }
 
     /// Heap bytes of the postings (entries only).
@@ -211,7 +262,7 @@ mod tests {
         ];
         let index = SparseIndex::build(vectors.iter().map(Option::as_ref));
         let query = sparse(&[3, 4, 8], &[2.0, 1.0, 5.0]);
-        let scores = index.scores(&query, |_| true);
+        let scores: HashMap<u32, f32> = index.scores(&query, |_| true).into_iter().collect();
         for (position, vector) in vectors.iter().enumerate() {
             let expected = vector.as_ref().and_then(|vector| vector.dot(&query));
             assert_eq!(

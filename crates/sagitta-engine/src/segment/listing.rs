@@ -303,7 +303,20 @@ impl<T> BestK<T> {
         }
     }
 
+    /// Whether a candidate at `distance` can be kept (one equal to the worst kept may
+    /// still lose on id): a check that needs no id.
+    pub fn admits(&self, distance: f32) -> bool {
+        self.kept.len() < self.k
+            || self
+                .kept
+                .last()
+                .is_some_and(|(worst, _, _)| distance.total_cmp(worst).is_le())
+    }
+
     pub fn offer(&mut self, distance: f32, id: PointId, data: impl FnOnce() -> T) {
+        if !self.admits(distance) {
+            return;
+        }
         let place = self.kept.partition_point(|(other, other_id, _)| {
             other.total_cmp(&distance).then(other_id.cmp(&id)).is_lt()
         });

@@ -346,7 +346,9 @@ impl SegmentRead for SpacesSegment {
                 };
                 let passes = |position| self.passes(position, filter);
                 for (position, score) in index.scores(sparse, passes) {
-                    best.offer(-score, self.listing.id(position), || position);
+                    if best.admits(-score) {
+                        best.offer(-score, self.listing.id(position), || position);
+                    }
                 }
             }
             SideQuery::Multi(..) => {
@@ -371,9 +373,13 @@ impl SegmentRead for SpacesSegment {
 
     fn sparse_frequencies(&self, space: usize, indices: &[u32], counts: &mut [usize]) {
         if let Some(index) = self.sparse_indexes.get(space) {
+            let none_deleted = self.deleted.count() == 0;
             for (at, term) in indices.iter().enumerate() {
-                counts[at] +=
-                    index.document_frequency(*term, |position| !self.deleted.contains(position));
+                counts[at] += if none_deleted {
+                    index.posting_len(*term)
+                } else {
+                    index.document_frequency(*term, |position| !self.deleted.contains(position))
+                };
             }
         }
     }
