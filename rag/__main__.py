@@ -2,6 +2,8 @@
 
     python -m rag --data ./rag-data --build --ask "how do I open a file in python?"
     python -m rag --url http://127.0.0.1:6333 --questions questions.txt --k 5
+    python -m rag --data ./rag-data --mode dense --ask "what does lambda do?"
+    python -m rag --data ./rag-data --build --evaluate --corpus-limit 300
     python -m rag --data ./rag-data --ask "..." --llm-url http://127.0.0.1:8000/v1 \\
         --llm-model qwen2.5-7b-instruct
 """
@@ -15,8 +17,15 @@ import textwrap
 import time
 
 from .embed import MODEL_ID, Embedder
+from .evaluate import (
+    API_QUESTIONS,
+    DOCUMENT_QUESTIONS,
+    MESSAGE_QUESTIONS,
+    evaluate,
+    table,
+)
 from .llm import LLM
-from .pipeline import Pipeline, Retrieval, open_database
+from .pipeline import MODES, MissingSparseError, Pipeline, Retrieval, open_database
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -39,6 +48,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ask", action="append", default=[], help="a question")
     parser.add_argument("--questions", help="a file of questions, one per line")
     parser.add_argument("--k", type=int, default=3, help="hits per source")
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        default="hybrid",
+        help="how documents and messages are searched: the dense embedding, the "
+        "BM25 sparse vector, or both fused by RRF (default); the buffer is dense",
+    )
+    parser.add_argument(
+        "--evaluate",
+        action="store_true",
+        help="print top-1/top-3 hit rates of every mode on the labelled questions",
+    )
     parser.add_argument("--threads", type=int, help="onnxruntime threads")
     parser.add_argument("--width", type=int, default=160, help="passage preview chars")
     parser.add_argument("--llm-url", default=os.environ.get("RAG_LLM_URL"))
@@ -71,7 +92,10 @@ def label(source: str, payload: dict) -> str:
 def show(retrieval: Retrieval, width: int) -> None:
     searched = sum(r.search_ms for r in retrieval.results)
     print(f"\nQ: {retrieval.question}")
-    print(f"   embed {retrieval.embed_ms:.1f} ms, search {searched:.1f} ms (3 sources)")
+    print(
+        f"   embed {retrieval.embed_ms:.1f} ms, search {searched:.1f} ms "
+        f"(3 sources, {retrieval.mode})"
+    )
     for result in retrieval.results:
         print(f"  {result.source}: {len(result.hits)} hits, {result.search_ms:.2f} ms")
         for hit in result.hits:
@@ -88,13 +112,33 @@ def main(argv: list[str] | None = None) -> int:
     print(f"model {MODEL_ID} loaded in {time.perf_counter() - start:.2f} s; db {where}")
     db = open_database(args.data, args.url, args.api_key)
     pipeline = Pipeline(db, embedder, prefix=args.prefix)
-    pipeline.build(args.corpus_limit, force=args.build, log=print)
+    stats = pipeline.build(args.corpus_limit, force=args.build, log=print)
+    questions = questions_of(args)
+    if args.evaluate or (questions and args.mode != "dense"):
+        try:
+            pipeline.check_sparse()
+        except MissingSparseError as error:
+            print(f"python -m rag: {error}", file=sys.stderr)
+            return 2
+    if args.evaluate:
+        start = time.perf_counter()
+        report = evaluate(pipeline)
+        points = stats["documents"]["points"]
+        print(
+            f"\nretrieval quality: {len(DOCUMENT_QUESTIONS)} document questions and "
+            f"{len(API_QUESTIONS)} naming an API ({points} chunks), "
+            f"{len(MESSAGE_QUESTIONS)} message questions, "
+            f"{time.perf_counter() - start:.1f} s"
+        )
+        print(table(report))
     pipeline.start_session()
     llm = None
     if args.llm_url:
         llm = LLM(args.llm_url, args.llm_model, api_key=args.llm_key)
-    for question in questions_of(args):
-        retrieval, answer, llm_ms = pipeline.ask(question, k=args.k, llm=llm)
+    for question in questions:
+        retrieval, answer, llm_ms = pipeline.ask(
+            question, k=args.k, llm=llm, mode=args.mode
+        )
         show(retrieval, args.width)
         if answer is None:
             print("  context (no --llm-url, so no answer):")

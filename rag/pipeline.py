@@ -1,13 +1,21 @@
 """Three context sources per question, each its own SagittaDB collection.
 
-* ``documents``: the chunked corpus (:mod:`rag.corpus`), bulk-imported;
-* ``messages``: past conversations (:func:`rag.chat.past_messages`), bulk-imported;
+* ``documents``: the chunked corpus (:mod:`rag.corpus`);
+* ``messages``: past conversations (:func:`rag.chat.past_messages`);
 * ``buffer``: the current conversation's last turns, recreated for every session and
   updated as the conversation goes on.
 
-A question is embedded once and searched in all three; the hits are composed into one
-context block (for an LLM, when one is configured). The database is either embedded
-(``sagittadb.open``) or a server (``sagittadb.connect``): the same API, the same code.
+``documents`` and ``messages`` hold two vectors per point, both made from the same
+text: a dense all-MiniLM-L6-v2 embedding and a BM25-style sparse vector ``bm25``
+(:mod:`rag.sparse`; the collection weighs its terms by IDF, ``modifier: idf``). A
+question is searched in one of three modes: ``dense`` (the embedding alone),
+``sparse`` (the terms alone) or ``hybrid`` (both, fused by reciprocal rank fusion in
+the database), the default. The ``buffer`` is always searched dense.
+
+A question is encoded once and searched in all three sources; the hits are composed
+into one context block (for an LLM, when one is configured). The database is either
+embedded (``sagittadb.open``) or a server (``sagittadb.connect``): the same API, the
+same code.
 """
 
 from __future__ import annotations
@@ -23,9 +31,42 @@ import sagittadb
 from . import chat
 from .corpus import build_corpus
 from .embed import Embedder
+from .sparse import Sparse, encode_document, encode_query
 
 SOURCES = ("documents", "messages", "buffer")
+LEXICAL_SOURCES = ("documents", "messages")  # the sources with a sparse vector
+MODES = ("dense", "sparse", "hybrid")
+SPARSE = "bm25"  # the sparse vector's name in documents and messages
+SPARSE_CONFIG = {SPARSE: {"modifier": "idf"}}
 EMBED_BLOCK = 256  # texts embedded between two progress lines
+UPSERT_BATCH = 1000  # points per upsert request
+
+
+class MissingSparseError(RuntimeError):
+    """A collection has no ``bm25`` sparse vector: it was built by an older version of
+    the pipeline (dense only), so the sparse and hybrid modes cannot search it."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        listed = ", ".join(repr(name) for name in names)
+        super().__init__(
+            f"collection {listed} has no {SPARSE!r} sparse vector (built by an older "
+            "python -m rag, dense only): rebuild with --build, or search with "
+            "--mode dense"
+        )
+
+
+def _is_missing_sparse(error: Exception) -> bool:
+    """Whether a search failed because the collection lacks the sparse vector: the
+    embedded API says "Not existing sparse vector name error: bm25", a server "Not
+    existing vector name error: bm25 (`using`)"."""
+    message = str(error).lower()
+    return (
+        isinstance(error, sagittadb.InvalidParameterError)
+        and "not existing" in message
+        and "vector name" in message
+        and SPARSE in message
+    )
 
 
 def open_database(data: str | Path | None = None, url: str | None = None, api_key=None):
@@ -51,8 +92,9 @@ class SourceResult:
 @dataclass
 class Retrieval:
     question: str
-    embed_ms: float
+    embed_ms: float  # encoding the question: the embedding, and its terms if used
     results: list[SourceResult]
+    mode: str = "hybrid"
 
     def hits(self, source: str) -> list[dict]:
         return next(r.hits for r in self.results if r.source == source)
@@ -102,11 +144,16 @@ class Pipeline:
         force: bool = False,
         log: Callable[[str], None] = lambda line: None,
     ) -> dict:
-        """Imports ``documents`` and ``messages`` where missing (every time with
-        ``force``); returns {source: {"points", "built", timings...}}."""
+        """Builds ``documents`` and ``messages`` where missing (every time with
+        ``force``); returns {source: {"points", "built", timings...}}.
+
+        Each gets a dense vector and the ``bm25`` sparse vector of the same text. The
+        bulk import (``import_collection``) takes no sparse vectors, so a collection is
+        created, filled by ``upsert`` in batches of ``UPSERT_BATCH`` and then waited
+        on until its index is built."""
         existing = set(self.db.list_collections())
         stats = {}
-        for source in ("documents", "messages"):
+        for source in LEXICAL_SOURCES:
             name = self.names[source]
             if name in existing and not force:
                 points = self.collection(source).count()
@@ -136,25 +183,62 @@ class Pipeline:
             vectors = np.concatenate(blocks)
             embed_ms = _ms(start)
             start = time.perf_counter()
-            ids = list(range(len(texts)))
-            self._handles[source] = self.db.import_collection(
-                name, ids, vectors, payloads, distance="Cosine"
+            sparse = [encode_document(text) for text in texts]
+            sparse_ms = _ms(start)
+            start = time.perf_counter()
+            collection = self.db.create_collection(
+                name,
+                dim=self.embedder.dim,
+                distance="Cosine",
+                sparse_vectors=SPARSE_CONFIG,
             )
-            import_ms = _ms(start)
+            self._handles[source] = collection
+            for first in range(0, len(texts), UPSERT_BATCH):
+                last = min(len(texts), first + UPSERT_BATCH)
+                collection.upsert(
+                    ids=list(range(first, last)),
+                    vectors=vectors[first:last],
+                    payloads=payloads[first:last],
+                    wait=True,
+                    sparse={SPARSE: sparse[first:last]},
+                )
+            upsert_ms = _ms(start)
+            start = time.perf_counter()
+            collection.wait_until_indexed()
+            index_ms = _ms(start)
             stats[source] = {
-                "points": len(ids),
+                "points": len(texts),
                 "built": True,
                 "prepare_ms": prepare_ms,
                 "embed_ms": embed_ms,
-                "import_ms": import_ms,
+                "sparse_ms": sparse_ms,
+                "upsert_ms": upsert_ms,
+                "index_ms": index_ms,
             }
             log(
-                f"{name}: built {len(ids)} points — prepare {prepare_ms:.0f} ms, "
+                f"{name}: built {len(texts)} points — prepare {prepare_ms:.0f} ms, "
                 f"embed {embed_ms / 1000:.1f} s "
-                f"({embed_ms / max(1, len(ids)):.1f} ms/text), "
-                f"import {import_ms:.0f} ms"
+                f"({embed_ms / max(1, len(texts)):.1f} ms/text), "
+                f"bm25 {sparse_ms:.0f} ms, upsert {upsert_ms:.0f} ms, "
+                f"index wait {index_ms:.0f} ms"
             )
         return stats
+
+    def check_sparse(self) -> None:
+        """Raises :class:`MissingSparseError` naming the collections (``documents``,
+        ``messages``) without the ``bm25`` sparse vector; one small query each."""
+        missing = []
+        for source in LEXICAL_SOURCES:
+            try:
+                self.collection(source).search_sparse(
+                    SPARSE, Sparse([], []), limit=1, with_payload=False
+                )
+            except sagittadb.SagittaError as error:
+                if not _is_missing_sparse(error):
+                    raise
+                missing.append(self.names[source])
+        if missing:
+            raise MissingSparseError(missing)
 
     # -- the current conversation ------------------------------------------------------
 
@@ -184,21 +268,65 @@ class Pipeline:
 
     # -- asking --------------------------------------------------------------------------
 
-    def retrieve(self, question: str, k: int = 3) -> Retrieval:
-        start = time.perf_counter()
+    def encode(
+        self, question: str, mode: str = "hybrid"
+    ) -> tuple[np.ndarray, Sparse | None]:
+        """The question's dense embedding and, unless ``mode`` is dense, its sparse
+        query (else ``None``)."""
+        if mode not in MODES:
+            raise ValueError(f"mode {mode!r}: expected one of {', '.join(MODES)}")
         vector = self.embedder.embed([question])[0]
+        return vector, (encode_query(question) if mode != "dense" else None)
+
+    def search(
+        self, source: str, vector, sparse: Sparse | None, k: int, mode: str
+    ) -> list[dict]:
+        """The top ``k`` of one source. ``buffer`` is searched dense whatever the
+        mode: it holds a handful of turns and is recreated every session, so it has no
+        sparse vector."""
+        if mode not in MODES:
+            raise ValueError(f"mode {mode!r}: expected one of {', '.join(MODES)}")
+        collection = self.collection(source)
+        if source not in LEXICAL_SOURCES or mode == "dense":
+            return collection.search(vector, limit=k)
+        if sparse is None:
+            raise ValueError(f"mode {mode!r} needs the sparse query (encode's)")
+        try:
+            if mode == "sparse":
+                return collection.search_sparse(SPARSE, sparse, limit=k)
+            return collection.hybrid_search(vector, sparse, using=SPARSE, limit=k)
+        except sagittadb.SagittaError as error:
+            if _is_missing_sparse(error):
+                raise MissingSparseError([self.names[source]]) from None
+            raise
+
+    def retrieve(self, question: str, k: int = 3, mode: str = "hybrid") -> Retrieval:
+        """The top ``k`` of every source. ``mode`` (``dense``, ``sparse`` or
+        ``hybrid``: dense and BM25 fused by RRF) applies to ``documents`` and
+        ``messages``; the ``buffer`` is always searched dense (see :meth:`search`).
+        A collection built before the sparse vector existed raises
+        :class:`MissingSparseError` outside the dense mode."""
+        start = time.perf_counter()
+        vector, sparse = self.encode(question, mode)
         embed_ms = _ms(start)
         results = []
         for source in SOURCES:
             start = time.perf_counter()
-            hits = self.collection(source).search(vector, limit=k)
+            hits = self.search(source, vector, sparse, k, mode)
             results.append(SourceResult(source, hits, _ms(start)))
-        return Retrieval(question, embed_ms, results)
+        return Retrieval(question, embed_ms, results, mode)
 
-    def ask(self, question: str, k: int = 3, llm=None, remember: bool = True):
+    def ask(
+        self,
+        question: str,
+        k: int = 3,
+        llm=None,
+        remember: bool = True,
+        mode: str = "hybrid",
+    ):
         """Retrieves (and answers, with ``llm``); the question (and the answer) then
         join the current conversation. Returns (retrieval, answer or None, llm ms)."""
-        retrieval = self.retrieve(question, k)
+        retrieval = self.retrieve(question, k, mode)
         answer, llm_ms = None, 0.0
         if llm is not None:
             start = time.perf_counter()
