@@ -590,21 +590,23 @@ impl Collection {
             offset: 0,
             score_threshold: None,
         };
+        let requests = [
+            SearchRequest {
+                filter: filter.as_ref(),
+                strategy: strategy(hnsw_ef, exact),
+                ..SearchRequest::new(&dense[0], candidates)
+            },
+            SearchRequest {
+                filter: filter.as_ref(),
+                using: Some(using),
+                sparse: Some(&sparse),
+                ..SearchRequest::new(&[], candidates)
+            },
+        ];
+        // both searches at once (the sparse one on this thread), then fused
         let hits = py
-            .allow_threads(|| {
-                let dense = self.inner.query(&SearchRequest {
-                    filter: filter.as_ref(),
-                    strategy: strategy(hnsw_ef, exact),
-                    ..SearchRequest::new(&dense[0], candidates)
-                })?;
-                let sparse = self.inner.query(&SearchRequest {
-                    filter: filter.as_ref(),
-                    using: Some(using),
-                    sparse: Some(&sparse),
-                    ..SearchRequest::new(&[], candidates)
-                })?;
-                Ok(fuse(vec![dense, sparse], fusion, page))
-            })
+            .allow_threads(|| self.inner.query_batch(&requests))
+            .map(|lists| fuse(lists, fusion, page))
             .map_err(to_python_error)?;
         hits_to_list(py, hits, with_payload, false)
     }

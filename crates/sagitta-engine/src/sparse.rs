@@ -127,13 +127,28 @@ pub(crate) struct SparseIndex {
     positions: usize,
 }
 
-/// A thread's accumulator for [`SparseIndex::scores`]: a score and a touched mark per
-/// position, kept between queries and reset entry by entry (only the touched ones).
+/// A thread's accumulator for [`SparseIndex::for_each_score`]: a score per position and
+/// a bit per position touched, kept between queries and left zeroed after each (a
+/// query interrupted by a panic leaves it `dirty`, and the next one clears it whole).
 #[derive(Default)]
 struct Accumulator {
     scores: Vec<f32>,
-    touched: Vec<bool>,
-    list: Vec<u32>,
+    touched: Vec<u64>,
+    dirty: bool,
+}
+
+impl Accumulator {
+    /// Room for `positions`, all zero.
+    fn prepare(&mut self, positions: usize) {
+        if self.dirty {
+            self.scores.fill(0.0);
+            self.touched.fill(0);
+        }
+        if self.scores.len() < positions {
+            self.scores.resize(positions, 0.0);
+            self.touched.resize(positions.div_ceil(64), 0);
+        }
+    }
 }
 
 thread_local! {
@@ -172,46 +187,40 @@ impl SparseIndex {
         self.postings.get(&index).map_or(0, Vec::len)
     }
 
-    /// Each position passing `keep` that shares an index with `query`, with its dot
-    /// product: the postings of the query's indices added up in a dense array of scores
-    /// (no hashing per posting), `keep` asked once per position touched.
-    pub fn scores(&self, query: &SparseVector, keep: impl Fn(u32) -> bool) -> Vec<(u32, f32)> {
+    /// Calls `visit(position, dot product)` for each position that shares an index
+    /// with `query`, in position order: the postings of the query's indices added up in
+    /// a dense array of scores with a touched bit each (no hashing, no branch per
+    /// posting). `visit` decides what to keep, so a caller that checks a bound first
+    /// asks its filter only about positions that could be kept.
+    pub fn for_each_score(&self, query: &SparseVector, mut visit: impl FnMut(u32, f32)) {
         ACCUMULATOR.with(|accumulator| {
             let mut accumulator = accumulator.borrow_mut();
+            accumulator.prepare(self.positions);
+            accumulator.dirty = true;
             let Accumulator {
-                scores,
-                touched,
-                list,
+                scores, touched, ..
             } = &mut *accumulator;
-            if scores.len() < self.positions {
-                scores.resize(self.positions, 0.0);
-                touched.resize(self.positions, false);
-            }
             for (index, weight) in query.indices.iter().zip(&query.values) {
                 let Some(postings) = self.postings.get(index) else {
                     continue;
                 };
                 for &(position, value) in postings {
                     let at = position as usize;
-                    if !touched[at] {
-                        touched[at] = true;
-                        list.push(position);
-                    }
                     scores[at] += weight * value;
+                    touched[at >> 6] |= 1u64 << (at & 63);
                 }
             }
-            // reset before `keep` runs: nothing it does can leave the accumulator dirty
-            let mut out: Vec<(u32, f32)> = Vec::with_capacity(list.len());
-            for &position in list.iter() {
-                let at = position as usize;
-                out.push((position, std::mem::take(&mut scores[at])));
-                touched[at] = false;
+            for (word_at, word) in touched.iter_mut().enumerate() {
+                let mut bits = std::mem::take(word);
+                while bits != 0 {
+                    let at = word_at * 64 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    let score = std::mem::take(&mut scores[at]);
+                    visit(u32::try_from(at).expect("segment size"), score);
+                }
             }
-            list.clear();
-            drop(accumulator);
-            out.retain(|(position, _)| keep(*position));
-            out
-        })
+            accumulator.dirty = false;
+        });
     }
 
     /// Heap bytes of the postings (entries only).
@@ -262,7 +271,14 @@ mod tests {
         ];
         let index = SparseIndex::build(vectors.iter().map(Option::as_ref));
         let query = sparse(&[3, 4, 8], &[2.0, 1.0, 5.0]);
-        let scores: HashMap<u32, f32> = index.scores(&query, |_| true).into_iter().collect();
+        let scores_of = |index: &SparseIndex| {
+            let mut scores = HashMap::new();
+            index.for_each_score(&query, |position, score| {
+                scores.insert(position, score);
+            });
+            scores
+        };
+        let scores = scores_of(&index);
         for (position, vector) in vectors.iter().enumerate() {
             let expected = vector.as_ref().and_then(|vector| vector.dot(&query));
             assert_eq!(
@@ -271,8 +287,8 @@ mod tests {
                 "{position}"
             );
         }
-        let without_0 = index.scores(&query, |position| position != 0);
-        assert_eq!(without_0.len(), 1);
+        // the accumulator is left zeroed: the same query again gives the same scores
+        assert_eq!(scores_of(&index), scores);
         assert_eq!(index.document_frequency(3, |_| true), 2);
         assert_eq!(index.document_frequency(3, |position| position == 2), 1);
     }

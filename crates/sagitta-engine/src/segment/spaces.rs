@@ -344,12 +344,11 @@ impl SegmentRead for SpacesSegment {
                 let Some(index) = self.sparse_indexes.get(space) else {
                     return Ok(Vec::new());
                 };
-                let passes = |position| self.passes(position, filter);
-                for (position, score) in index.scores(sparse, passes) {
-                    if best.admits(-score) {
+                index.for_each_score(sparse, |position, score| {
+                    if best.admits(-score) && self.passes(position, filter) {
                         best.offer(-score, self.listing.id(position), || position);
                     }
-                }
+                });
             }
             SideQuery::Multi(..) => {
                 for (position, vectors) in (0u32..).zip(&self.side) {
