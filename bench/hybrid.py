@@ -44,9 +44,11 @@ also counts a hit whose exact score equals (to 1e-5 relative) the exact 10th sco
 the measure of quality that ignores tie-breaking. Each engine's sparse hit scores are checked
 against the oracle's (``score_check``: the largest relative difference).
 
-Build (``build_seconds``): SagittaDB ``create_collection(sparse_vectors=...)`` and
-``upsert(..., sparse=...)`` per ``--batch`` points (its bulk import builds dense-only
-collections), then ``wait_until_indexed()``;
+Build (``build_seconds``): SagittaDB ``import_collection(sparse_vectors=..., sparse=...)``
+(``--sagitta-load import``, the default: one HNSW segment and inverted index per shard) or
+``create_collection`` and ``upsert(..., sparse=...)`` per ``--batch`` points
+(``--sagitta-load upsert``: the write path, sealed by the optimizer), then
+``wait_until_indexed()``;
 qdrant-edge ``update(upsert_points)``
 per ``--batch`` points (Point objects made from the numpy rows per batch inside the timing, as
 ``bench.ingest`` does), then ``optimize()`` and ``flush()``. Both: HNSW m 16, ef_construct 100
@@ -334,21 +336,32 @@ def build_sagitta(data: HybridData, root: Path, args: argparse.Namespace) -> Bui
     ids = np.arange(data.n, dtype=np.uint64)
     config = {SPARSE_NAME: {"modifier": "idf"}}
     start = time.perf_counter()
-    # the write path: the bulk import builds dense-only collections
-    collection = database.create_collection(
-        "hybrid", data.dim, distance="Cosine", sparse_vectors=config
-    )
-    for first in range(0, data.n, args.batch):
-        last = min(first + args.batch, data.n)
-        collection.upsert(
-            ids[first:last],
-            data.base[first:last],
-            sparse={SPARSE_NAME: data.doc_sparse[first:last]},
+    if args.sagitta_load == "import":
+        collection = database.import_collection(
+            "hybrid",
+            ids,
+            data.base,
+            distance="Cosine",
+            sparse_vectors=config,
+            sparse={SPARSE_NAME: data.doc_sparse},
+            progress=False,
         )
-    method = (
-        f"create_collection + upsert(wait=True) per {args.batch} points, "
-        "wait_until_indexed()"
-    )
+        method = "Database.import_collection (dense + sparse), wait_until_indexed()"
+    else:
+        collection = database.create_collection(
+            "hybrid", data.dim, distance="Cosine", sparse_vectors=config
+        )
+        for first in range(0, data.n, args.batch):
+            last = min(first + args.batch, data.n)
+            collection.upsert(
+                ids[first:last],
+                data.base[first:last],
+                sparse={SPARSE_NAME: data.doc_sparse[first:last]},
+            )
+        method = (
+            f"create_collection + upsert(wait=True) per {args.batch} points, "
+            "wait_until_indexed()"
+        )
     collection.wait_until_indexed(timeout=3600)
     build_seconds = time.perf_counter() - start
     status = collection.status()
@@ -713,7 +726,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--candidates", type=int, default=20, help="hybrid: points per prefetch (C)"
     )
     parser.add_argument("--ef", type=int, default=64, help="hybrid: dense hnsw_ef")
-    parser.add_argument("--batch", type=int, default=1000, help="qdrant-edge upserts")
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=1000,
+        help="points per upsert (qdrant-edge; sagitta)",
+    )
+    parser.add_argument(
+        "--sagitta-load",
+        choices=["import", "upsert"],
+        default="import",
+        help="SagittaDB's load: bulk import, or upserts sealed by the optimizer",
+    )
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--qdrant-quantization", choices=["sq8", "none"], default="sq8")
     parser.add_argument(

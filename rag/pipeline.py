@@ -39,7 +39,6 @@ MODES = ("dense", "sparse", "hybrid")
 SPARSE = "bm25"  # the sparse vector's name in documents and messages
 SPARSE_CONFIG = {SPARSE: {"modifier": "idf"}}
 EMBED_BLOCK = 256  # texts embedded between two progress lines
-UPSERT_BATCH = 1000  # points per upsert request
 
 
 class MissingSparseError(RuntimeError):
@@ -147,10 +146,8 @@ class Pipeline:
         """Builds ``documents`` and ``messages`` where missing (every time with
         ``force``); returns {source: {"points", "built", timings...}}.
 
-        Each gets a dense vector and the ``bm25`` sparse vector of the same text. The
-        bulk import (``import_collection``) takes no sparse vectors, so a collection is
-        created, filled by ``upsert`` in batches of ``UPSERT_BATCH`` and then waited
-        on until its index is built."""
+        Each gets a dense vector and the ``bm25`` sparse vector of the same text,
+        bulk-imported (all or nothing, indexed when it appears)."""
         existing = set(self.db.list_collections())
         stats = {}
         for source in LEXICAL_SOURCES:
@@ -186,41 +183,29 @@ class Pipeline:
             sparse = [encode_document(text) for text in texts]
             sparse_ms = _ms(start)
             start = time.perf_counter()
-            collection = self.db.create_collection(
+            self._handles[source] = self.db.import_collection(
                 name,
-                dim=self.embedder.dim,
+                list(range(len(texts))),
+                vectors,
+                payloads,
                 distance="Cosine",
                 sparse_vectors=SPARSE_CONFIG,
+                sparse={SPARSE: sparse},
             )
-            self._handles[source] = collection
-            for first in range(0, len(texts), UPSERT_BATCH):
-                last = min(len(texts), first + UPSERT_BATCH)
-                collection.upsert(
-                    ids=list(range(first, last)),
-                    vectors=vectors[first:last],
-                    payloads=payloads[first:last],
-                    wait=True,
-                    sparse={SPARSE: sparse[first:last]},
-                )
-            upsert_ms = _ms(start)
-            start = time.perf_counter()
-            collection.wait_until_indexed()
-            index_ms = _ms(start)
+            import_ms = _ms(start)
             stats[source] = {
                 "points": len(texts),
                 "built": True,
                 "prepare_ms": prepare_ms,
                 "embed_ms": embed_ms,
                 "sparse_ms": sparse_ms,
-                "upsert_ms": upsert_ms,
-                "index_ms": index_ms,
+                "import_ms": import_ms,
             }
             log(
                 f"{name}: built {len(texts)} points — prepare {prepare_ms:.0f} ms, "
                 f"embed {embed_ms / 1000:.1f} s "
                 f"({embed_ms / max(1, len(texts)):.1f} ms/text), "
-                f"bm25 {sparse_ms:.0f} ms, upsert {upsert_ms:.0f} ms, "
-                f"index wait {index_ms:.0f} ms"
+                f"bm25 {sparse_ms:.0f} ms, import {import_ms:.0f} ms"
             )
         return stats
 

@@ -96,10 +96,10 @@ def _tiny_dataset(tmp_path, n=400, nq=30, dim=16):
     return data
 
 
-def _run_main(tmp_path, engine):
+def _run_main(tmp_path, engine, *extra):
     data = _tiny_dataset(tmp_path)
     out = tmp_path / "hybrid.json"
-    args = ["--dataset-path", str(data), "--engines", engine, "--strict"]
+    args = ["--dataset-path", str(data), "--engines", engine, "--strict", *extra]
     args += ["--queries", "25", "--warmup", "2", "--candidates", "15"]
     args += ["--workdir", str(tmp_path / "work"), "--out", str(out)]
     assert hybrid.main(args) == 0
@@ -131,6 +131,12 @@ def _run_main(tmp_path, engine):
 def test_main_sagitta_end_to_end(tmp_path):
     document = _run_main(tmp_path, "sagitta")
     assert document["results"][0]["engine"] == "sagitta-embedded"
+    assert "import_collection" in document["results"][0]["index_params"]["method"]
+
+
+def test_main_sagitta_through_the_write_path(tmp_path):
+    document = _run_main(tmp_path, "sagitta", "--sagitta-load", "upsert")
+    assert "upsert" in document["results"][0]["index_params"]["method"]
 
 
 @pytest.mark.skipif(

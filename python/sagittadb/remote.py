@@ -276,12 +276,18 @@ class RemoteDatabase:
         datatype: str = "float32",
         partition_size: int = 1000,
         on_disk: bool = False,
+        sparse_vectors: dict[str, JsonObject | None] | None = None,
+        sparse: dict[str, Sequence[object | None]] | None = None,
     ) -> RemoteCollection:
         """Creates ``name`` and uploads every point (in batches, ``wait=True``, followed by
         ``progress``); on any error the collection is dropped again and the error raised."""
         array = np.asarray(vectors, dtype=np.float32)
         if array.ndim != 2:
             raise DimensionError("`vectors` must be a 2-D array (n × dim)")
+        if sparse and not sparse_vectors:
+            raise InvalidParameterError(
+                "`sparse`: give the collection's `sparse_vectors` too"
+            )
         collection = self.create_collection(
             name,
             array.shape[1],
@@ -292,9 +298,12 @@ class RemoteDatabase:
             datatype,
             partition_size,
             on_disk,
+            sparse_vectors,
         )
         try:
-            collection.upsert(list(ids), array, payloads, wait=True, progress=progress)
+            collection.upsert(
+                list(ids), array, payloads, wait=True, progress=progress, sparse=sparse
+            )
         except BaseException:
             self._client.call("DELETE", f"/collections/{name}")
             raise
@@ -371,13 +380,16 @@ class RemoteCollection:
             raise InvalidParameterError(f"{len(ids)} ids for {len(array)} vectors")
         if payloads is not None and len(payloads) != len(ids):
             raise InvalidParameterError(f"{len(payloads)} payloads for {len(ids)} ids")
-        if sparse:
-            self._upsert_points(ids, array, payloads, wait, sparse)
-            return
         several = len(ids) > UPLOAD_BATCH_POINTS
         callback = resolve_progress(
             progress if several else False, f"uploading {self.name}"
         )
+        if sparse:
+            try:
+                self._upsert_points(ids, array, payloads, wait, sparse, callback)
+            finally:
+                finish_progress(callback)
+            return
         try:
             for start in range(0, len(ids), UPLOAD_BATCH_POINTS):
                 end = start + UPLOAD_BATCH_POINTS
@@ -402,6 +414,7 @@ class RemoteCollection:
         payloads: Sequence[JsonObject | None] | None,
         wait: bool,
         sparse: dict[str, Sequence[object | None]],
+        callback: Callable[[int, int], None] | None,
     ) -> None:
         """``upsert`` with sparse vectors: the list form, each point's vectors a map
         (the dense one under Qdrant's unnamed name ``""``)."""
@@ -424,6 +437,8 @@ class RemoteCollection:
         for start in range(0, len(points), UPLOAD_BATCH_POINTS):
             body = {"points": points[start : start + UPLOAD_BATCH_POINTS]}
             self._client.call("PUT", self._path("points"), body, wait=_flag(wait))
+            if callback is not None:
+                callback(min(start + UPLOAD_BATCH_POINTS, len(points)), len(points))
 
     def _query(
         self,

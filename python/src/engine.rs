@@ -201,7 +201,10 @@ impl Database {
     /// collection of one shard, Dot or Euclid, imported without payloads builds from
     /// `vectors` where they lie: a float32 `numpy.memmap` larger than RAM is not copied
     /// (so the array must not be written to, e.g. from `progress`, while the import runs).
-    #[pyo3(signature = (name, ids, vectors, payloads = None, distance = "Cosine", shard_number = 1, progress = None, segment_kind = "hnsw", page_cache_mb = 64, datatype = "float32", partition_size = 1000, on_disk = false))]
+    ///
+    /// `sparse_vectors` as for `create_collection`, and `sparse` as for `upsert` (`{name:
+    /// one sparse vector or None per point}`): each segment gets its inverted indexes.
+    #[pyo3(signature = (name, ids, vectors, payloads = None, distance = "Cosine", shard_number = 1, progress = None, segment_kind = "hnsw", page_cache_mb = 64, datatype = "float32", partition_size = 1000, on_disk = false, sparse_vectors = None, sparse = None))]
     #[allow(clippy::too_many_arguments)]
     fn import_collection(
         &self,
@@ -218,6 +221,8 @@ impl Database {
         datatype: &str,
         partition_size: usize,
         on_disk: bool,
+        sparse_vectors: Option<&Bound<'_, PyAny>>,
+        sparse: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Collection> {
         let reporting = py.import("sagittadb.progress")?;
         let callback =
@@ -242,21 +247,9 @@ impl Database {
                     on_disk,
                 )?,
             };
-            if payloads.is_some() {
-                let points = points_from_python(py, ids, vectors, payloads, dim)?;
-                return self.import_reporting(
-                    name,
-                    config,
-                    points.into(),
-                    Reporter::new(callback.clone()),
-                );
-            }
-            let (ids, array) = rows_from_python(py, ids, vectors, dim)?;
-            let source = ImportSource::Rows {
-                ids,
-                vectors: array.as_slice()?,
-            };
-            self.import_reporting(name, config, source, Reporter::new(callback.clone()))
+            let reporter = Reporter::new(callback.clone());
+            let sparse = (sparse_vectors, sparse);
+            self.import_rows(name, config, (ids, vectors, payloads), sparse, reporter)
         })();
         reporting.call_method1("finish", (callback,))?;
         Ok(Collection {
@@ -287,20 +280,67 @@ impl Database {
 }
 
 impl Database {
+    /// `import_collection`'s rows as the engine imports them: points (with payloads or
+    /// sparse vectors, the collection then one with spaces), or rows borrowed as they lie.
+    fn import_rows(
+        &self,
+        name: &str,
+        config: CollectionConfig,
+        (ids, vectors, payloads): (
+            &Bound<'_, PyAny>,
+            &Bound<'_, PyAny>,
+            Option<&Bound<'_, PyAny>>,
+        ),
+        (sparse_vectors, sparse): (Option<&Bound<'_, PyAny>>, Option<&Bound<'_, PyAny>>),
+        reporter: Reporter<'_>,
+    ) -> PyResult<Arc<CoreCollection>> {
+        let py = ids.py();
+        let dim = config.dim;
+        let sparse_vectors = sparse_vectors.filter(|given| !given.is_none());
+        let sparse = sparse.filter(|given| !given.is_none());
+        if sparse_vectors.is_some() || sparse.is_some() {
+            let spaces = with_sparse(
+                &config,
+                sparse_vectors.ok_or_else(|| {
+                    InvalidParameterError::new_err(
+                        "`sparse`: give the collection's `sparse_vectors` too",
+                    )
+                })?,
+            )?;
+            let mut points = points_from_python(py, ids, vectors, payloads, dim)?;
+            if let Some(sparse) = sparse {
+                attach_sparse(&mut points, sparse, &spaces)?;
+            }
+            let config = (config.named(&spaces), spaces);
+            return self.import_reporting(name, config, points.into(), reporter);
+        }
+        let config = (config, VectorSpaces::default());
+        if payloads.is_some() {
+            let points = points_from_python(py, ids, vectors, payloads, dim)?;
+            return self.import_reporting(name, config, points.into(), reporter);
+        }
+        let (ids, array) = rows_from_python(py, ids, vectors, dim)?;
+        let source = ImportSource::Rows {
+            ids,
+            vectors: array.as_slice()?,
+        };
+        self.import_reporting(name, config, source, reporter)
+    }
+
     /// The import of `import_collection` on a worker thread, reported to `reporter`. An
     /// exception out of the reporting (the callback's, or `KeyboardInterrupt`) cancels
     /// the import and wins over its result; a collection published regardless is dropped.
     fn import_reporting(
         &self,
         name: &str,
-        config: CollectionConfig,
+        config: (CollectionConfig, VectorSpaces),
         source: ImportSource<'_>,
         mut reporter: Reporter<'_>,
     ) -> PyResult<Arc<CoreCollection>> {
         let progress = ImportProgress::new();
         let database = &self.inner;
         let (imported, failure) = reporter.run(
-            || database.import_collection_with_progress(name, config, source, &progress),
+            || database.import_collection_with_spaces(name, config, source, &progress),
             || {
                 // `total` only once the collection exists: the files are still to write.
                 let (linked, total) = progress.get();

@@ -75,8 +75,21 @@ def _fill_oracle(vectors, sparse, payloads) -> QdrantClient:
     return oracle
 
 
-def _fill(database):
+def _fill(database, how: str = "upsert"):
     vectors, sparse, payloads = _corpus()
+    oracle = _fill_oracle(vectors, sparse, payloads)
+    if how == "import":
+        # all at once, the rows as the encoder's objects (`indices`, `values` attributes)
+        collection = database.import_collection(
+            NAME,
+            range(POINTS),
+            vectors,
+            payloads,
+            sparse_vectors={"bm25": {"modifier": "idf"}},
+            sparse={"bm25": sparse},
+            progress=False,
+        )
+        return collection, oracle
     collection = database.create_collection(
         NAME, dim=DIM, sparse_vectors={"bm25": {"modifier": "idf"}}
     )
@@ -90,7 +103,7 @@ def _fill(database):
     collection.upsert(
         range(half, POINTS), vectors[half:], payloads[half:], sparse={"bm25": as_pairs}
     )
-    return collection, _fill_oracle(vectors, sparse, payloads)
+    return collection, oracle
 
 
 def _scored(hits: list[dict]) -> list[models.ScoredPoint]:
@@ -149,9 +162,10 @@ def _same_as_oracle(collection, oracle: QdrantClient) -> None:
         )
 
 
-def test_sparse_and_hybrid_search_match_local_mode_embedded(tmp_path):
+@pytest.mark.parametrize("how", ["upsert", "import"])
+def test_sparse_and_hybrid_search_match_local_mode_embedded(tmp_path, how):
     database = sagittadb.open(tmp_path / "db")
-    collection, oracle = _fill(database)
+    collection, oracle = _fill(database, how)
     _same_as_oracle(collection, oracle)
     # a hybrid search finds points by either half: one without a sparse vector is found
     # by its dense vector, the sparse half ranks the matching words
@@ -165,10 +179,11 @@ def test_sparse_and_hybrid_search_match_local_mode_embedded(tmp_path):
     _same_as_oracle(reopened, oracle)
 
 
-def test_sparse_and_hybrid_search_match_local_mode_remote(server):
+@pytest.mark.parametrize("how", ["upsert", "import"])
+def test_sparse_and_hybrid_search_match_local_mode_remote(server, how):
     database = sagittadb.connect(server.url)
     try:
-        collection, oracle = _fill(database)
+        collection, oracle = _fill(database, how)
         _same_as_oracle(collection, oracle)
     finally:
         database.drop_collection(NAME)
@@ -186,6 +201,15 @@ def test_bad_sparse_input_is_refused_naming_it(where, tmp_path, server):
         database.create_collection(
             name, dim=2, sparse_vectors={"s": {"modifier": "bm"}}
         )
+    with pytest.raises(sagittadb.InvalidParameterError, match="sparse_vectors"):
+        database.import_collection(
+            name,
+            [1],
+            np.array([[1.0, 0.0]], dtype=np.float32),
+            sparse={"s": [([1], [1.0])]},
+            progress=False,
+        )
+    assert name not in database.list_collections()
     collection = database.create_collection(name, dim=2, sparse_vectors={"s": {}})
     try:
         cases = [

@@ -278,6 +278,20 @@ impl Database {
         source: impl Into<ImportSource<'a>>,
         progress: &ImportProgress,
     ) -> Result<(Arc<Collection>, ImportReport)> {
+        let spaces = VectorSpaces::default();
+        self.import_collection_with_spaces(name, (config, spaces), source, progress)
+    }
+
+    /// [`Database::import_collection_with_progress`] of a collection with named vectors
+    /// (see [`Collection::import_with_spaces`]; [`CollectionConfig::named`] gives the
+    /// configuration that goes with them).
+    pub fn import_collection_with_spaces<'a>(
+        &self,
+        name: &str,
+        (config, spaces): (CollectionConfig, VectorSpaces),
+        source: impl Into<ImportSource<'a>>,
+        progress: &ImportProgress,
+    ) -> Result<(Arc<Collection>, ImportReport)> {
         check_collection_name(name)?;
         {
             let collections = self.collections.read();
@@ -288,7 +302,7 @@ impl Database {
                 });
             }
         }
-        let result = self.import_reserved(name, config, source.into(), progress);
+        let result = self.import_reserved(name, (config, spaces), source.into(), progress);
         self.importing.lock().remove(name);
         result
     }
@@ -296,7 +310,7 @@ impl Database {
     fn import_reserved(
         &self,
         name: &str,
-        config: CollectionConfig,
+        (config, spaces): (CollectionConfig, VectorSpaces),
         source: ImportSource<'_>,
         progress: &ImportProgress,
     ) -> Result<(Arc<Collection>, ImportReport)> {
@@ -306,10 +320,11 @@ impl Database {
             &directory,
             &stripe_roots(&self.stripe_dirs, name),
         )?;
-        let imported = Collection::import_with_progress(
+        let imported = Collection::import_with_spaces(
             self.fs.as_ref(),
             &directory,
             config,
+            spaces,
             source,
             progress,
         )

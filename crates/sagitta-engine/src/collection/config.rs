@@ -320,6 +320,7 @@ impl CollectionConfig {
     }
 
     /// The manifest of a collection without named vectors ([`CollectionConfig::encode_with`]).
+    #[cfg(test)]
     pub(super) fn encode(&self, schema: &PayloadSchema) -> Vec<u8> {
         self.encode_with(schema, &VectorSpaces::default())
     }

@@ -175,20 +175,36 @@ impl Collection {
         source: impl Into<ImportSource<'a>>,
         progress: &ImportProgress,
     ) -> Result<(Collection, ImportReport)> {
+        let spaces = VectorSpaces::default();
+        Collection::import_with_spaces(fs, directory, config, spaces, source, progress)
+    }
+
+    /// [`Collection::import_with_progress`] of a collection with named vectors `spaces`
+    /// (as [`Collection::create_with_spaces`]): the points carry their side vectors
+    /// (sparse vectors, multivectors), built into each segment's own indexes.
+    pub fn import_with_spaces<'a>(
+        fs: &dyn FileSystem,
+        directory: &Path,
+        config: CollectionConfig,
+        spaces: VectorSpaces,
+        source: impl Into<ImportSource<'a>>,
+        progress: &ImportProgress,
+    ) -> Result<(Collection, ImportReport)> {
         config.validate()?;
-        config.check_spaces(&VectorSpaces::default())?;
+        config.check_spaces(&spaces)?;
         if manifest::load(fs, directory)?.is_some() {
             return Err(EngineError::CollectionExists {
                 path: directory.display().to_string(),
             });
         }
+        let spaces = Arc::new(spaces);
         match source.into() {
             ImportSource::Rows { ids, vectors } if imports_in_place(&config) => {
                 Collection::import_in_place(fs, directory, config, ids, vectors, progress)
             }
             source => {
                 let points = source.into_points(config.dim)?;
-                Collection::import_points(fs, directory, config, points, progress)
+                Collection::import_points(fs, directory, (config, spaces), points, progress)
             }
         }
     }
@@ -196,7 +212,7 @@ impl Collection {
     fn import_points(
         fs: &dyn FileSystem,
         directory: &Path,
-        config: CollectionConfig,
+        (config, spaces): (CollectionConfig, Arc<VectorSpaces>),
         points: Vec<Point>,
         progress: &ImportProgress,
     ) -> Result<(Collection, ImportReport)> {
@@ -208,7 +224,7 @@ impl Collection {
         let mut per_shard: Vec<Vec<Point>> = vec![Vec::new(); config.shard_count];
         for (position, point) in points.into_iter().enumerate() {
             if last_of[&point.id] == position {
-                let point = config.prepare(&VectorSpaces::default(), point)?;
+                let point = config.prepare(&spaces, point)?;
                 per_shard[shard_index(&point.id, config.shard_count)].push(point);
             }
         }
@@ -220,7 +236,7 @@ impl Collection {
         };
         // One shard at a time: each segment build already uses every core.
         let mut shards = Vec::with_capacity(config.shard_count);
-        let storage = super::shard_storage(&config, &Arc::new(VectorSpaces::default()), &[]);
+        let storage = super::shard_storage(&config, &spaces, &[]);
         for (index, points) in per_shard.into_iter().enumerate() {
             progress.check()?;
             let (shard, written) = Shard::write_imported(
@@ -236,7 +252,7 @@ impl Collection {
             shards.push(shard);
             report.bytes_written += written;
         }
-        Collection::publish_import(fs, directory, config, shards, report, progress)
+        Collection::publish_import(fs, directory, (config, spaces), shards, report, progress)
     }
 
     /// The import of rows a disk collection builds from where they lie (see
@@ -254,7 +270,8 @@ impl Collection {
         let mut seen = HashSet::with_capacity(ids.len());
         if !ids.iter().all(|id| seen.insert(*id)) {
             let points = ImportSource::Rows { ids, vectors }.into_points(config.dim)?;
-            return Collection::import_points(fs, directory, config, points, progress);
+            let spaces = Arc::new(VectorSpaces::default());
+            return Collection::import_points(fs, directory, (config, spaces), points, progress);
         }
         drop(seen);
         for (id, vector) in ids.iter().zip(vectors.chunks_exact(config.dim)) {
@@ -289,7 +306,15 @@ impl Collection {
         )
         .map_err(import_error)?;
         report.bytes_written += written;
-        Collection::publish_import(fs, directory, config, vec![shard], report, progress)
+        let spaces = Arc::new(VectorSpaces::default());
+        Collection::publish_import(
+            fs,
+            directory,
+            (config, spaces),
+            vec![shard],
+            report,
+            progress,
+        )
     }
 
     /// The last step of every import: the collection manifest, published once every
@@ -297,25 +322,19 @@ impl Collection {
     fn publish_import(
         fs: &dyn FileSystem,
         directory: &Path,
-        config: CollectionConfig,
+        (config, spaces): (CollectionConfig, Arc<VectorSpaces>),
         shards: Vec<Shard>,
         mut report: ImportReport,
         progress: &ImportProgress,
     ) -> Result<(Collection, ImportReport)> {
         fs.sync_dir(directory)?;
         let schema = PayloadSchema::new();
-        let encoded = config.encode(&schema);
+        let encoded = config.encode_with(&schema, &spaces);
         progress.check()?;
         manifest::publish(fs, directory, &encoded)?;
         report.bytes_written += encoded.len() as u64;
         Ok((
-            Collection::assemble(
-                config,
-                Arc::new(VectorSpaces::default()),
-                (schema, String::new()),
-                shards,
-                directory,
-            ),
+            Collection::assemble(config, spaces, (schema, String::new()), shards, directory),
             report,
         ))
     }
