@@ -151,6 +151,10 @@ impl Accumulator {
     }
 }
 
+/// Segments of more positions than this score into an accumulator of their own, made
+/// and dropped per query, so no thread keeps more than 5 bytes times this (20 MiB).
+const CACHED_POSITIONS: usize = 1 << 22;
+
 thread_local! {
     static ACCUMULATOR: RefCell<Accumulator> = RefCell::new(Accumulator::default());
 }
@@ -192,35 +196,53 @@ impl SparseIndex {
     /// a dense array of scores with a touched bit each (no hashing, no branch per
     /// posting). `visit` decides what to keep, so a caller that checks a bound first
     /// asks its filter only about positions that could be kept.
-    pub fn for_each_score(&self, query: &SparseVector, mut visit: impl FnMut(u32, f32)) {
+    pub fn for_each_score(&self, query: &SparseVector, visit: impl FnMut(u32, f32)) {
+        if self.positions > CACHED_POSITIONS {
+            // a thread keeps no accumulator this large: zeroed pages, mapped on touch
+            let mut accumulator = Accumulator::default();
+            accumulator.prepare(self.positions);
+            self.accumulate(&mut accumulator, query, visit);
+            return;
+        }
         ACCUMULATOR.with(|accumulator| {
             let mut accumulator = accumulator.borrow_mut();
             accumulator.prepare(self.positions);
-            accumulator.dirty = true;
-            let Accumulator {
-                scores, touched, ..
-            } = &mut *accumulator;
-            for (index, weight) in query.indices.iter().zip(&query.values) {
-                let Some(postings) = self.postings.get(index) else {
-                    continue;
-                };
-                for &(position, value) in postings {
-                    let at = position as usize;
-                    scores[at] += weight * value;
-                    touched[at >> 6] |= 1u64 << (at & 63);
-                }
-            }
-            for (word_at, word) in touched.iter_mut().enumerate() {
-                let mut bits = std::mem::take(word);
-                while bits != 0 {
-                    let at = word_at * 64 + bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    let score = std::mem::take(&mut scores[at]);
-                    visit(u32::try_from(at).expect("segment size"), score);
-                }
-            }
-            accumulator.dirty = false;
+            self.accumulate(&mut accumulator, query, visit);
         });
+    }
+
+    /// [`SparseIndex::for_each_score`] into `accumulator` (prepared for this segment),
+    /// left zeroed again.
+    fn accumulate(
+        &self,
+        accumulator: &mut Accumulator,
+        query: &SparseVector,
+        mut visit: impl FnMut(u32, f32),
+    ) {
+        accumulator.dirty = true;
+        let Accumulator {
+            scores, touched, ..
+        } = accumulator;
+        for (index, weight) in query.indices.iter().zip(&query.values) {
+            let Some(postings) = self.postings.get(index) else {
+                continue;
+            };
+            for &(position, value) in postings {
+                let at = position as usize;
+                scores[at] += weight * value;
+                touched[at >> 6] |= 1u64 << (at & 63);
+            }
+        }
+        for (word_at, word) in touched.iter_mut().enumerate() {
+            let mut bits = std::mem::take(word);
+            while bits != 0 {
+                let at = word_at * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let score = std::mem::take(&mut scores[at]);
+                visit(u32::try_from(at).expect("segment size"), score);
+            }
+        }
+        accumulator.dirty = false;
     }
 
     /// Heap bytes of the postings (entries only).
@@ -291,6 +313,24 @@ mod tests {
         assert_eq!(scores_of(&index), scores);
         assert_eq!(index.document_frequency(3, |_| true), 2);
         assert_eq!(index.document_frequency(3, |position| position == 2), 1);
+    }
+
+    #[test]
+    fn a_segment_too_large_for_the_thread_accumulator_scores_alike() {
+        let far = sparse(&[3, 4], &[0.5, 1.0]);
+        let vectors =
+            std::iter::repeat_n(None, CACHED_POSITIONS).chain([Some(&far), None, Some(&far)]);
+        let index = SparseIndex::build(vectors);
+        let query = sparse(&[4], &[2.0]);
+        let mut seen = Vec::new();
+        index.for_each_score(&query, |position, score| seen.push((position, score)));
+        let first = u32::try_from(CACHED_POSITIONS).unwrap();
+        assert_eq!(seen, vec![(first, 2.0), (first + 2, 2.0)]);
+        // the thread's own accumulator is untouched: a small index after it starts clean
+        let small = SparseIndex::build([Some(&far)].into_iter());
+        let mut again = Vec::new();
+        small.for_each_score(&query, |position, score| again.push((position, score)));
+        assert_eq!(again, vec![(0, 2.0)]);
     }
 
     #[test]
