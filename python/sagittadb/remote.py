@@ -158,14 +158,27 @@ def _sparse(value: object, field: str) -> JsonObject:
     return out
 
 
-def _hit(point: JsonObject, with_payload: bool, with_vector: bool) -> JsonObject:
+def _hit(
+    point: JsonObject, with_payload: bool, with_vector: bool, sparse: bool = False
+) -> JsonObject:
+    """A point as the embedded API gives it; ``sparse``: its collection has sparse
+    vectors, returned as ``sparse`` beside the dense ``vector``."""
     out: JsonObject = {"id": point["id"]}
     if "score" in point:
         out["score"] = point["score"]
     payload = point.get("payload") if with_payload else None
     out["payload"] = payload or None
     if with_vector:
-        out["vector"] = point.get("vector")
+        vector = point.get("vector")
+        others: JsonObject = {}
+        if isinstance(vector, dict):
+            # the map of a point with sparse vectors: the dense one is Qdrant's `""`
+            named = cast(JsonObject, vector)
+            vector = named.get("")
+            others = {k: v for k, v in named.items() if k != ""}
+        out["vector"] = vector
+        if sparse:
+            out["sparse"] = others
     return out
 
 
@@ -355,6 +368,7 @@ class RemoteCollection:
         vectors = info["config"]["params"]["vectors"]
         self.dim: int = vectors["size"]
         self.distance: str = vectors["distance"]
+        self._sparse = bool(info["config"]["params"].get("sparse_vectors"))
 
     def _info(self) -> JsonObject:
         return self._client.call("GET", f"/collections/{self.name}")
@@ -499,7 +513,10 @@ class RemoteCollection:
             exact,
         )
         result = self._client.call("POST", self._path("points/query"), body)
-        return [_hit(point, with_payload, with_vector) for point in result["points"]]
+        return [
+            _hit(point, with_payload, with_vector, self._sparse)
+            for point in result["points"]
+        ]
 
     def search_sparse(
         self,
@@ -601,7 +618,10 @@ class RemoteCollection:
             "POST", self._path("points/query/batch"), {"searches": searches}
         )
         return [
-            [_hit(point, with_payload, with_vector) for point in entry["points"]]
+            [
+                _hit(point, with_payload, with_vector, self._sparse)
+                for point in entry["points"]
+            ]
             for entry in result
         ]
 
@@ -661,7 +681,7 @@ class RemoteCollection:
         """Points by id (missing ids are skipped): dicts with id, payload and vector."""
         body = {"ids": [_id_out(value) for value in ids], "with_vector": True}
         records = self._client.call("POST", self._path("points"), body)
-        return [_hit(record, True, True) for record in records]
+        return [_hit(record, True, True, self._sparse) for record in records]
 
     def delete(
         self,
@@ -705,7 +725,9 @@ class RemoteCollection:
         if filter is not None:
             body["filter"] = filter
         result = self._client.call("POST", self._path("points/scroll"), body)
-        points = [_hit(point, True, with_vector) for point in result["points"]]
+        points = [
+            _hit(point, True, with_vector, self._sparse) for point in result["points"]
+        ]
         return points, result.get("next_page_offset")
 
     def count(self, filter: JsonObject | None = None) -> int:

@@ -219,23 +219,56 @@ pub(crate) fn payload_text(payload: &Bound<'_, PyAny>) -> PyResult<String> {
         .extract()
 }
 
+/// Hits as dicts; `vectors`: with their vectors, of a collection of these spaces.
 pub(crate) fn hits_to_list<'py>(
     py: Python<'py>,
     hits: Vec<ScoredPoint>,
     with_payload: bool,
-    with_vector: bool,
+    vectors: Option<&VectorSpaces>,
 ) -> PyResult<Bound<'py, PyList>> {
     let list = PyList::empty(py);
     for hit in hits {
-        list.append(point_dict(
+        let dict = point_dict(
             py,
             hit.id,
             Some(hit.score),
             hit.payload.filter(|_| with_payload),
-            with_vector.then_some(hit.vector),
-        )?)?;
+            vectors.is_some().then_some(hit.vector),
+        )?;
+        if let Some(spaces) = vectors {
+            add_sparse(&dict, &hit.side, spaces)?;
+        }
+        list.append(dict)?;
     }
     Ok(list)
+}
+
+/// Sets `sparse` in a point's dict, `{name: {"indices", "values"}}` of the sparse vectors
+/// it has, when its collection has sparse vectors (`spaces`); else leaves it out.
+pub(crate) fn add_sparse(
+    dict: &Bound<'_, PyDict>,
+    side: &[Option<SideVector>],
+    spaces: &VectorSpaces,
+) -> PyResult<()> {
+    let py = dict.py();
+    let mut sparse = None;
+    for (index, space) in spaces.side().iter().enumerate() {
+        let Some(space) = space.as_sparse() else {
+            continue;
+        };
+        let map = sparse.get_or_insert_with(|| PyDict::new(py));
+        let vector = side.get(index).and_then(Option::as_ref);
+        if let Some(vector) = vector.and_then(SideVector::as_sparse) {
+            let entry = PyDict::new(py);
+            entry.set_item("indices", vector.indices())?;
+            entry.set_item("values", vector.values())?;
+            map.set_item(&space.name, entry)?;
+        }
+    }
+    match sparse {
+        Some(map) => dict.set_item("sparse", map),
+        None => Ok(()),
+    }
 }
 
 /// A sparse vector from Python: `{"indices": [...], "values": [...]}`, an object with

@@ -19,8 +19,8 @@ use sagitta_engine::{
 use sagitta_storage::fs::{FileSystem, OsFileSystem};
 
 use crate::convert::{
-    attach_sparse, hits_to_list, id_to_python, parse_filter, payload_text, point_dict, point_id,
-    points_from_python, query_rows, rows_from_python, sparse_vector,
+    add_sparse, attach_sparse, hits_to_list, id_to_python, parse_filter, payload_text, point_dict,
+    point_id, points_from_python, query_rows, rows_from_python, sparse_vector,
 };
 use crate::progress::Reporter;
 use crate::{DimensionError, FormatError, InvalidParameterError, SagittaError};
@@ -563,7 +563,12 @@ impl Collection {
                 })
             })
             .map_err(to_python_error)?;
-        hits_to_list(py, hits, with_payload, with_vector)
+        hits_to_list(
+            py,
+            hits,
+            with_payload,
+            with_vector.then(|| self.inner.spaces()),
+        )
     }
 
     /// Top-`limit` points by the sparse vector `using` (dot product over shared indices,
@@ -596,7 +601,7 @@ impl Collection {
                 })
             })
             .map_err(to_python_error)?;
-        hits_to_list(py, hits, with_payload, false)
+        hits_to_list(py, hits, with_payload, None)
     }
 
     /// Hybrid search: the top `candidates` (default `max(2 * limit, 20)`) by the dense
@@ -648,7 +653,7 @@ impl Collection {
             .allow_threads(|| self.inner.query_batch(&requests))
             .map(|lists| fuse(lists, fusion, page))
             .map_err(to_python_error)?;
-        hits_to_list(py, hits, with_payload, false)
+        hits_to_list(py, hits, with_payload, None)
     }
 
     /// Several searches in one call (spread over the cores): `queries` is n × dim; returns
@@ -686,7 +691,12 @@ impl Collection {
             .map_err(to_python_error)?;
         let list = PyList::empty(py);
         for hits in results {
-            list.append(hits_to_list(py, hits, with_payload, with_vector)?)?;
+            list.append(hits_to_list(
+                py,
+                hits,
+                with_payload,
+                with_vector.then(|| self.inner.spaces()),
+            )?)?;
         }
         Ok(list)
     }
@@ -744,13 +754,9 @@ impl Collection {
         for id in ids.try_iter()? {
             let found = self.inner.get(&point_id(&id?)?).map_err(to_python_error)?;
             if let Some(point) = found {
-                list.append(point_dict(
-                    py,
-                    point.id,
-                    None,
-                    point.payload,
-                    Some(point.vector),
-                )?)?;
+                let dict = point_dict(py, point.id, None, point.payload, Some(point.vector))?;
+                add_sparse(&dict, &point.side, self.inner.spaces())?;
+                list.append(dict)?;
             }
         }
         Ok(list)
@@ -802,13 +808,12 @@ impl Collection {
             .map_err(to_python_error)?;
         let list = PyList::empty(py);
         for point in points {
-            list.append(point_dict(
-                py,
-                point.id,
-                None,
-                point.payload,
-                with_vector.then_some(point.vector),
-            )?)?;
+            let vector = with_vector.then_some(point.vector);
+            let dict = point_dict(py, point.id, None, point.payload, vector)?;
+            if with_vector {
+                add_sparse(&dict, &point.side, self.inner.spaces())?;
+            }
+            list.append(dict)?;
         }
         let next = match next {
             Some(id) => id_to_python(py, id)?,

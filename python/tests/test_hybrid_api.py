@@ -127,6 +127,29 @@ def _fused(oracle, dense, sparse, fusion, query_filter=None):
     ).points
 
 
+def _same_points(collection) -> None:
+    """`get`, `scroll` and `search` with vectors give each point's sparse vector back."""
+    vectors, sparse, _ = _corpus()
+    rows = [0, 4, 13, POINTS - 1]  # row 4 has no sparse vector
+    for point in collection.get(rows):
+        row = point["id"]
+        np.testing.assert_allclose(
+            point["vector"], vectors[row] / np.linalg.norm(vectors[row]), rtol=1e-5
+        )
+        expected = {} if sparse[row] is None else {"bm25": sparse[row].as_dict()}
+        assert point["sparse"].keys() == expected.keys(), (row, point["sparse"])
+        for name, value in expected.items():
+            assert point["sparse"][name]["indices"] == value["indices"]
+            np.testing.assert_allclose(
+                point["sparse"][name]["values"], value["values"], rtol=1e-6
+            )
+    page, _ = collection.scroll(limit=3, with_vector=True)
+    assert all("sparse" in point for point in page)
+    (hit,) = collection.search(vectors[14], limit=1, with_vector=True)
+    assert hit["id"] == 14 and hit["sparse"]["bm25"]["indices"] == sparse[14].indices
+    assert "sparse" not in collection.search(vectors[13], limit=1)[0]
+
+
 def _same_as_oracle(collection, oracle: QdrantClient) -> None:
     group = {"must": [{"key": "group", "match": {"value": 1}}]}
     oracle_group = models.Filter(
@@ -167,6 +190,7 @@ def test_sparse_and_hybrid_search_match_local_mode_embedded(tmp_path, how):
     database = sagittadb.open(tmp_path / "db")
     collection, oracle = _fill(database, how)
     _same_as_oracle(collection, oracle)
+    _same_points(collection)
     # a hybrid search finds points by either half: one without a sparse vector is found
     # by its dense vector, the sparse half ranks the matching words
     vectors, _, _ = _corpus()
@@ -185,6 +209,7 @@ def test_sparse_and_hybrid_search_match_local_mode_remote(server, how):
     try:
         collection, oracle = _fill(database, how)
         _same_as_oracle(collection, oracle)
+        _same_points(collection)
     finally:
         database.drop_collection(NAME)
 
