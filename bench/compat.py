@@ -59,16 +59,24 @@ def check_pin(suite: Path) -> str:
     return commit
 
 
-def start_server(binary: Path, data_dir: Path, log: Path) -> subprocess.Popen:
-    """``sagitta serve`` on 127.0.0.1:6333, ready to answer ``GET /collections``."""
+def start_server(
+    binary: Path,
+    data_dir: Path,
+    log: Path,
+    port: int = PORT,
+    env_extra: dict[str, str] | None = None,
+) -> subprocess.Popen:
+    """``sagitta serve`` on 127.0.0.1:``port``, ready to answer ``GET /collections``; the
+    caller's ``SAGITTA_*`` settings are dropped, ``env_extra`` added."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SAGITTA_")}
+    env.update(env_extra or {})
     with open(log, "wb") as out:
         process = subprocess.Popen(
             [
                 str(binary),
                 "serve",
                 *("--data-dir", str(data_dir)),
-                *("--host", "127.0.0.1", "--port", str(PORT)),
+                *("--host", "127.0.0.1", "--port", str(port)),
             ],
             stdin=subprocess.DEVNULL,
             stdout=out,
@@ -81,13 +89,13 @@ def start_server(binary: Path, data_dir: Path, log: Path) -> subprocess.Popen:
             raise SystemExit(f"sagitta serve exited ({process.returncode}); see {log}")
         try:
             with urllib.request.urlopen(
-                f"http://127.0.0.1:{PORT}/collections", timeout=2
+                f"http://127.0.0.1:{port}/collections", timeout=2
             ):
                 return process
         except OSError:
             time.sleep(0.2)
     process.kill()
-    raise SystemExit(f"sagitta serve did not answer on port {PORT}; see {log}")
+    raise SystemExit(f"sagitta serve did not answer on port {port}; see {log}")
 
 
 def _reason(message: str) -> str:

@@ -42,6 +42,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -51,6 +52,7 @@ from pathlib import Path
 import numpy as np
 
 from bench import report
+from bench.compat import start_server
 from bench.datasets import DEBIAN_MINILM_PATH, Dataset, load_debian_minilm
 
 REPO = Path(__file__).resolve().parents[1]
@@ -82,22 +84,19 @@ def convert(dataset: Dataset, out_dir: Path, gt_width: int = GT_WIDTH) -> dict:
     gt = dataset.ensure_gt(width)[:, :width]
     out_dir.mkdir(parents=True, exist_ok=True)
 
+    def rows(matrix: np.ndarray, dtype, arrow_type) -> pa.ListArray:
+        """Each row of ``matrix`` as one list value."""
+        matrix = np.ascontiguousarray(matrix, dtype=dtype)
+        offsets = np.arange(0, matrix.size + 1, matrix.shape[1])
+        flat = pa.array(matrix.reshape(-1), type=arrow_type)
+        return pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), flat)
+
     def vectors(ids: np.ndarray, matrix: np.ndarray) -> pa.Table:
-        matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-        flat = pa.array(matrix.reshape(-1), type=pa.float32())
-        emb = pa.ListArray.from_arrays(
-            pa.array(np.arange(0, matrix.size + 1, matrix.shape[1]), type=pa.int32()),
-            flat,
-        )
+        emb = rows(matrix, np.float32, pa.float32())
         return pa.table({"id": pa.array(ids, type=pa.int64()), "emb": emb})
 
     def neighbours(ids: np.ndarray, matrix: np.ndarray) -> pa.Table:
-        matrix = np.ascontiguousarray(matrix, dtype=np.int64)
-        flat = pa.array(matrix.reshape(-1), type=pa.int64())
-        lists = pa.ListArray.from_arrays(
-            pa.array(np.arange(0, matrix.size + 1, matrix.shape[1]), type=pa.int32()),
-            flat,
-        )
+        lists = rows(matrix, np.int64, pa.int64())
         return pa.table({"id": pa.array(ids, type=pa.int64()), "neighbors_id": lists})
 
     query_ids = np.arange(dataset.nq, dtype=np.int64)
@@ -139,35 +138,6 @@ def http_json(url: str, body: dict | None = None, timeout: float = 30) -> dict:
 def http_text(url: str, timeout: float = 30) -> str:
     with urllib.request.urlopen(url, timeout=timeout) as response:
         return response.read().decode()
-
-
-def start_server(binary: Path, data_dir: Path, port: int, log: Path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SAGITTA_")}
-    env["SAGITTA_LOG"] = "info"
-    with open(log, "wb") as out:
-        process = subprocess.Popen(
-            [
-                str(binary),
-                "serve",
-                *("--data-dir", str(data_dir)),
-                *("--host", "127.0.0.1", "--port", str(port)),
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"sagitta serve exited ({process.returncode}); see {log}")
-        try:
-            http_json(f"http://127.0.0.1:{port}/collections", timeout=2)
-            return process
-        except OSError:
-            time.sleep(0.2)
-    process.kill()
-    raise SystemExit(f"sagitta serve did not answer on port {port}; see {log}")
 
 
 def rss_bytes(pid: int) -> int | None:
@@ -338,13 +308,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--data-dir",
         type=Path,
-        default=Path("/tmp/vdbbench-data/debian-minilm"),
+        default=Path(tempfile.gettempdir()) / "vdbbench-data" / "debian-minilm",
         help="where the VectorDBBench custom dataset is written (outside the repository)",
     )
     parser.add_argument(
         "--work-dir",
         type=Path,
-        default=Path("/tmp/vdbbench-run"),
+        default=Path(tempfile.gettempdir()) / "vdbbench-run",
         help="server data, VectorDBBench results and logs (emptied first)",
     )
     parser.add_argument("--binary", type=Path, default=REPO / "target/release/sagitta")
@@ -396,7 +366,9 @@ def main(argv: list[str] | None = None) -> int:
     server_log = work / "server.log"
     vdb_log = work / "vectordb_bench.log"
     base_url = f"http://127.0.0.1:{args.port}"
-    server = start_server(binary, work / "data", args.port, server_log)
+    server = start_server(
+        binary, work / "data", server_log, args.port, {"SAGITTA_LOG": "info"}
+    )
     try:
         telemetry = http_json(f"{base_url}/telemetry")["result"]
         version = str(telemetry.get("app", {}).get("version", "unknown"))

@@ -4,7 +4,7 @@
 # Usage: scripts/vectordbbench.sh [OUT_JSON] [more bench/vdbbench.py options]
 #
 # Makes .venv-vdbbench once from PyPI (vectordb-bench pinned below, with its qdrant extra),
-# converts the dataset into VectorDBBench's custom-dataset layout under /tmp/vdbbench-data, starts
+# converts the dataset into VectorDBBench's custom-dataset layout in the temporary directory, starts
 # target/release/sagitta (build it first: cargo build --release -p sagitta-cli) on a fresh data
 # directory on port 6333 and writes one bench-schema JSON. The run itself fetches nothing.
 set -euo pipefail

@@ -158,6 +158,13 @@ def _sparse(value: object, field: str) -> JsonObject:
     return out
 
 
+def _search_params(hnsw_ef: int | None, exact: bool) -> JsonObject:
+    """A search's ``params``: ``exact`` wins over ``hnsw_ef``; empty for the default."""
+    if exact:
+        return {"exact": True}
+    return {} if hnsw_ef is None else {"hnsw_ef": hnsw_ef}
+
+
 def _hit(
     point: JsonObject, with_payload: bool, with_vector: bool, sparse: bool = False
 ) -> JsonObject:
@@ -456,7 +463,7 @@ class RemoteCollection:
 
     def _query(
         self,
-        query: npt.NDArray[np.float32],
+        query: object,
         limit: int,
         filter: JsonObject | None,
         with_payload: bool,
@@ -467,7 +474,7 @@ class RemoteCollection:
         exact: bool,
     ) -> JsonObject:
         body: JsonObject = {
-            "query": [float(value) for value in query],
+            "query": query,
             "limit": limit,
             "offset": offset,
             "with_payload": with_payload,
@@ -477,11 +484,7 @@ class RemoteCollection:
             body["filter"] = filter
         if score_threshold is not None:
             body["score_threshold"] = score_threshold
-        params: dict[str, bool | int] = {}
-        if exact:
-            params["exact"] = True
-        elif hnsw_ef is not None:
-            params["hnsw_ef"] = hnsw_ef
+        params = _search_params(hnsw_ef, exact)
         if params:
             body["params"] = params
         return body
@@ -502,7 +505,7 @@ class RemoteCollection:
         vector)."""
         row = _vectors(query, self.dim, "query")[0]
         body = self._query(
-            row,
+            row.tolist(),
             limit,
             filter,
             with_payload,
@@ -529,17 +532,18 @@ class RemoteCollection:
         offset: int = 0,
     ) -> list[JsonObject]:
         """Top-``limit`` points by the sparse vector ``using`` (the embedded API's)."""
-        body: JsonObject = {
-            "query": _sparse(query, "query"),
-            "using": using,
-            "limit": limit,
-            "offset": offset,
-            "with_payload": with_payload,
-        }
-        if filter is not None:
-            body["filter"] = filter
-        if score_threshold is not None:
-            body["score_threshold"] = score_threshold
+        body = self._query(
+            _sparse(query, "query"),
+            limit,
+            filter,
+            with_payload,
+            False,
+            score_threshold,
+            offset,
+            None,
+            False,
+        )
+        body["using"] = using
         result = self._client.call("POST", self._path("points/query"), body)
         return [_hit(point, with_payload, False) for point in result["points"]]
 
@@ -565,9 +569,7 @@ class RemoteCollection:
         row = _vectors(query, self.dim, "query")[0]
         candidates = candidates if candidates is not None else max(2 * limit, 20)
         dense: JsonObject = {"query": row.tolist(), "limit": candidates}
-        params: JsonObject = {"exact": True} if exact else {}
-        if not exact and hnsw_ef is not None:
-            params["hnsw_ef"] = hnsw_ef
+        params = _search_params(hnsw_ef, exact)
         if params:
             dense["params"] = params
         lexical: JsonObject = {
@@ -602,7 +604,7 @@ class RemoteCollection:
         rows = _vectors(queries, self.dim, "queries")
         searches = [
             self._query(
-                row,
+                row.tolist(),
                 limit,
                 filter,
                 with_payload,

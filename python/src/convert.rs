@@ -334,15 +334,12 @@ pub(crate) fn sparse_spaces(config: &Bound<'_, PyAny>) -> PyResult<Vec<SparseSpa
                 .map(|value| value.extract::<String>())
                 .transpose()?
         };
-        let idf = match modifier.as_deref() {
-            None | Some("none") => false,
-            Some("idf") => true,
-            Some(other) => {
-                return Err(InvalidParameterError::new_err(format!(
-                    "`{field}.modifier` = {other:?}: expected \"idf\" or \"none\""
-                )))
-            }
-        };
+        let idf = SparseSpace::idf_of_modifier(modifier.as_deref()).ok_or_else(|| {
+            InvalidParameterError::new_err(format!(
+                "`{field}.modifier` = {:?}: expected \"idf\" or \"none\"",
+                modifier.unwrap_or_default()
+            ))
+        })?;
         spaces.push(SparseSpace { name, idf });
     }
     Ok(spaces)

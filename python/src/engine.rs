@@ -13,8 +13,8 @@ use sagitta_engine::database::DatabaseOptions;
 use sagitta_engine::fusion::{fuse, FusedPage, Fusion, DEFAULT_RRF_K};
 use sagitta_engine::{
     Collection as CoreCollection, CollectionConfig, Database as CoreDatabase, Datatype, Distance,
-    EngineError, FieldType, Filter, Health, ImportProgress, ImportSource, PointId, SearchRequest,
-    SegmentKindName, StorageConfig, Strategy, VectorSpace, VectorSpaces,
+    EngineError, FieldType, Filter, Health, ImportProgress, ImportSource, PointId, ScoredPoint,
+    SearchRequest, SegmentKindName, StorageConfig, Strategy, VectorSpace, VectorSpaces,
 };
 use sagitta_storage::fs::{FileSystem, OsFileSystem};
 
@@ -388,6 +388,12 @@ impl Collection {
         Ok(Some(bound.unwrap_or(filter)))
     }
 
+    /// One search, the GIL released meanwhile.
+    fn answer(&self, py: Python<'_>, request: &SearchRequest<'_>) -> PyResult<Vec<ScoredPoint>> {
+        py.allow_threads(|| self.inner.query(request))
+            .map_err(to_python_error)
+    }
+
     /// The polling loop of `wait_until_indexed`; `callback` is None or `(indexed, points)`.
     fn wait_reporting(
         &self,
@@ -552,17 +558,16 @@ impl Collection {
         let strategy = strategy(hnsw_ef, exact);
         let filter = self.bound_filter(filter)?;
         let queries = query_rows(query, self.dim(), false)?;
-        let hits = py
-            .allow_threads(|| {
-                self.inner.query(&SearchRequest {
-                    offset,
-                    filter: filter.as_ref(),
-                    score_threshold,
-                    strategy,
-                    ..SearchRequest::new(&queries[0], limit)
-                })
-            })
-            .map_err(to_python_error)?;
+        let hits = self.answer(
+            py,
+            &SearchRequest {
+                offset,
+                filter: filter.as_ref(),
+                score_threshold,
+                strategy,
+                ..SearchRequest::new(&queries[0], limit)
+            },
+        )?;
         hits_to_list(
             py,
             hits,
@@ -589,18 +594,17 @@ impl Collection {
     ) -> PyResult<Bound<'py, PyList>> {
         let query = sparse_vector(query, "query")?;
         let filter = self.bound_filter(filter)?;
-        let hits = py
-            .allow_threads(|| {
-                self.inner.query(&SearchRequest {
-                    offset,
-                    filter: filter.as_ref(),
-                    score_threshold,
-                    using: Some(using),
-                    sparse: Some(&query),
-                    ..SearchRequest::new(&[], limit)
-                })
-            })
-            .map_err(to_python_error)?;
+        let hits = self.answer(
+            py,
+            &SearchRequest {
+                offset,
+                filter: filter.as_ref(),
+                score_threshold,
+                using: Some(using),
+                sparse: Some(&query),
+                ..SearchRequest::new(&[], limit)
+            },
+        )?;
         hits_to_list(py, hits, with_payload, None)
     }
 

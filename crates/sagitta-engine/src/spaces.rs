@@ -43,6 +43,18 @@ pub struct SparseSpace {
     pub idf: bool,
 }
 
+impl SparseSpace {
+    /// Whether Qdrant's `modifier` (absent, `"none"` or `"idf"`) asks for IDF weights;
+    /// `None` for any other value.
+    pub fn idf_of_modifier(modifier: Option<&str>) -> Option<bool> {
+        match modifier {
+            None | Some("none") => Some(false),
+            Some("idf") => Some(true),
+            Some(_) => None,
+        }
+    }
+}
+
 /// One multivector of a collection ([`crate::multi`]): a name, the width of its rows and
 /// the distance rows are compared by (max_sim over them).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -490,15 +490,13 @@ fn sparse_spaces(sparse: Option<Map<String, Value>>) -> ApiResult<Vec<SparseSpac
             let params: SparseParamsInput = serde_json::from_value(params).map_err(|error| {
                 ApiError::bad_request(format!("Format error in JSON body: `{field}`: {error}"))
             })?;
-            let idf = match params.modifier.as_deref() {
-                None | Some("none") => false,
-                Some("idf") => true,
-                Some(other) => {
-                    return Err(ApiError::bad_request(format!(
-                        "Wrong input: `{field}.modifier` = {other:?}: expected \"idf\" or \"none\""
-                    )))
-                }
-            };
+            let modifier = params.modifier.as_deref();
+            let idf = SparseSpace::idf_of_modifier(modifier).ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "Wrong input: `{field}.modifier` = {:?}: expected \"idf\" or \"none\"",
+                    modifier.unwrap_or_default()
+                ))
+            })?;
             Ok(SparseSpace { name, idf })
         })
         .collect()
