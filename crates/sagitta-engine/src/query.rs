@@ -12,6 +12,7 @@ use crate::filter::Filter;
 use crate::multi::MultiVector;
 use crate::point::{Distance, Point, PointId, SideVector};
 use crate::sparse::SparseVector;
+use sagitta_index::limits::MAX_EF;
 
 /// Search beam of the default strategy: at least this, and at least twice the top-k.
 pub(crate) const SEGMENT_EF_MIN: usize = 128;
@@ -111,6 +112,27 @@ impl Strategy {
     }
 }
 
+/// Segments a Qdrant shard keeps at the least: its `default_segment_number` is the
+/// machine's core count, never below 2.
+pub(crate) const QDRANT_MIN_SEGMENTS: usize = 2;
+
+/// The beam a part of `size` points (of `total` in its shard) walks for a chosen `hnsw_ef`.
+/// Qdrant's `hnsw_ef` is a per-segment beam, and a Qdrant shard splits its points over at
+/// least [`QDRANT_MIN_SEGMENTS`] segments, each searched with that beam; SagittaDB merges
+/// into fewer, larger segments. A part holding more than `1/QDRANT_MIN_SEGMENTS` of the
+/// shard stands for that many of Qdrant's segments and walks with `hnsw_ef` times as many,
+/// so a config ported from Qdrant does not lose recall (VectorDBBench on debian-minilm,
+/// BENCHMARKS.md). Capped at `MAX_EF`.
+pub(crate) fn segment_beam(ef: usize, size: usize, total: usize) -> usize {
+    if total == 0 {
+        return ef;
+    }
+    let segments = (QDRANT_MIN_SEGMENTS * size)
+        .div_ceil(total)
+        .clamp(1, QDRANT_MIN_SEGMENTS);
+    ef.saturating_mul(segments).min(MAX_EF)
+}
+
 /// The default beam for a part of `size` points when the largest part of the shard has
 /// `largest`: at least twice `k` and [`SEGMENT_EF_MIN`] for the largest, shrinking
 /// with the square root of the size ratio for the others (never below `2k`).
@@ -168,7 +190,8 @@ pub(crate) fn within_threshold(score: f32, threshold: f32, distance: Distance) -
 
 #[cfg(test)]
 mod tests {
-    use super::auto_beam;
+    use super::{auto_beam, segment_beam, QDRANT_MIN_SEGMENTS};
+    use sagitta_index::limits::MAX_EF;
 
     #[test]
     fn the_default_beam_narrows_with_the_square_root_of_a_part_size() {
@@ -177,5 +200,21 @@ mod tests {
         assert_eq!(auto_beam(10, 100, 80_000), 20); // never below 2k
         assert_eq!(auto_beam(100, 80_000, 80_000), 200);
         assert_eq!(auto_beam(10, 5, 0), 128);
+    }
+
+    #[test]
+    fn a_chosen_beam_widens_for_a_part_holding_several_qdrant_segments() {
+        assert_eq!(QDRANT_MIN_SEGMENTS, 2);
+        // One segment holding the whole shard stands for Qdrant's two.
+        assert_eq!(segment_beam(64, 100_000, 100_000), 128);
+        // More than half of the shard: still two.
+        assert_eq!(segment_beam(64, 50_001, 100_000), 128);
+        // Half or less: Qdrant's own size, its own beam.
+        assert_eq!(segment_beam(64, 50_000, 100_000), 64);
+        assert_eq!(segment_beam(64, 10, 100_000), 64);
+        // An empty shard or an empty part keeps the beam; the cap holds.
+        assert_eq!(segment_beam(64, 0, 0), 64);
+        assert_eq!(segment_beam(64, 0, 100), 64);
+        assert_eq!(segment_beam(MAX_EF, 100, 100), MAX_EF);
     }
 }

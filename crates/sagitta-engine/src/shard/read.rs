@@ -10,7 +10,7 @@ use crate::buffer::{Buffer, BufferGraph, BufferPlan};
 use crate::error::Result;
 use crate::filter::Filter;
 use crate::point::{Point, PointId};
-use crate::query::{auto_beam, hit_distance, ShardHit, Strategy};
+use crate::query::{auto_beam, hit_distance, segment_beam, ShardHit, Strategy};
 use crate::segment::{SegmentWrite, SharedSegment};
 use crate::shard_state::Frozen;
 use crate::spaces::SpaceSlice;
@@ -276,6 +276,8 @@ struct PartPlan {
     strategy: Strategy,
     /// Points in the largest part (segment, buffer or frozen buffer).
     largest: usize,
+    /// Points in all parts together.
+    total: usize,
     /// The host graph walked with the buffers' points, if any.
     walked: Option<Arc<HnswIndex>>,
 }
@@ -288,28 +290,33 @@ impl PartPlan {
         frozen: Option<&Frozen>,
         buffer: &Buffer,
     ) -> PartPlan {
-        let largest = segments
+        let sizes = segments
             .iter()
             .map(|segment| segment.len())
             .chain([buffer.slot_count()])
-            .chain(frozen.map(|frozen| frozen.buffer.slot_count()))
-            .max()
-            .unwrap_or(0);
+            .chain(frozen.map(|frozen| frozen.buffer.slot_count()));
+        let (largest, total) = sizes.fold((0, 0), |(largest, total), size| {
+            (size.max(largest), total + size)
+        });
         PartPlan {
             k,
             strategy,
             largest,
+            total,
             walked: None,
         }
     }
 
     /// The strategy of a part of `size` points. With the default beam, a part smaller than
     /// the largest gets a narrower one: its share of the true top k is smaller, and a write
-    /// buffer searched at the full beam would double a query's cost during ingestion.
+    /// buffer searched at the full beam would double a query's cost during ingestion. A
+    /// chosen beam is Qdrant's per-segment `hnsw_ef`, widened for a part that holds the
+    /// points of several of Qdrant's segments ([`segment_beam`]).
     fn strategy(&self, size: usize) -> Strategy {
         match self.strategy {
             Strategy::Auto => Strategy::Beam(auto_beam(self.k, size, self.largest)),
-            other => other,
+            Strategy::Beam(ef) => Strategy::Beam(segment_beam(ef, size, self.total)),
+            Strategy::Exact => Strategy::Exact,
         }
     }
 
