@@ -110,6 +110,7 @@ fn parse_storage(
         datatype,
         partition_size,
         vectors_on_disk: on_disk,
+        graph: sagitta_engine::DEFAULT_GRAPH,
     })
 }
 

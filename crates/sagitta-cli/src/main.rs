@@ -436,6 +436,7 @@ fn import_points(args: &ImportArgs, read: ReadPoints) -> Result<String, Failure>
             datatype: args.datatype.into(),
             partition_size: args.partition_size,
             vectors_on_disk: args.on_disk,
+            graph: sagitta_engine::DEFAULT_GRAPH,
         },
     };
     let data_failure = |error: sagitta_engine::EngineError| Failure {

@@ -88,3 +88,15 @@ impl EngineError {
 }
 
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;
+
+/// `value` in `min..=max`, else [`EngineError::ParameterOutOfRange`] naming `name`.
+pub(crate) fn check_range(name: &'static str, value: usize, min: usize, max: usize) -> Result<()> {
+    sagitta_index::limits::check_range(name, value, min, max).map_err(|_| {
+        EngineError::ParameterOutOfRange {
+            name,
+            value,
+            min,
+            max,
+        }
+    })
+}

@@ -26,6 +26,7 @@ pub mod filter;
 pub mod fulltext;
 pub mod fusion;
 pub mod geo;
+pub mod graph;
 pub mod multi;
 mod names;
 pub mod optimizer;
@@ -48,6 +49,7 @@ pub use collection::{
 pub use database::Database;
 pub use error::EngineError;
 pub use filter::Filter;
+pub use graph::{GraphConfig, DEFAULT_GRAPH};
 pub use multi::MultiVector;
 pub use payload_index::{FieldType, PayloadSchema};
 pub use point::{Distance, Point, PointId, SideVector};

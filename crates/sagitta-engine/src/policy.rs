@@ -7,7 +7,10 @@
 //!    without writes (so a collection becomes fully indexed soon after ingestion stops);
 //! 2. vacuum a segment whose deleted points are at least `vacuum_min_deleted` and
 //!    `vacuum_fraction` of it (rebuild it from its live points);
-//! 3. merge the smallest segments when there are more than `max_segments`.
+//! 3. rebuild a segment whose graph was built with another graph config than the
+//!    collection's (after a `hnsw_config` update, or one from before graph configs);
+//! 4. merge the smallest segments when there are more than `max_segments` (disk segments
+//!    that can take the others' points are appended to first).
 
 use std::time::Duration;
 
@@ -45,4 +48,7 @@ pub enum Work {
     Seal,
     /// Rebuild these segments (by id) into one.
     Merge(Vec<u64>),
+    /// Rebuild this segment, whose graph was built with another graph config than the
+    /// collection's.
+    Rebuild(u64),
 }

@@ -83,6 +83,7 @@ fn disk_config(distance: Distance) -> CollectionConfig {
             datatype: Datatype::Float32,
             partition_size: DEFAULT_PARTITION_SIZE,
             vectors_on_disk: false,
+            graph: sagitta_engine::DEFAULT_GRAPH,
         },
     }
 }

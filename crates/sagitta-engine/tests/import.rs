@@ -358,6 +358,7 @@ fn half_disk_config() -> CollectionConfig {
             datatype: Datatype::Float16,
             partition_size: DEFAULT_PARTITION_SIZE,
             vectors_on_disk: false,
+            graph: sagitta_engine::DEFAULT_GRAPH,
         },
     }
 }

@@ -184,7 +184,17 @@ pub async fn update(
     // an alias's settings are its collection's
     let name = state.database.resolve(&name).unwrap_or(name);
     let (metadata, strict) = (request.metadata.clone(), request.strict_mode_config);
-    let optimizers = request.checked(target.spaces())?;
+    let update = request.checked(target.spaces(), target.graph())?;
+    if let Some(graph) = update.graph {
+        let database = Arc::clone(&state.database);
+        let (stored, stored_name) = (Arc::clone(&target), name.clone());
+        blocking(move || {
+            stored
+                .set_graph(database.file_system(), graph)
+                .map_err(|error| ApiError::from_engine(error, &stored_name))
+        })
+        .await?;
+    }
     if metadata.is_some() || strict.is_some() {
         let database = Arc::clone(&state.database);
         let (stored, stored_name) = (Arc::clone(&target), name.clone());
@@ -195,7 +205,7 @@ pub async fn update(
         .await?;
         state.rate_limits.forget(&name);
     }
-    if let Some(optimizers) = optimizers {
+    if let Some(optimizers) = update.optimizers {
         let mut echoed = state.echoed.lock();
         let entry = echoed.entry(name).or_default();
         if let Some(threads) = optimizers.max_optimization_threads {
@@ -264,10 +274,10 @@ fn collection_info(collection: &Collection, echoed: &crate::EchoedSettings) -> V
         "indexed_vectors_count": status.indexed,
         "segments_count": status.segments,
         "config": {
-            "params": params_info(config, collection.spaces()),
+            "params": params_info(&config, collection.spaces()),
             "hnsw_config": {
-                "m": 16,
-                "ef_construct": 100,
+                "m": config.storage.graph.m,
+                "ef_construct": config.storage.graph.ef_construct,
                 "full_scan_threshold": 10_000,
                 "max_indexing_threads": 0,
                 "on_disk": false,
@@ -364,7 +374,8 @@ fn params_info(config: &CollectionConfig, spaces: &VectorSpaces) -> Value {
 }
 
 /// SagittaDB's extension of collection info: what the sealed segments take in RAM and on
-/// disk (RAM per vector over the points they hold).
+/// disk (RAM per vector over the points they hold), and how many wait for a rebuild with
+/// the collection's graph config.
 fn storage_report(status: &sagitta_engine::CollectionStatus) -> Value {
     #[allow(clippy::cast_precision_loss)]
     let per_vector =
@@ -373,6 +384,7 @@ fn storage_report(status: &sagitta_engine::CollectionStatus) -> Value {
         "index_ram_bytes": status.index_ram_bytes,
         "ram_bytes_per_vector": per_vector,
         "disk_bytes": status.disk_bytes,
+        "stale_segments": status.stale_segments,
     })
 }
 

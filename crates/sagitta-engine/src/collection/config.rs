@@ -4,8 +4,10 @@
 
 use sagitta_storage::codec::{DecodeError, Reader, Writer};
 
+pub(crate) use crate::error::check_range;
 use crate::error::{EngineError, Result};
 use crate::fulltext::{TextIndex, Tokenizer};
+use crate::graph::{GraphConfig, DEFAULT_GRAPH};
 use crate::payload_index::{check_field_name, FieldType, PayloadSchema, MAX_INDEXED_FIELDS};
 use crate::point::{Distance, Point, SideVector};
 pub use crate::segment::SegmentKindName;
@@ -29,7 +31,9 @@ pub const MAX_PAYLOAD_BYTES: usize = 1 << 20;
 /// Largest `limit` (k) of a search.
 pub const MAX_LIMIT: usize = 10_000;
 
-const CONFIG_VERSION: u8 = 9;
+const CONFIG_VERSION: u8 = 10;
+/// The version before the graph config was recorded (read as m 16, ef_construct 100).
+const CONFIG_VERSION_FIXED_GRAPH: u8 = 9;
 /// The version before the collection's settings document was recorded (read as none).
 const CONFIG_VERSION_NO_SETTINGS: u8 = 8;
 /// The version before sparse vectors were recorded (read as none).
@@ -81,6 +85,9 @@ pub struct StorageConfig {
     /// read through the page cache (RAM: the graph and its SQ8 codes). Disk segments keep
     /// them on disk either way.
     pub vectors_on_disk: bool,
+    /// The HNSW graph of HNSW segments and write-buffer graphs (Qdrant's `hnsw_config`). A
+    /// collection's value may change after creation ([`crate::Collection::set_graph`]).
+    pub graph: GraphConfig,
 }
 
 impl Default for StorageConfig {
@@ -91,6 +98,7 @@ impl Default for StorageConfig {
             datatype: Datatype::Float32,
             partition_size: DEFAULT_PARTITION_SIZE,
             vectors_on_disk: false,
+            graph: DEFAULT_GRAPH,
         }
     }
 }
@@ -173,6 +181,14 @@ impl StorageConfig {
                     1 => Some(true),
                     _ => None,
                 })?,
+            graph: if version > CONFIG_VERSION_FIXED_GRAPH {
+                GraphConfig {
+                    m: reader.u32("hnsw_m")? as usize,
+                    ef_construct: reader.u32("hnsw_ef_construct")? as usize,
+                }
+            } else {
+                DEFAULT_GRAPH
+            },
         })
     }
 }
@@ -194,7 +210,8 @@ impl CollectionConfig {
             self.storage.partition_size,
             MIN_PARTITION_SIZE,
             MAX_PARTITION_SIZE,
-        )
+        )?;
+        self.storage.graph.validate()
     }
 
     /// A vector must have the collection's dimension, finite values and a norm of at most
@@ -348,6 +365,8 @@ impl CollectionConfig {
             .u8(self.storage.datatype.code())
             .len_u32(self.storage.partition_size, "validated partition size")
             .u8(u8::from(self.storage.vectors_on_disk))
+            .len_u32(self.storage.graph.m, "validated m")
+            .len_u32(self.storage.graph.ef_construct, "validated ef_construct")
             .len_u32(schema.len(), "bounded field count");
         for (field, kind) in schema {
             out.u8(kind.code()).str_u16(field, "bounded field name");
@@ -383,6 +402,7 @@ impl CollectionConfig {
                 CONFIG_VERSION_UNNAMED,
                 CONFIG_VERSION_DENSE_ONLY,
                 CONFIG_VERSION_NO_SETTINGS,
+                CONFIG_VERSION_FIXED_GRAPH,
                 CONFIG_VERSION,
             ],
         )?;
@@ -613,17 +633,6 @@ fn prepare_named(
     Ok(())
 }
 
-pub(crate) fn check_range(name: &'static str, value: usize, min: usize, max: usize) -> Result<()> {
-    sagitta_index::limits::check_range(name, value, min, max).map_err(|_| {
-        EngineError::ParameterOutOfRange {
-            name,
-            value,
-            min,
-            max,
-        }
-    })
-}
-
 /// A payload must be a JSON object of at most [`MAX_PAYLOAD_BYTES`].
 pub(super) fn check_payload(point: &str, payload: &str) -> Result<()> {
     if payload.len() > MAX_PAYLOAD_BYTES {
@@ -682,12 +691,17 @@ mod tests {
                 datatype: Datatype::Float16,
                 partition_size: 300,
                 vectors_on_disk: true,
+                graph: GraphConfig {
+                    m: 24,
+                    ef_construct: 300,
+                },
             },
         };
         let schema = PayloadSchema::from([("a.b".to_string(), FieldType::Integer)]);
         let bytes = config.encode(&schema);
         let mut expected = vec![CONFIG_VERSION, 1, 3, 0, 0, 0, 2, 0, 0, 0];
         expected.extend_from_slice(&[1, 128, 0, 0, 0, 1, 44, 1, 0, 0, 1]);
+        expected.extend_from_slice(&[24, 0, 0, 0, 44, 1, 0, 0]); // m, ef_construct
         expected.extend_from_slice(&[1, 0, 0, 0, 1, 3, 0, b'a', b'.', b'b']);
         expected.extend_from_slice(&[0, 0, 0, 0]); // no named vectors
         expected.extend_from_slice(&[0, 0, 0, 0]); // no sparse vectors
@@ -710,8 +724,23 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("settings"), "{error}");
+        // a version 9 manifest (before the graph config was recorded): Qdrant's defaults
+        let mut nine = expected.clone();
+        nine[0] = CONFIG_VERSION_FIXED_GRAPH;
+        nine.drain(21..29);
+        let config = CollectionConfig {
+            storage: StorageConfig {
+                graph: DEFAULT_GRAPH,
+                ..config.storage
+            },
+            ..config
+        };
+        assert_eq!(
+            CollectionConfig::try_decode(&nine).ok(),
+            Some((config, schema.clone()))
+        );
         // a version 8 manifest (before the settings document was recorded): none
-        let mut eight = expected.clone();
+        let mut eight = nine.clone();
         eight[0] = CONFIG_VERSION_NO_SETTINGS;
         eight.truncate(eight.len() - 4);
         assert_eq!(

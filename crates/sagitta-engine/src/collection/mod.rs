@@ -20,6 +20,7 @@ use sagitta_storage::pageio::PageCache;
 use crate::codec::Operation;
 use crate::error::{EngineError, Result};
 use crate::filter::Filter;
+use crate::graph::GraphConfig;
 use crate::payload_index::{check_field_name, FieldType, PayloadSchema, MAX_INDEXED_FIELDS};
 use crate::point::{Point, PointId};
 use crate::policy::{OptimizerPolicy, Work};
@@ -92,6 +93,9 @@ pub struct CollectionStatus {
     /// Live points in sealed (HNSW-indexed) segments.
     pub indexed: usize,
     pub segments: usize,
+    /// Segments whose graphs were built with another graph config than the collection's
+    /// ([`Collection::set_graph`]): the optimizer rebuilds them.
+    pub stale_segments: usize,
     /// RAM the sealed segments' indexes hold (graphs, codes, vectors kept in RAM; ids and
     /// payloads not counted).
     pub index_ram_bytes: u64,
@@ -147,6 +151,7 @@ pub(super) fn shard_storage(
         vectors_on_disk: config.storage.vectors_on_disk,
         page_cache: Arc::new(PageCache::new(config.storage.page_cache_mb << 20)),
         stripe_roots: stripe_roots.into(),
+        graph: Arc::new(RwLock::new(config.storage.graph)),
     }
 }
 
@@ -283,7 +288,7 @@ impl Collection {
     pub fn set_settings(&self, fs: &dyn FileSystem, text: &str) -> Result<()> {
         config::check_settings(text)?;
         let schema = self.schema.lock();
-        let encoded = self.config.encode_all(&schema, &self.spaces, text);
+        let encoded = self.config().encode_all(&schema, &self.spaces, text);
         manifest::publish(fs, &self.directory, &encoded)?;
         *self.settings.write() = text.to_string();
         Ok(())
@@ -376,7 +381,7 @@ impl Collection {
         let mut next = schema.clone();
         next.insert(field.to_string(), kind);
         let encoded = self
-            .config
+            .config()
             .encode_all(&next, &self.spaces, &self.settings.read());
         manifest::publish(fs, &self.directory, &encoded)?;
         *schema = next;
@@ -395,7 +400,7 @@ impl Collection {
         let mut next = schema.clone();
         next.remove(field);
         let encoded = self
-            .config
+            .config()
             .encode_all(&next, &self.spaces, &self.settings.read());
         manifest::publish(fs, &self.directory, &encoded)?;
         *schema = next;
@@ -444,6 +449,7 @@ impl Collection {
         let result = match &work {
             Work::Seal => shard.seal(fs),
             Work::Merge(ids) => shard.merge(fs, ids),
+            Work::Rebuild(id) => shard.merge(fs, &[*id]),
         };
         self.log_work(number, &work, &result, started);
         let mut state = self.maintenance.lock();
@@ -472,6 +478,13 @@ impl Collection {
             Work::Seal => "sealed the write buffer into a segment".to_string(),
             Work::Merge(ids) if ids.len() == 1 => format!("vacuumed segment {}", ids[0]),
             Work::Merge(ids) => format!("merged segments {ids:?} into one"),
+            Work::Rebuild(id) => {
+                let graph = self.graph();
+                format!(
+                    "rebuilt segment {id} with graph m {} / ef_construct {}",
+                    graph.m, graph.ef_construct
+                )
+            }
         };
         let seconds = started.elapsed().as_secs_f64();
         match result {
@@ -532,6 +545,7 @@ impl Collection {
             points: indexed + buffered,
             indexed,
             segments: self.shards.iter().map(Shard::segment_count).sum(),
+            stale_segments: self.shards.iter().map(Shard::stale_segment_count).sum(),
             index_ram_bytes: self.shards.iter().map(Shard::index_ram_bytes).sum(),
             disk_bytes: self.shards.iter().map(Shard::segment_file_bytes).sum(),
             optimizer_error: self.maintenance.lock().last_error.clone(),
@@ -547,8 +561,33 @@ impl Collection {
             .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
     }
 
-    pub fn config(&self) -> &CollectionConfig {
-        &self.config
+    /// The configuration, with the graph config in force now ([`Collection::set_graph`]).
+    pub fn config(&self) -> CollectionConfig {
+        let mut config = self.config;
+        config.storage.graph = self.graph();
+        config
+    }
+
+    /// The HNSW graph config new segments and write-buffer graphs are built with.
+    pub fn graph(&self) -> GraphConfig {
+        self.shards
+            .first()
+            .map_or(self.config.storage.graph, Shard::graph)
+    }
+
+    /// Sets the HNSW graph config (Qdrant's `hnsw_config` update), recorded in the
+    /// manifest durably before returning. From then on new segments are built with it, and
+    /// the optimizer rebuilds the segments built otherwise, one at a time in the background
+    /// (the collection is yellow until it is done); searches go on meanwhile.
+    pub fn set_graph(&self, fs: &dyn FileSystem, graph: GraphConfig) -> Result<()> {
+        graph.validate()?;
+        let schema = self.schema.lock();
+        let mut config = self.config;
+        config.storage.graph = graph;
+        let encoded = config.encode_all(&schema, &self.spaces, &self.settings.read());
+        manifest::publish(fs, &self.directory, &encoded)?;
+        self.shards.iter().for_each(|shard| shard.set_graph(graph));
+        Ok(())
     }
 
     /// Checks `point` as an upsert would (its vectors, named ones each apart, and its

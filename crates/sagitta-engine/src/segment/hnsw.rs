@@ -35,18 +35,11 @@ use super::SegmentKindName;
 use super::{index_path, GraphHost, SegmentKind, SegmentRead, SegmentShape, SegmentWrite};
 use crate::error::{EngineError, Result};
 use crate::filter::Filter;
+use crate::graph::GraphConfig;
 use crate::payload_index::PayloadSchema;
 use crate::point::{Distance, Point, PointId};
 use crate::query::{hit_distance, Strategy};
 use crate::spaces::SpaceSlice;
-
-/// HNSW parameters of segments and write-buffer graphs: M = 16 and a construction beam of
-/// 200. With Qdrant's 100, the graph gave VectorDBBench recall 0.989 at `hnsw_ef` 64 where
-/// Qdrant's gave 0.996 (Qdrant adds links per block of an indexed payload field, which
-/// VectorDBBench creates); 200 buys recall with part of a build that is several times
-/// faster than Qdrant's (BENCHMARKS.md, VectorDBBench).
-const SEGMENT_M: usize = 16;
-const SEGMENT_EF_CONSTRUCTION: usize = 200;
 
 /// Room a segment's graph keeps beyond its points, so a write buffer's points can join it
 /// (see [`crate::buffer::BufferGraph`]): as many nodes again as it holds, within these
@@ -81,13 +74,19 @@ pub(crate) struct HnswSegment {
     rows: Option<RowsFile>,
 }
 
-/// The HNSW parameters of every segment (and of write-buffer graphs, which become segments).
-pub(crate) fn segment_params(dim: usize, distance: Distance) -> HnswParams {
+/// The HNSW parameters of every segment (and of write-buffer graphs, which become
+/// segments): `graph`'s m and build beam, SQ8 codes for the walk.
+pub(crate) fn segment_params(dim: usize, distance: Distance, graph: GraphConfig) -> HnswParams {
     let mut params = HnswParams::new(dim, metric(distance));
-    params.m = SEGMENT_M;
-    params.ef_construction = SEGMENT_EF_CONSTRUCTION;
+    params.m = graph.m;
+    params.ef_construction = graph.build_beam();
     params.quantization = Quantization::Sq8;
     params
+}
+
+/// Whether a graph of `params` was built with `graph` (else the optimizer rebuilds it).
+pub(crate) fn built_with(params: &HnswParams, graph: GraphConfig) -> bool {
+    params.m == graph.m && params.ef_construction == graph.build_beam()
 }
 
 /// Cosine collections store unit vectors and normalize queries before they reach a shard,
@@ -321,7 +320,7 @@ impl SegmentKind for HnswSegment {
     ) -> Result<HnswSegment> {
         let dim = shape.dim;
         let index = HnswIndex::new(
-            segment_params(dim, shape.distance),
+            segment_params(dim, shape.distance, shape.graph),
             graph_capacity(points.len()),
         )?;
         let mut vectors = super::take_vectors(&mut points, dim);
@@ -436,6 +435,10 @@ fn open_rows(
 impl SegmentRead for HnswSegment {
     fn id(&self) -> u64 {
         self.id
+    }
+
+    fn built_with(&self, graph: GraphConfig) -> bool {
+        built_with(self.index.params(), graph)
     }
 
     fn kind(&self) -> SegmentKindName {

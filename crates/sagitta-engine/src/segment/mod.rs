@@ -49,6 +49,7 @@ use sagitta_storage::pageio::PageCache;
 
 use crate::error::Result;
 use crate::filter::Filter;
+use crate::graph::GraphConfig;
 use crate::payload_index::{FieldType, PayloadSchema};
 use crate::point::{Distance, Point, PointId};
 use crate::query::{SideQuery, Strategy};
@@ -128,6 +129,8 @@ pub(crate) struct SegmentShape<'a> {
     pub page_cache: &'a Arc<PageCache>,
     /// The collection's named vectors (none: one unnamed vector of `dim`).
     pub spaces: &'a VectorSpaces,
+    /// The HNSW graph config a build uses.
+    pub graph: GraphConfig,
 }
 
 /// The read side of a sealed segment. Every method sees live points only.
@@ -154,6 +157,11 @@ pub(crate) trait SegmentRead: Send + Sync {
     /// shard manifest lists them), by the id of the segment that wrote each.
     fn record_files(&self) -> Vec<u64> {
         Vec::new()
+    }
+    /// Whether the segment's graphs were built with `graph` (the optimizer rebuilds a
+    /// segment whose graphs were not). Segments without an HNSW graph always were.
+    fn built_with(&self, _graph: GraphConfig) -> bool {
+        true
     }
     /// Points' worth of space a rebuild would give back, and the points' worth the
     /// segment's files hold: deleted positions, and for a disk segment the records no

@@ -15,7 +15,7 @@ use sagitta_index::hnsw::{AddProgress, Codes, HnswIndex, HnswSearchParams, LinkO
 use sagitta_storage::codec::{frame, unframe};
 use sagitta_storage::fs::FileSystem;
 
-use super::hnsw::segment_params;
+use super::hnsw::{built_with, segment_params};
 use super::listing::{
     corrupt, exact_distance, read_listed, read_points, read_tombstones, write_points, BestK,
     DeletedSet, Listing, FULL_SCAN_BYTES,
@@ -23,6 +23,7 @@ use super::listing::{
 use super::{SegmentKind, SegmentKindName, SegmentRead, SegmentShape, SegmentWrite};
 use crate::error::Result;
 use crate::filter::Filter;
+use crate::graph::GraphConfig;
 use crate::point::SideVector;
 use crate::point::{Point, PointId};
 use crate::query::{hit_distance, SideQuery, Strategy};
@@ -50,7 +51,11 @@ pub(crate) struct SpacesSegment {
 }
 
 /// One space's graph over the vectors `points` have there, labelled by position.
-fn build_graph(points: &[Point], slice: SpaceSlice) -> Result<Option<HnswIndex>> {
+fn build_graph(
+    points: &[Point],
+    slice: SpaceSlice,
+    graph: GraphConfig,
+) -> Result<Option<HnswIndex>> {
     let mut vectors = Vec::new();
     let mut labels = Vec::new();
     for (position, point) in points.iter().enumerate() {
@@ -62,7 +67,10 @@ fn build_graph(points: &[Point], slice: SpaceSlice) -> Result<Option<HnswIndex>>
     if labels.is_empty() {
         return Ok(None);
     }
-    let index = HnswIndex::new(segment_params(slice.dim, slice.distance), labels.len())?;
+    let index = HnswIndex::new(
+        segment_params(slice.dim, slice.distance, graph),
+        labels.len(),
+    )?;
     index.add_in_order(&vectors, &labels, 0, None, LinkOrder::AsGiven)?;
     Ok(Some(index))
 }
@@ -235,7 +243,7 @@ impl SegmentKind for SpacesSegment {
             .spaces
             .slices()
             .into_iter()
-            .map(|slice| build_graph(&points, slice))
+            .map(|slice| build_graph(&points, slice, shape.graph))
             .collect::<Result<Vec<_>>>()?;
         if let Some(progress) = progress {
             progress.advance(points.len());
@@ -293,6 +301,13 @@ impl SegmentKind for SpacesSegment {
 impl SegmentRead for SpacesSegment {
     fn id(&self) -> u64 {
         self.id
+    }
+
+    fn built_with(&self, graph: GraphConfig) -> bool {
+        self.graphs
+            .iter()
+            .flatten()
+            .all(|index| built_with(index.params(), graph))
     }
 
     fn kind(&self) -> SegmentKindName {

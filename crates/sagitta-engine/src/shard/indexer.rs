@@ -148,7 +148,7 @@ impl Shard {
                     .min(BUFFER_GRAPH_CAPACITY_MAX)
                     .max(slots * 2);
                 BufferGraph::new(HnswIndex::new(
-                    segment::segment_params(self.dim, self.distance),
+                    segment::segment_params(self.dim, self.distance, self.graph()),
                     capacity,
                 )?)
             }

@@ -29,6 +29,7 @@ use sagitta_storage::wal::{Record, Wal, RECORD_BYTES_MAX};
 use crate::buffer::{Buffer, BufferGraph};
 use crate::codec::{self, Operation};
 use crate::error::{EngineError, Result};
+use crate::graph::GraphConfig;
 use crate::payload_index::{FieldType, PayloadSchema};
 use crate::point::{Distance, Point, PointId};
 use crate::policy::{OptimizerPolicy, Work};
@@ -129,6 +130,9 @@ pub(crate) struct ShardStorage {
     /// The collection's directory under each stripe root, in the database's order: a
     /// shard's records files spread over its own directory and its directory under each.
     pub stripe_roots: Arc<[PathBuf]>,
+    /// The graph config new segments and write-buffer graphs are built with (the
+    /// collection's; it may change while the shard is open).
+    pub graph: Arc<RwLock<GraphConfig>>,
 }
 
 impl ShardStorage {
@@ -151,6 +155,7 @@ impl ShardStorage {
             stripes,
             page_cache: &self.page_cache,
             spaces: &self.spaces,
+            graph: *self.graph.read(),
         }
     }
 
@@ -552,6 +557,17 @@ impl Shard {
             .shape(self.dim, self.distance, schema, &self.stripes)
     }
 
+    /// The graph config new segments and write-buffer graphs are built with.
+    pub fn graph(&self) -> GraphConfig {
+        *self.storage.graph.read()
+    }
+
+    /// Sets the graph config: new graphs are built with it, and [`Shard::planned_work`]
+    /// rebuilds the segments built otherwise.
+    pub fn set_graph(&self, graph: GraphConfig) {
+        *self.storage.graph.write() = graph;
+    }
+
     /// Adds (`Some`) or drops (`None`) the payload index of `field` in every segment; new
     /// segments build it from then on.
     pub fn set_payload_index(&self, field: &str, kind: Option<FieldType>) {
@@ -627,6 +643,10 @@ impl Shard {
         }) {
             return Some(Work::Merge(vec![wasted.id()]));
         }
+        let graph = *self.storage.graph.read();
+        if let Some(stale) = segments.iter().find(|segment| !segment.built_with(graph)) {
+            return Some(Work::Rebuild(stale.id()));
+        }
         if let Some(all) = self.ready_to_append(&segments) {
             return Some(Work::Merge(all));
         }
@@ -685,6 +705,13 @@ impl Shard {
     /// Number of sealed segments.
     pub fn segment_count(&self) -> usize {
         self.segments.read().len()
+    }
+
+    /// Segments whose graphs were not built with the shard's graph config.
+    pub fn stale_segment_count(&self) -> usize {
+        let graph = self.graph();
+        let segments = self.segments.read();
+        segments.iter().filter(|s| !s.built_with(graph)).count()
     }
 
     /// RAM the segments' indexes hold.

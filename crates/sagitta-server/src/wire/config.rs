@@ -2,10 +2,11 @@
 //! index creation, with the hand-written dispatch their alternatives need so that an
 //! error names the field (`vectors.distance`), never "did not match any variant".
 //!
-//! Storage and tuning settings (`hnsw_config`, `quantization_config`, `wal_config`, most
-//! of `optimizers_config`, `on_disk`, `on_disk_payload`, index `is_tenant` / `on_disk`)
-//! are checked for shape and accepted as the hints they are: SagittaDB keeps its own
-//! graph, SQ8 rescoring and storage layout, and answers the same points either way.
+//! `hnsw_config`'s `m` and `ef_construct` are honoured ([`super::graph`]). The other
+//! storage and tuning settings (the rest of `hnsw_config`, `quantization_config`,
+//! `wal_config`, most of `optimizers_config`, `on_disk_payload`, index `is_tenant` /
+//! `on_disk`) are checked for shape and accepted as the hints they are: SagittaDB keeps
+//! its own SQ8 rescoring and storage layout, and answers the same points either way.
 //! Everything that would change what a request does is honoured or refused.
 
 use std::collections::BTreeMap;
@@ -13,14 +14,15 @@ use std::fmt;
 
 use sagitta_engine::collection::{MAX_PAGE_CACHE_MB, MAX_PARTITION_SIZE, MIN_PARTITION_SIZE};
 use sagitta_engine::{
-    Datatype, Distance, MultiSpace, SegmentKindName, SideSpace, SparseSpace, StorageConfig,
-    VectorSpace, VectorSpaces,
+    Datatype, Distance, GraphConfig, MultiSpace, SegmentKindName, SideSpace, SparseSpace,
+    StorageConfig, VectorSpace, VectorSpaces,
 };
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::fields::{refuse_value, unknown_field};
+use super::graph::{resolve, GraphDiff};
 use super::DEFAULT_VECTOR_NAME;
 use crate::error::{ApiError, ApiResult};
 
@@ -51,6 +53,8 @@ pub struct VectorParamsInput {
     pub on_disk: bool,
     /// `multivector_config` given: each value is a multivector of rows of `size`.
     pub multi: bool,
+    /// `hnsw_config`'s `m` and `ef_construct` (over the collection's).
+    pub graph: GraphDiff,
 }
 
 /// `multivector_config`: max_sim, Qdrant's only comparator.
@@ -73,6 +77,7 @@ struct ParamsBuilder {
     datatype: Option<Datatype>,
     on_disk: Option<bool>,
     multi: bool,
+    graph: GraphDiff,
 }
 
 impl ParamsBuilder {
@@ -82,7 +87,8 @@ impl ParamsBuilder {
             "size" => self.size = Some(map.next_value()?),
             "distance" => self.distance = Some(map.next_value::<DistanceInput>()?.0),
             "hnsw_config" => {
-                map.next_value::<Option<HnswConfigInput>>()?;
+                let given = map.next_value::<Option<HnswConfigInput>>()?;
+                self.graph = GraphDiff::of(given.as_ref());
             }
             "quantization_config" => {
                 map.next_value::<Option<QuantizationInput>>()?;
@@ -109,6 +115,7 @@ impl ParamsBuilder {
             datatype: self.datatype.unwrap_or_default(),
             on_disk: self.on_disk.unwrap_or(false),
             multi: self.multi,
+            graph: self.graph,
         })
     }
 }
@@ -207,7 +214,8 @@ impl<'de> Deserialize<'de> for DatatypeInput {
     }
 }
 
-/// `hnsw_config` (a hint: the engine builds its own graph).
+/// `hnsw_config`: `m` and `ef_construct` are honoured ([`super::graph`]); the rest are
+/// hints.
 #[derive(Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
 pub struct HnswConfigInput {
@@ -553,9 +561,31 @@ fn named_spaces(
     Ok((first_dense.map(|(_, params)| params), spaces))
 }
 
+/// Each dense vector's `hnsw_config` diff, named by its field.
+fn dense_vector_graphs(vectors: Option<&VectorsConfigInput>) -> Vec<(String, GraphDiff)> {
+    match vectors {
+        None => Vec::new(),
+        Some(VectorsConfigInput::Single(params)) if !params.multi => {
+            vec![("vectors.hnsw_config".to_string(), params.graph)]
+        }
+        Some(VectorsConfigInput::Single(_)) => Vec::new(),
+        Some(VectorsConfigInput::Named(named)) => named
+            .iter()
+            .filter(|(_, params)| !params.multi)
+            .map(|(name, params)| (format!("vectors.{name}.hnsw_config"), params.graph))
+            .collect(),
+    }
+}
+
 impl CreateCollectionRequest {
     /// The settings the engine keeps; refuses those it cannot honour, naming the field.
     pub fn checked(self, max_shards: usize) -> ApiResult<CreateCollectionConfig> {
+        let vector_graphs = dense_vector_graphs(self.vectors.as_ref());
+        let graph = resolve(
+            sagitta_engine::DEFAULT_GRAPH,
+            GraphDiff::of(self.hnsw_config.as_ref()),
+            &vector_graphs,
+        )?;
         let sparse = sparse_spaces(self.sparse_vectors)?;
         let (vectors, spaces) = match self.vectors {
             None if sparse.is_empty() => {
@@ -581,27 +611,17 @@ impl CreateCollectionRequest {
             }
             Some(VectorsConfigInput::Named(named)) => named_spaces(named, sparse)?,
         };
-        if let Some(method) = self.sharding_method.as_deref() {
-            if method != "auto" {
-                return Err(ApiError::bad_request(format!(
-                    "Wrong input: `sharding_method` = {method:?}: only \"auto\" is supported \
-                     (points are sharded by id hash)"
-                )));
-            }
-        }
-        single_copy("replication_factor", self.replication_factor)?;
-        single_copy("write_consistency_factor", self.write_consistency_factor)?;
         if vectors.as_ref().is_some_and(|params| params.size == 0) {
             return Err(ApiError::bad_request(
                 "Wrong input: `vectors.size` must be at least 1",
             ));
         }
-        let shard_count = self.shard_number.unwrap_or(1);
-        if shard_count == 0 || shard_count > max_shards {
-            return Err(ApiError::bad_request(format!(
-                "Wrong input: `shard_number` = {shard_count}: must be 1..={max_shards}"
-            )));
-        }
+        let shard_count = checked_shards(
+            self.sharding_method.as_deref(),
+            self.shard_number,
+            max_shards,
+            (self.replication_factor, self.write_consistency_factor),
+        )?;
         let mut storage = match self.sagitta {
             Some(input) => input.checked()?,
             None => StorageConfig::default(),
@@ -613,9 +633,11 @@ impl CreateCollectionRequest {
             datatype: Datatype::Float32,
             on_disk: false,
             multi: false,
+            graph: GraphDiff::default(),
         });
         storage.datatype = vectors.datatype;
         storage.vectors_on_disk = vectors.on_disk;
+        storage.graph = graph;
         Ok(CreateCollectionConfig {
             dim: vectors.size,
             distance: vectors.distance,
@@ -624,6 +646,33 @@ impl CreateCollectionRequest {
             spaces,
         })
     }
+}
+
+/// The shard count of a new collection: `shard_number` (1 by default, at most
+/// `max_shards`), sharded by id hash, one copy of each shard.
+fn checked_shards(
+    sharding_method: Option<&str>,
+    shard_number: Option<usize>,
+    max_shards: usize,
+    (replication_factor, write_consistency_factor): (Option<u64>, Option<u64>),
+) -> ApiResult<usize> {
+    if let Some(method) = sharding_method {
+        if method != "auto" {
+            return Err(ApiError::bad_request(format!(
+                "Wrong input: `sharding_method` = {method:?}: only \"auto\" is supported \
+                 (points are sharded by id hash)"
+            )));
+        }
+    }
+    single_copy("replication_factor", replication_factor)?;
+    single_copy("write_consistency_factor", write_consistency_factor)?;
+    let shard_count = shard_number.unwrap_or(1);
+    if shard_count == 0 || shard_count > max_shards {
+        return Err(ApiError::bad_request(format!(
+            "Wrong input: `shard_number` = {shard_count}: must be 1..={max_shards}"
+        )));
+    }
+    Ok(shard_count)
 }
 
 /// Replication settings: a single node keeps one copy, so only 1 can be honoured.
@@ -678,10 +727,22 @@ pub struct CollectionParamsDiffInput {
     pub on_disk_payload: Option<bool>,
 }
 
+/// What a `PATCH /collections/{c}` changes: the optimizer settings to echo, and the graph
+/// config when it differs from the collection's.
+pub struct CollectionUpdate {
+    pub optimizers: Option<OptimizersInput>,
+    pub graph: Option<GraphConfig>,
+}
+
 impl UpdateCollectionRequest {
     /// Refuses what cannot be honoured (vector names the collection, with named vectors
-    /// `spaces`, does not have among them); returns the optimizer settings to echo.
-    pub fn checked(self, spaces: &VectorSpaces) -> ApiResult<Option<OptimizersInput>> {
+    /// `spaces` and graph config `current`, does not have among them; graph configs out
+    /// of range or differing between vectors).
+    pub fn checked(
+        self,
+        spaces: &VectorSpaces,
+        current: GraphConfig,
+    ) -> ApiResult<CollectionUpdate> {
         if let Some(vectors) = &self.vectors {
             let known = |name: &String| {
                 if spaces.is_named() {
@@ -713,7 +774,28 @@ impl UpdateCollectionRequest {
                 params.write_consistency_factor,
             )?;
         }
-        Ok(self.optimizers_config)
+        let vector_graphs: Vec<(String, GraphDiff)> = self
+            .vectors
+            .iter()
+            .flatten()
+            .map(|(name, diff)| {
+                let field = if name.is_empty() {
+                    "vectors.\"\".hnsw_config".to_string()
+                } else {
+                    format!("vectors.{name}.hnsw_config")
+                };
+                (field, GraphDiff::of(diff.hnsw_config.as_ref()))
+            })
+            .collect();
+        let graph = resolve(
+            current,
+            GraphDiff::of(self.hnsw_config.as_ref()),
+            &vector_graphs,
+        )?;
+        Ok(CollectionUpdate {
+            optimizers: self.optimizers_config,
+            graph: (graph != current).then_some(graph),
+        })
     }
 }
 

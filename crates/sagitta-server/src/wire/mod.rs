@@ -20,6 +20,7 @@ use crate::error::{ApiError, ApiResult};
 
 pub mod config;
 mod fields;
+pub mod graph;
 mod ids;
 mod output;
 mod requests;
