@@ -514,7 +514,7 @@ fn decode_text_index(reader: &mut Reader) -> Result<TextIndex, DecodeError> {
 /// The settings document at the end of a manifest of `version`, checked (none before
 /// they were recorded).
 fn read_settings(reader: &mut Reader, version: u8) -> Result<String, DecodeError> {
-    if version < CONFIG_VERSION {
+    if version <= CONFIG_VERSION_NO_SETTINGS {
         return Ok(String::new());
     }
     let at = reader.offset();
@@ -736,8 +736,8 @@ mod tests {
             ..config
         };
         assert_eq!(
-            CollectionConfig::try_decode(&nine).ok(),
-            Some((config, schema.clone()))
+            CollectionConfig::try_decode(&nine).map_err(|e| e.to_string()),
+            Ok((config, schema.clone()))
         );
         // a version 8 manifest (before the settings document was recorded): none
         let mut eight = nine.clone();
@@ -834,7 +834,7 @@ mod tests {
         let message = |bytes: &[u8]| CollectionConfig::try_decode(bytes).unwrap_err().to_string();
         assert_eq!(
             message(&bytes[..bytes.len() - 14]),
-            "at byte 28: field name: truncated (needs 4 bytes, 3 remain)"
+            "at byte 36: field name: truncated (needs 4 bytes, 3 remain)"
         );
         let mut no_dim = bytes.clone();
         no_dim[2] = 0;
@@ -864,12 +864,18 @@ mod tests {
             message(&bad_on_disk),
             "at byte 20: vectors_on_disk: unknown code 2"
         );
+        let mut no_links = bytes.clone();
+        no_links[21..25].copy_from_slice(&0u32.to_le_bytes());
+        assert!(message(&no_links).contains("parameter `hnsw_config.m`"));
+        let mut tiny_beam = bytes.clone();
+        tiny_beam[25..29].copy_from_slice(&3u32.to_le_bytes());
+        assert!(message(&tiny_beam).contains("parameter `hnsw_config.ef_construct`"));
         let mut bad_kind = bytes.clone();
-        bad_kind[25] = 9;
-        assert_eq!(message(&bad_kind), "at byte 25: field type: unknown code 9");
+        bad_kind[33] = 9;
+        assert_eq!(message(&bad_kind), "at byte 33: field type: unknown code 9");
         let mut empty_part = bytes;
-        empty_part[28] = b'.';
-        assert!(message(&empty_part).starts_with("at byte 26: field name:"));
+        empty_part[36] = b'.';
+        assert!(message(&empty_part).starts_with("at byte 34: field name:"));
         assert!(CollectionConfig::try_decode(&[CONFIG_VERSION]).is_err());
         // named vectors must match the stored width and the segment kind
         let spaces = VectorSpaces::new(
@@ -905,7 +911,8 @@ mod tests {
                  {CONFIG_VERSION_HNSW_ONLY} and {CONFIG_VERSION_FLOAT32} and \
                  {CONFIG_VERSION_FIXED_PARTITIONS} and {CONFIG_VERSION_VECTORS_IN_RAM} and \
                  {CONFIG_VERSION_UNNAMED} and {CONFIG_VERSION_DENSE_ONLY} and \
-                 {CONFIG_VERSION_NO_SETTINGS} and {CONFIG_VERSION}"
+                 {CONFIG_VERSION_NO_SETTINGS} and {CONFIG_VERSION_FIXED_GRAPH} and \
+                 {CONFIG_VERSION}"
             )
         );
     }
@@ -929,18 +936,18 @@ mod tests {
             full
         );
         let mut over = config.encode(&full);
-        over[21..25].copy_from_slice(&(MAX_INDEXED_FIELDS as u32 + 1).to_le_bytes());
+        over[29..33].copy_from_slice(&(MAX_INDEXED_FIELDS as u32 + 1).to_le_bytes());
         over.extend_from_slice(&[1, 1, 0, b'z']);
         assert_eq!(
             message(&over),
-            "at byte 21: field_count: 65 indexed fields, more than 64"
+            "at byte 29: field_count: 65 indexed fields, more than 64"
         );
         let one = PayloadSchema::from([("kind".to_string(), FieldType::Keyword)]);
         let mut twice = config.encode(&one);
-        twice[21..25].copy_from_slice(&2u32.to_le_bytes());
+        twice[29..33].copy_from_slice(&2u32.to_le_bytes());
         let no_spaces = twice.split_off(twice.len() - 13);
         twice.extend_from_slice(&[1, 4, 0, b'k', b'i', b'n', b'd']);
         twice.extend_from_slice(&no_spaces);
-        assert_eq!(message(&twice), "at byte 33: field name: \"kind\" twice");
+        assert_eq!(message(&twice), "at byte 41: field name: \"kind\" twice");
     }
 }
