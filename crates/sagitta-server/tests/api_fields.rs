@@ -832,7 +832,8 @@ async fn the_storage_extension_is_kept_and_reported() {
     );
     assert_eq!(
         info["sagitta"],
-        json!({"index_ram_bytes": 0, "ram_bytes_per_vector": null, "disk_bytes": 0}),
+        json!({"index_ram_bytes": 0, "ram_bytes_per_vector": null, "disk_bytes": 0,
+               "stale_segments": 0}),
         "nothing sealed yet"
     );
     make_collection(&server, "inram", 4, 3).await;
