@@ -643,7 +643,7 @@ impl Shard {
         }) {
             return Some(Work::Merge(vec![wasted.id()]));
         }
-        let graph = *self.storage.graph.read();
+        let graph = self.graph();
         if let Some(stale) = segments.iter().find(|segment| !segment.built_with(graph)) {
             return Some(Work::Rebuild(stale.id()));
         }
