@@ -1,4 +1,4 @@
-"""Command line: ``python -m bench {ann,check,calibrate} ...`` (run from the repository root).
+"""Command line: ``python -m bench {ann,scaling,check,calibrate} ...`` (from the repository root).
 
 Examples::
 
@@ -8,6 +8,8 @@ Examples::
 faiss-hnsw,faiss-ivf,usearch-f32,usearch-i8 --out bench/results/ann-synth-768-200k.json
     python -m bench ann --dataset debian-minilm --dataset-path ../shared/datasets/debian-minilm
     python -m bench ann --dataset hdf5 --dataset-path glove-100-angular.hdf5 --queries 1000
+    python -m bench scaling --dataset debian-minilm --dataset-path ../shared/datasets/debian-minilm
+    python -m bench scaling --dataset synth --n 1000000 --dim 768
     python -m bench check bench/results/ann-synth-768-200k.json
     python -m bench calibrate --n 50000 --dim 768
 """
@@ -22,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench import datasets, engines, report, scenarios
+from bench import datasets, engines, report, scaling, scenarios
 
 BENCH_DIR = Path(__file__).resolve().parent
 
@@ -75,6 +77,45 @@ def _add_synthetic_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_dataset_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dataset",
+        default="synth",
+        choices=["synth", "debian-minilm", "npy", "fvecs", "hdf5"],
+        help="synth (generated), debian-minilm, npy dir, fvecs/bvecs dir, ann-benchmarks hdf5",
+    )
+    parser.add_argument(
+        "--dataset-path", help="file or directory for non-synthetic datasets"
+    )
+    parser.add_argument(
+        "--metric", choices=datasets.METRICS, help="for npy (cosine) / fvecs (l2)"
+    )
+    parser.add_argument("--name", help="dataset name in the result (default derived)")
+    parser.add_argument(
+        "--queries", type=int, help="synthetic: queries generated; others: first N kept"
+    )
+    _add_synthetic_options(parser)
+    parser.add_argument(
+        "--recompute-gt", action="store_true", help="ignore a shipped ground truth"
+    )
+
+
+def _add_graph_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--m", type=int, default=16)
+    parser.add_argument("--ef-construction", type=int, default=100)
+
+
+def _add_output_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", help="result JSON (PNG plot written next to it)")
+    parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail instead of skipping unimportable engines",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m bench", description=__doc__.split("\n")[0]
@@ -84,27 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     ann = sub.add_parser(
         "ann", help="ANN engines side by side: recall, QPS, latency, memory"
     )
-    ann.add_argument(
-        "--dataset",
-        default="synth",
-        choices=["synth", "debian-minilm", "npy", "fvecs", "hdf5"],
-        help="synth (generated), debian-minilm, npy dir, fvecs/bvecs dir, ann-benchmarks hdf5",
-    )
-    ann.add_argument(
-        "--dataset-path", help="file or directory for non-synthetic datasets"
-    )
-    ann.add_argument(
-        "--metric", choices=datasets.METRICS, help="for npy (cosine) / fvecs (l2)"
-    )
-    ann.add_argument("--name", help="dataset name in the result (default derived)")
-    ann.add_argument(
-        "--queries", type=int, help="synthetic: queries generated; others: first N kept"
-    )
-    _add_synthetic_options(ann)
+    _add_dataset_options(ann)
     ann.add_argument("--threads", type=int, default=os.cpu_count() or 1)
-    ann.add_argument("--k", type=int, default=10)
-    ann.add_argument("--m", type=int, default=16)
-    ann.add_argument("--ef-construction", type=int, default=100)
+    _add_graph_options(ann)
     ann.add_argument(
         "--ef-sweep", help="comma list (default 16,24,32,48,64,96,128,192,256)"
     )
@@ -125,19 +148,43 @@ def build_parser() -> argparse.ArgumentParser:
     ann.add_argument(
         "--min-seconds", type=float, help="repeat short QPS calls up to this time"
     )
-    ann.add_argument(
-        "--recompute-gt", action="store_true", help="ignore a shipped ground truth"
-    )
-    ann.add_argument("--out", help="result JSON (PNG plot written next to it)")
-    ann.add_argument("--no-plot", action="store_true")
+    _add_output_options(ann)
     ann.add_argument(
         "--quick", action="store_true", help="20k x 128-d, 200 queries, small sweep"
     )
-    ann.add_argument(
-        "--strict",
-        action="store_true",
-        help="fail instead of skipping unimportable engines",
+
+    scaling_parser = sub.add_parser(
+        "scaling",
+        help="QPS against search threads per engine at a recall floor (issue 17)",
     )
+    _add_dataset_options(scaling_parser)
+    _add_graph_options(scaling_parser)
+    scaling_parser.add_argument(
+        "--threads-list",
+        default=",".join(map(str, scaling.DEFAULT_THREADS)),
+        help="comma list; counts above os.cpu_count() are dropped, 1 always measured",
+    )
+    scaling_parser.add_argument(
+        "--ef-sweep",
+        default=",".join(map(str, scaling.DEFAULT_EF_SWEEP)),
+        help="comma list; each engine uses the first reaching --recall-floor",
+    )
+    scaling_parser.add_argument(
+        "--recall-floor", type=float, default=scaling.DEFAULT_RECALL_FLOOR
+    )
+    scaling_parser.add_argument(
+        "--repeats",
+        type=int,
+        default=scaling.DEFAULT_REPEATS,
+        help="batched calls per thread count, fastest kept",
+    )
+    scaling_parser.add_argument(
+        "--engines", default=",".join(scaling.DEFAULT_ENGINES), help="comma list"
+    )
+    scaling_parser.add_argument(
+        "--latency-queries", type=int, help="queries in the latency loop (200)"
+    )
+    _add_output_options(scaling_parser)
 
     check = sub.add_parser(
         "check", help="validate result JSON files against bench-schema.md"
@@ -197,15 +244,17 @@ def load_dataset(args: argparse.Namespace) -> datasets.Dataset:
     return dataset.subsample_queries(args.queries)
 
 
-def cmd_ann(args: argparse.Namespace, command: str) -> int:
-    _resolve(args)
-    started_at = report.utc_now()
-    names = [name.strip() for name in args.engines.split(",") if name.strip()]
+def _engine_names(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
     unknown = [name for name in names if name not in engines.ALL_ENGINES]
     if unknown:
         raise SystemExit(
             f"unknown engines {unknown}; known: {', '.join(engines.ALL_ENGINES)}"
         )
+    return names
+
+
+def _load_with_ground_truth(args: argparse.Namespace) -> datasets.Dataset:
     start = time.perf_counter()
     dataset = load_dataset(args)
     print(
@@ -215,6 +264,28 @@ def cmd_ann(args: argparse.Namespace, command: str) -> int:
     start = time.perf_counter()
     dataset.ensure_gt(args.k)
     print(f"ground truth ready in {time.perf_counter() - start:.1f} s")
+    return dataset
+
+
+def _dataset_entry(dataset: datasets.Dataset, k: int) -> dict:
+    entry = {
+        "name": dataset.name,
+        "n": dataset.n,
+        "dim": dataset.dim,
+        "metric": dataset.metric,
+        "queries": dataset.nq,
+        "k": k,
+    }
+    if dataset.extra:
+        entry["source"] = dataset.extra
+    return entry
+
+
+def cmd_ann(args: argparse.Namespace, command: str) -> int:
+    _resolve(args)
+    started_at = report.utc_now()
+    names = _engine_names(args.engines)
+    dataset = _load_with_ground_truth(args)
 
     results, skipped = scenarios.run_ann(
         dataset,
@@ -231,22 +302,12 @@ def cmd_ann(args: argparse.Namespace, command: str) -> int:
         seed=args.seed,
         require=args.strict,
     )
-    dataset_entry = {
-        "name": dataset.name,
-        "n": dataset.n,
-        "dim": dataset.dim,
-        "metric": dataset.metric,
-        "queries": dataset.nq,
-        "k": args.k,
-    }
-    if dataset.extra:
-        dataset_entry["source"] = dataset.extra
     extra = {"skipped_engines": skipped} if skipped else None
     document = report.build_document(
         suite="ann-peers",
         command=command,
         started_at=started_at,
-        dataset=dataset_entry,
+        dataset=_dataset_entry(dataset, args.k),
         results=results,
         extra=extra,
     )
@@ -266,6 +327,54 @@ def cmd_ann(args: argparse.Namespace, command: str) -> int:
     print(f"\nwrote {out}")
     if not args.no_plot and results:
         print(f"wrote {report.plot(document, out.with_suffix('.png'))}")
+    return 0
+
+
+def cmd_scaling(args: argparse.Namespace, command: str) -> int:
+    _resolve(args)
+    started_at = report.utc_now()
+    names = _engine_names(args.engines)
+    threads_requested = _int_list(args.threads_list)
+    if not threads_requested or min(threads_requested) < 1:
+        raise SystemExit("--threads-list: thread counts of at least 1")
+    if args.repeats < 1 or not 0.0 < args.recall_floor <= 1.0:
+        raise SystemExit("--repeats must be at least 1, --recall-floor in (0, 1]")
+    dataset = _load_with_ground_truth(args)
+    results, extra = scaling.run_scaling(
+        dataset,
+        names,
+        k=args.k,
+        threads_requested=threads_requested,
+        m=args.m,
+        ef_construction=args.ef_construction,
+        ef_sweep=_int_list(args.ef_sweep),
+        recall_floor=args.recall_floor,
+        repeats=args.repeats,
+        latency_queries=args.latency_queries,
+        seed=args.seed,
+        require=args.strict,
+    )
+    document = report.build_document(
+        suite="scaling",
+        command=command,
+        started_at=started_at,
+        dataset=_dataset_entry(dataset, args.k),
+        results=results,
+        extra=extra,
+    )
+    if report.invalid(document):
+        return 2
+    out = (
+        Path(args.out)
+        if args.out
+        else BENCH_DIR / "results" / f"scaling-{dataset.name}.json"
+    )
+    report.write_json(document, out)
+    print()
+    print(scaling.format_table(document))
+    print(f"\nwrote {out}")
+    if not args.no_plot and results:
+        print(f"wrote {scaling.plot(document, out.with_suffix('.png'))}")
     return 0
 
 
@@ -332,6 +441,8 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m bench " + shlex.join(argv)
     if args.command == "ann":
         return cmd_ann(args, command)
+    if args.command == "scaling":
+        return cmd_scaling(args, command)
     if args.command == "check":
         return cmd_check(args)
     return cmd_calibrate(args)

@@ -1,4 +1,4 @@
-"""One uniform interface over SagittaDB and its peers (hnswlib, FAISS, usearch).
+"""One uniform interface over SagittaDB and its peers (hnswlib, FAISS, usearch, qdrant-edge).
 
 Every engine gets the same float32 data (unit vectors for cosine), the same thread count, the
 same k and the same graph parameters (M, ef_construction). Search results are int64 row
@@ -14,6 +14,10 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import math
+import shutil
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 
@@ -40,6 +44,7 @@ PEER_ENGINES = (
     "usearch-f32",
     "usearch-i8",
     "usearch-i8-rerank",
+    "qdrant-edge",
 )
 ALL_ENGINES = SAGITTA_ENGINES + PEER_ENGINES
 
@@ -59,6 +64,7 @@ _MODULES = {
     "usearch-f32": "usearch.index",
     "usearch-i8": "usearch.index",
     "usearch-i8-rerank": "usearch.index",
+    "qdrant-edge": "qdrant_edge",
 }
 
 
@@ -86,6 +92,11 @@ class Engine:
     name = "engine"
     sweep_key: str | None = None  # the search parameter swept ("ef", "nprobe") or None
     memory_method = "rss-delta"
+    # How `search(..., threads)` runs: False = the engine's own threads inside one batched
+    # call; True = one query per call, `threads` Python threads each calling it.
+    one_query_per_call = False
+    # Where `work_per_query` gets its numbers, or why it has none.
+    work_method = "none: the engine exposes no per-query counters"
 
     def __init__(self, name: str, params: dict) -> None:
         self.name = name
@@ -153,6 +164,10 @@ class HnswlibEngine(Engine):
     sweep_key = "ef"
     memory_method = (
         "layout formula (hnswlib 0.8 hnswalg.h: level-0 block + upper links + locks)"
+    )
+    work_method = (
+        "none: hnswlib's Python binding exposes no counters (hnswalg.h's "
+        "metric_distance_computations and metric_hops are C++ members only)"
     )
 
     def __init__(self, name: str, params: dict) -> None:
@@ -268,6 +283,11 @@ class _FaissEngine(Engine):
 class FaissHnswEngine(_FaissEngine):
     sweep_key = "ef"
     memory_method = "layout (faiss: neighbors int32 + offsets + levels + flat codes)"
+    work_method = (
+        "faiss.cvar.hnsw_stats over one single-thread pass: distances = ndis, hops = "
+        "nhops; bytes_read = distances × 4·dim (float32 rows); graph_bytes_read = hops × "
+        "level-0 neighbor list (2·M int32), an upper bound for hops on upper levels"
+    )
 
     @property
     def index_params(self) -> dict:
@@ -283,6 +303,23 @@ class FaissHnswEngine(_FaissEngine):
 
     def _search_params(self, search_params):
         return self._faiss.SearchParametersHNSW(efSearch=int(search_params["ef"]))
+
+    def work_per_query(self, queries, k, search_params):
+        stats = self._faiss.cvar.hnsw_stats  # process-wide, summed over searches
+        stats.reset()
+        self.search(queries, k, search_params, 1)
+        count = max(queries.shape[0], 1)
+        distances, hops = stats.ndis / count, stats.nhops / count
+        row_bytes = self.index.d * 4
+        neighbor_list_bytes = self.index.hnsw.nb_neighbors(0) * 4
+        return {
+            "distances": round(distances, 1),
+            "hops": round(hops, 1),
+            "bytes_read": round(distances * row_bytes, 1),
+            "graph_bytes_read": round(hops * neighbor_list_bytes, 1),
+            "row_bytes": row_bytes,
+            "neighbor_list_bytes": neighbor_list_bytes,
+        }
 
     def memory_bytes(self):
         hnsw = self.index.hnsw
@@ -547,6 +584,131 @@ class UsearchRerankEngine(UsearchEngine):
 
 
 # ---------------------------------------------------------------------------------------------
+# qdrant-edge (qdrant-edge-py: Qdrant's shard embedded in this process)
+
+
+class QdrantEdgeEngine(Engine):
+    """An ``EdgeShard`` in a temporary directory (removed by ``close``): float32 vectors in
+    RAM, HNSW with the same m / ef_construct built on ``threads`` indexing threads (points
+    upserted 1,000 at a time, then ``optimize()``), searched with ``SearchParams.hnsw_ef``.
+
+    Segments smaller than ``full_scan_threshold`` are searched exactly instead of through
+    their graph; it is set to 1 KB so that small test sets search the graph too (at the
+    benchmark's sizes Qdrant's default of 10,000 KB changes nothing: every segment is
+    larger). The segment count is Qdrant's own choice (``default_segment_number`` auto) and
+    is reported in ``engine_extra``; a search visits every segment.
+
+    ``search`` takes one query per call, so ``threads`` are Python threads, each calling it
+    over its share of the queries. The call holds the GIL (``bench scaling`` measures this:
+    its ``gil_probe``), so those threads take turns instead of adding cores.
+    """
+
+    sweep_key = "ef"
+    one_query_per_call = True
+    memory_method = "rss-delta around build (qdrant-edge-py reports no memory)"
+    work_method = "none: qdrant-edge-py exposes no per-search counters"
+    full_scan_threshold_kb = 1
+    upsert_batch = 1000
+
+    def __init__(self, name: str, params: dict) -> None:
+        super().__init__(name, params)
+        import qdrant_edge
+
+        self._qdrant_edge = qdrant_edge
+        self.shard = None
+        self._directory: Path | None = None
+
+    @property
+    def version(self) -> str:
+        return _package_version("qdrant-edge-py", self._qdrant_edge)
+
+    @property
+    def index_params(self) -> dict:
+        return {
+            "m": self.m,
+            "ef_construct": self.ef_construction,
+            "quantization": "none",
+            "full_scan_threshold_kb": self.full_scan_threshold_kb,
+            "indexing_threshold_kb": 1,
+            "wal": False,
+        }
+
+    def build(self, base, metric, threads):
+        qe = self._qdrant_edge
+        distance = {
+            "cosine": qe.Distance.Cosine,
+            "dot": qe.Distance.Dot,
+            "l2": qe.Distance.Euclid,
+        }[metric]
+        config = qe.EdgeConfig(
+            vectors=qe.EdgeVectorParams(size=base.shape[1], distance=distance),
+            hnsw_config=qe.HnswIndexConfig(
+                m=self.m,
+                ef_construct=self.ef_construction,
+                full_scan_threshold=self.full_scan_threshold_kb,
+                max_indexing_threads=threads,
+            ),
+            # index every segment, however small
+            optimizers=qe.EdgeOptimizersConfig(indexing_threshold=1),
+            max_search_threads=threads,
+            wal_enabled=False,
+        )
+        self._directory = Path(tempfile.mkdtemp(prefix="bench-qdrant-edge-"))
+        shard = qe.EdgeShard.create(str(self._directory / "shard"), config)
+        self.shard = shard
+        n = base.shape[0]
+        for first in range(0, n, self.upsert_batch):
+            rows = base[first : first + self.upsert_batch]
+            points = [qe.Point(id=first + i, vector=row) for i, row in enumerate(rows)]
+            shard.update(qe.UpdateOperation.upsert_points(points))
+        shard.optimize()
+        info = shard.info()
+        if info.points_count != n or info.indexed_vectors_count < n:
+            raise RuntimeError(f"qdrant-edge: not fully indexed after optimize: {info}")
+        self.extra["segments"] = info.segments_count
+
+    def _request(self, query: np.ndarray, k: int, ef: int):
+        qe = self._qdrant_edge
+        return qe.SearchRequest(
+            query=qe.Query.Nearest(query),
+            limit=k,
+            params=qe.SearchParams(hnsw_ef=ef),
+            with_payload=False,
+            with_vector=False,
+        )
+
+    def search_one(self, query, k, search_params):
+        hits = self.shard.search(self._request(query, k, int(search_params["ef"])))
+        ids = np.full(k, -1, dtype=np.int64)
+        found = [hit.id for hit in hits[:k]]
+        ids[: len(found)] = found
+        return ids
+
+    def search(self, queries, k, search_params, threads):
+        ids = np.full((queries.shape[0], k), -1, dtype=np.int64)
+
+        def search_rows(rows: np.ndarray) -> None:
+            for row in rows:
+                ids[row] = self.search_one(queries[row], k, search_params)
+
+        if threads <= 1:
+            search_rows(np.arange(queries.shape[0]))
+            return ids
+        shares = np.array_split(np.arange(queries.shape[0]), threads)
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(search_rows, shares))
+        return ids
+
+    def close(self):
+        if self.shard is not None:
+            self.shard.close()
+            self.shard = None
+        if self._directory is not None:
+            shutil.rmtree(self._directory, ignore_errors=True)
+            self._directory = None
+
+
+# ---------------------------------------------------------------------------------------------
 # SagittaDB (the `sagittadb` PyO3 package)
 
 
@@ -605,6 +767,11 @@ class SagittaFlatEngine(_SagittaEngine):
 
 class SagittaHnswEngine(_SagittaEngine):
     sweep_key = "ef"
+    work_method = (
+        "sagittadb HnswIndex.search_stats (one thread): bytes_read = traversal rows × "
+        "traversal_row_bytes (SQ8: the dim-byte code + its header; f32: 4·dim) + screened "
+        "rows × screen_row_bytes + re-scored rows × 4·dim; adjacency lists not counted"
+    )
 
     def __init__(self, name: str, params: dict) -> None:
         super().__init__(name, params)
@@ -710,6 +877,7 @@ _CLASSES = {
     "usearch-f32": UsearchEngine,
     "usearch-i8": UsearchEngine,
     "usearch-i8-rerank": UsearchRerankEngine,
+    "qdrant-edge": QdrantEdgeEngine,
 }
 
 

@@ -360,14 +360,38 @@ def format_summary(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def plot(document: dict, path: str | Path) -> Path:
-    """Recall@k (x) against QPS (y, log scale), one line per engine; PNG at ``path``."""
+def pyplot():
+    """matplotlib.pyplot on the file-only Agg backend (no display needed)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def plot_title(document: dict) -> str:
+    """The dataset and the CPU, as every plot of a result document is titled."""
+    dataset = document["dataset"]
+    return (
+        f"{dataset['name']}: n={dataset['n']:,}, dim={dataset['dim']}, {dataset['metric']}, "
+        f"{dataset['queries']} queries\n{document['machine']['cpu_model']}"
+    )
+
+
+def save_figure(fig, path: str | Path) -> Path:
+    """Lays out ``fig``, writes it as a PNG at ``path`` and closes it."""
     path = Path(path)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    pyplot().close(fig)
+    return path
+
+
+def plot(document: dict, path: str | Path) -> Path:
+    """Recall@k (x) against QPS (y, log scale), one line per engine; PNG at ``path``."""
+    plt = pyplot()
     dataset = document["dataset"]
     fig, ax = plt.subplots(figsize=(8, 5.5), dpi=110)
     markers = "osD^v<>ph*X"
@@ -393,15 +417,7 @@ def plot(document: dict, path: str | Path) -> Path:
         f", {'/'.join(str(t) for t in sorted(threads))} threads" if threads else ""
     )
     ax.set_ylabel(f"queries per second (log scale){threads_label}")
-    ax.set_title(
-        f"{dataset['name']}: n={dataset['n']:,}, dim={dataset['dim']}, {dataset['metric']}, "
-        f"{dataset['queries']} queries\n{document['machine']['cpu_model']}",
-        fontsize=10,
-    )
+    ax.set_title(plot_title(document), fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="lower left")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

@@ -43,7 +43,10 @@ def rss_bytes() -> int:
         return 0
 
 
-def _timed_search(engine, queries, k, params, threads, min_seconds, max_repeats):
+def timed_search(engine, queries, k, params, threads, min_seconds, max_repeats):
+    """(ids of the first call, seconds of the fastest call, calls made): batched searches
+    of all ``queries`` are repeated while their total is under ``min_seconds``, at most
+    ``max_repeats`` calls (``min_seconds=math.inf``: exactly ``max_repeats``)."""
     start = time.perf_counter()
     ids = engine.search(queries, k, params, threads)
     best = time.perf_counter() - start
@@ -56,7 +59,9 @@ def _timed_search(engine, queries, k, params, threads, min_seconds, max_repeats)
     return ids, best, repeats
 
 
-def _latency(engine, queries, k, params, count):
+def single_query_latency(engine, queries, k, params, count):
+    """p50/p95/p99 in ms of ``search_one`` over the first ``count`` queries, one thread
+    (``LATENCY_METHOD``); None when ``count`` is 0."""
     count = min(count, queries.shape[0])
     if count <= 0:
         return None
@@ -72,6 +77,72 @@ def _latency(engine, queries, k, params, count):
         "p95": round(float(p95), 4),
         "p99": round(float(p99), 4),
     }
+
+
+def build_engine(
+    name: str,
+    dataset: Dataset,
+    *,
+    threads: int,
+    m: int,
+    ef_construction: int,
+    seed: int = 42,
+    log=print,
+):
+    """Make one engine and build it on ``dataset`` with ``threads`` threads; returns the
+    engine and its build fields (``build_seconds``, ``memory_bytes``, ``memory_method``,
+    ``rss_delta_bytes``) for ``result_entry``."""
+    engine = make_engine(
+        name, {"m": m, "ef_construction": ef_construction, "seed": seed}
+    )
+    gc.collect()
+    rss_before = rss_bytes()
+    start = time.perf_counter()
+    engine.build(dataset.base, dataset.metric, threads)
+    build_seconds = time.perf_counter() - start
+    gc.collect()
+    rss_delta = rss_bytes() - rss_before
+    reported = engine.memory_bytes()
+    memory = reported if reported is not None else max(rss_delta, 0)
+    memory_method = (
+        engine.memory_method if reported is not None else "rss-delta around build"
+    )
+    log(f"  {name}: built in {build_seconds:.2f} s, memory {memory / 2**20:.1f} MiB")
+    build = {
+        "build_seconds": build_seconds,
+        "memory_bytes": int(memory),
+        "memory_method": memory_method,
+        "rss_delta_bytes": int(rss_delta),
+    }
+    return engine, build
+
+
+def result_entry(engine, build: dict, runs: list[dict], **fields) -> dict:
+    """One engine's result (bench-schema format) from ``build_engine``'s fields, its runs
+    and suite-specific ``fields``; ``engine_extra`` last where the engine has any."""
+    result = {
+        "engine": engine.name,
+        "engine_version": engine.version,
+        "index_params": engine.index_params,
+        "build_seconds": round(build["build_seconds"], 3),
+        "upload_seconds": None,
+        "memory_bytes": build["memory_bytes"],
+        "disk_bytes_written": None,
+        "runs": runs,
+        "memory_method": build["memory_method"],
+        "rss_delta_bytes": build["rss_delta_bytes"],
+        **fields,
+    }
+    if engine.extra:
+        result["engine_extra"] = engine.extra
+    return result
+
+
+def release_engine(engine) -> None:
+    """Close ``engine`` and collect, so its memory is freed before the next one builds."""
+    engine.close()
+    del engine
+    gc.collect()
 
 
 def run_engine(
@@ -94,33 +165,26 @@ def run_engine(
     """Build one engine, run its sweep and return its result entry (bench-schema format)."""
     gt = dataset.ensure_gt(k)
     queries = dataset.queries
-    engine = make_engine(
-        name, {"m": m, "ef_construction": ef_construction, "seed": seed}
+    engine, build = build_engine(
+        name,
+        dataset,
+        threads=threads,
+        m=m,
+        ef_construction=ef_construction,
+        seed=seed,
+        log=log,
     )
-    gc.collect()
-    rss_before = rss_bytes()
-    start = time.perf_counter()
-    engine.build(dataset.base, dataset.metric, threads)
-    build_seconds = time.perf_counter() - start
-    gc.collect()
-    rss_delta = rss_bytes() - rss_before
-    reported = engine.memory_bytes()
-    memory = reported if reported is not None else max(rss_delta, 0)
-    memory_method = (
-        engine.memory_method if reported is not None else "rss-delta around build"
-    )
-    log(f"  {name}: built in {build_seconds:.2f} s, memory {memory / 2**20:.1f} MiB")
 
     runs = []
     warm = queries[: min(16, queries.shape[0])]
     for params in engine.sweep(ef_sweep, nprobe_sweep, kfactor_sweep):
         engine.search(warm, k, params, threads)
-        ids, seconds, repeats = _timed_search(
+        ids, seconds, repeats = timed_search(
             engine, queries, k, params, threads, min_seconds, max_repeats
         )
         recall = recall_at_k(ids, gt, k)
         qps = queries.shape[0] / seconds if seconds > 0 else float("inf")
-        latency = _latency(engine, queries, k, params, latency_queries)
+        latency = single_query_latency(engine, queries, k, params, latency_queries)
         work = engine.work_per_query(queries[: latency_queries or 200], k, params)
         runs.append(
             {
@@ -146,29 +210,31 @@ def run_engine(
             f"{bytes_read}"
         )
 
-    result = {
-        "engine": name,
-        "engine_version": engine.version,
-        "index_params": engine.index_params,
-        "build_seconds": round(build_seconds, 3),
-        "upload_seconds": None,
-        "memory_bytes": int(memory),
-        "disk_bytes_written": None,
-        "runs": runs,
-        "memory_method": memory_method,
-        "rss_delta_bytes": int(rss_delta),
-        "latency_method": LATENCY_METHOD,
-        "qps_method": (
+    result = result_entry(
+        engine,
+        build,
+        runs,
+        latency_method=LATENCY_METHOD,
+        qps_method=(
             f"nq / wall time of one batched search call ({threads} threads); repeated until "
             f"{min_seconds} s or {max_repeats} calls, fastest kept"
         ),
-    }
-    if engine.extra:
-        result["engine_extra"] = engine.extra
-    engine.close()
-    del engine
-    gc.collect()
+    )
+    release_engine(engine)
     return result
+
+
+def usable(name: str, require: bool, skipped: list[dict]) -> bool:
+    """Whether engine ``name``'s package imports. When it does not: raises ImportError if
+    ``require``, else warns and appends ``{"engine", "reason"}`` to ``skipped``."""
+    available, reason = engine_available(name)
+    if available:
+        return True
+    if require:
+        raise ImportError(f"engine {name}: {reason}")
+    print(f"WARNING: skipping engine {name}: {reason}", file=sys.stderr)
+    skipped.append({"engine": name, "reason": reason})
+    return False
 
 
 def run_ann(
@@ -193,12 +259,7 @@ def run_ann(
     dataset.ensure_gt(k)
     results, skipped = [], []
     for name in engines:
-        available, reason = engine_available(name)
-        if not available:
-            if require:
-                raise ImportError(f"engine {name}: {reason}")
-            print(f"WARNING: skipping engine {name}: {reason}", file=sys.stderr)
-            skipped.append({"engine": name, "reason": reason})
+        if not usable(name, require, skipped):
             continue
         log(f"engine {name}")
         results.append(

@@ -111,6 +111,7 @@ fn parse_storage(
         partition_size,
         vectors_on_disk: on_disk,
         graph: sagitta_engine::DEFAULT_GRAPH,
+        placement: sagitta_engine::Placement::Spread,
     })
 }
 

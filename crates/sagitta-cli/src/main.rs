@@ -19,6 +19,8 @@ use sagitta_engine::collection::{
 };
 use sagitta_engine::database::{check_collection_name, Database};
 use sagitta_engine::point::Distance;
+use sagitta_engine::topology::Topology;
+use sagitta_engine::Placement;
 use sagitta_server::{AppState, ServerConfig};
 use sagitta_storage::fs::OsFileSystem;
 
@@ -36,6 +38,26 @@ enum Command {
     Serve(ServeArgs),
     /// Bulk-load a .npy, .fvecs/.bvecs or Parquet file into a new collection, all or nothing.
     Import(ImportArgs),
+    /// Print the NUMA topology the engine found (nodes, their CPUs, memory and distances)
+    /// and where a collection's shards would run.
+    Topology(TopologyArgs),
+}
+
+#[derive(Args)]
+struct TopologyArgs {
+    /// Print JSON (as telemetry reports it) instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Read this sysfs tree (a directory holding `devices/system/node`) instead of the
+    /// machine's, with no CPU binding applied.
+    #[arg(long, value_name = "DIR")]
+    sysfs: Option<PathBuf>,
+    /// Shards of the collection whose placement is shown.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    shards: usize,
+    /// Placement policy shown: spread, or node:K.
+    #[arg(long, value_name = "POLICY", default_value = "spread")]
+    placement: String,
 }
 
 #[derive(Args)]
@@ -70,6 +92,10 @@ struct ImportArgs {
     /// the graph and its codes, searches read ~40 rows a query through the page cache.
     #[arg(long)]
     on_disk: bool,
+    /// How the shards are spread over NUMA nodes: spread (shard i on compute node
+    /// i mod N) or node:K (every shard on node K).
+    #[arg(long, value_name = "POLICY", default_value = "spread")]
+    placement: String,
     /// Source format; by default taken from the extension (.npy, .fvecs, .bvecs, .parquet).
     #[arg(long, value_enum)]
     format: Option<FormatArg>,
@@ -253,6 +279,7 @@ fn main() -> ExitCode {
     let outcome = match Cli::parse().command {
         Command::Import(args) => import(&args).map(|summary| println!("{summary}")),
         Command::Serve(args) => serve(&args),
+        Command::Topology(args) => topology(&args).map(|report| println!("{report}")),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -437,6 +464,7 @@ fn import_points(args: &ImportArgs, read: ReadPoints) -> Result<String, Failure>
             partition_size: args.partition_size,
             vectors_on_disk: args.on_disk,
             graph: sagitta_engine::DEFAULT_GRAPH,
+            placement: parse_placement(&args.placement)?,
         },
     };
     let data_failure = |error: sagitta_engine::EngineError| Failure {
@@ -457,4 +485,40 @@ fn import_points(args: &ImportArgs, read: ReadPoints) -> Result<String, Failure>
         report.segments,
         report.bytes_written,
     ))
+}
+
+/// `--placement`'s value, or a usage error naming it.
+fn parse_placement(text: &str) -> Result<Placement, Failure> {
+    Placement::parse(text).ok_or_else(|| {
+        usage_failure(format!(
+            "--placement {text:?}: expected \"spread\" or \"node:K\" (K at most {})",
+            sagitta_engine::machine::MAX_NODE_ID
+        ))
+    })
+}
+
+/// The topology report: the machine's (or a given sysfs tree's) nodes and a placement.
+fn topology(args: &TopologyArgs) -> Result<String, Failure> {
+    let placement = parse_placement(&args.placement)?;
+    if !(1..=MAX_SHARDS).contains(&args.shards) {
+        return Err(usage_failure(format!(
+            "--shards {} is outside 1..={MAX_SHARDS}",
+            args.shards
+        )));
+    }
+    let topology = match &args.sysfs {
+        Some(root) => Topology::read(root, None).map_err(|error| Failure {
+            usage: false,
+            message: format!("cannot read the topology under {}: {error}", root.display()),
+        })?,
+        None => Topology::detect(),
+    };
+    let placed = sagitta_engine::machine::place(&topology, placement, args.shards);
+    Ok(if args.json {
+        let mut report = topology.to_json();
+        report["placement"] = placed.to_json(placement);
+        report.to_string()
+    } else {
+        sagitta_cli::topology_text(&topology, placement, &placed)
+    })
 }

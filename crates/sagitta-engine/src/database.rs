@@ -18,6 +18,7 @@ use crate::error::{EngineError, Result};
 pub use crate::names::{check_collection_name, MAX_COLLECTION_NAME_BYTES};
 use crate::optimizer::{Optimizer, OptimizerPolicy};
 use crate::point::Point;
+use crate::machine::Machine;
 use crate::spaces::VectorSpaces;
 
 pub struct Database {
@@ -33,6 +34,8 @@ pub struct Database {
     stripe_dirs: Vec<PathBuf>,
     /// Names being bulk imported: reserved, so no create or second import takes them.
     importing: Mutex<HashSet<String>>,
+    /// See [`DatabaseOptions::machine`].
+    machine: Arc<Machine>,
     /// Each stripe directory's lock, held as the root's is.
     _stripe_locks: Vec<LockGuard>,
     /// Last: released only after everything else is closed.
@@ -53,6 +56,10 @@ pub struct DatabaseOptions {
     /// must be reopened with the same directories in the same order, and a stripe
     /// directory belongs to one database (it is locked while the database is open).
     pub stripe_dirs: Vec<PathBuf>,
+    /// The worker pools collections search on; `None`: the detected machine
+    /// ([`Machine::detected`]). [`Machine::new`] of a [`crate::topology::Topology::simulated`]
+    /// one spreads shards over made-up nodes.
+    pub machine: Option<Arc<Machine>>,
 }
 
 impl Default for DatabaseOptions {
@@ -61,6 +68,7 @@ impl Default for DatabaseOptions {
             background_optimizer: true,
             policy: OptimizerPolicy::default(),
             stripe_dirs: Vec::new(),
+            machine: None,
         }
     }
 }
@@ -94,13 +102,15 @@ impl Database {
                 }
             })?)?,
         };
+        let machine = options.machine.clone().unwrap_or_else(Machine::detected);
         let mut collections = BTreeMap::new();
         for name in names {
             let collection = Collection::open_striped(
                 fs.as_ref(),
                 &Self::directory(root, &name),
                 &stripe_roots(&options.stripe_dirs, &name),
-            )?;
+            )?
+            .placed_on(Arc::clone(&machine));
             collection.set_policy(options.policy.clone());
             collections.insert(name, Arc::new(collection));
         }
@@ -117,6 +127,7 @@ impl Database {
             policy: options.policy,
             stripe_dirs: options.stripe_dirs,
             importing: Mutex::new(HashSet::new()),
+            machine,
             _stripe_locks: stripe_locks,
             _lock: lock,
         })
@@ -245,7 +256,8 @@ impl Database {
             config,
             spaces,
             &stripes,
-        )?);
+        )?
+        .placed_on(Arc::clone(&self.machine)));
         collection.set_policy(self.policy.clone());
         let names = collections.keys().map(String::as_str).chain([name]);
         self.publish(names, &self.aliases.read())?;
@@ -338,7 +350,7 @@ impl Database {
                 return Err(error);
             }
         };
-        let collection = Arc::new(collection);
+        let collection = Arc::new(collection.placed_on(Arc::clone(&self.machine)));
         collection.set_policy(self.policy.clone());
         let mut collections = self.collections.write();
         let names = collections.keys().map(String::as_str).chain([name]);
@@ -413,7 +425,8 @@ impl Database {
             self.fs.as_ref(),
             &directory,
             &stripe_roots(&self.stripe_dirs, name),
-        )?);
+        )?
+        .placed_on(Arc::clone(&self.machine)));
         reopened.set_policy(policy);
         collections.insert(name.to_string(), Arc::clone(&reopened));
         Ok(reopened)

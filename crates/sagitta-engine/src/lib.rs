@@ -27,6 +27,7 @@ pub mod fulltext;
 pub mod fusion;
 pub mod geo;
 pub mod graph;
+pub mod machine;
 pub mod multi;
 mod names;
 pub mod optimizer;
@@ -40,6 +41,7 @@ mod shard_manifest;
 mod shard_state;
 pub mod spaces;
 pub mod sparse;
+pub mod topology;
 
 pub use aliases::AliasAction;
 pub use collection::{
@@ -50,6 +52,7 @@ pub use database::Database;
 pub use error::EngineError;
 pub use filter::Filter;
 pub use graph::{GraphConfig, DEFAULT_GRAPH};
+pub use machine::{Machine, Placement};
 pub use multi::MultiVector;
 pub use payload_index::{FieldType, PayloadSchema};
 pub use point::{Distance, Point, PointId, SideVector};

@@ -10,10 +10,21 @@ fn available_cores() -> usize {
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
 }
 
-/// Thread count to use: `requested` (0 = all cores), never more than `work_items`.
+/// Thread count to use: `requested` (0 = every core the calling thread may run on — a
+/// thread bound to one NUMA node's CPUs gets that node's count), never more than
+/// `work_items`.
 pub(crate) fn effective_threads(requested: usize, work_items: usize) -> usize {
-    let available = available_cores();
-    let threads = if requested == 0 { available } else { requested };
+    if work_items <= 1 {
+        return 1;
+    }
+    let threads = if requested == 0 {
+        // the binding is one system call (no file read), so it is read every time: the
+        // engine rebinds threads to a shard's node around its builds
+        let bound = sagitta_kernels::sched::allowed_cpus().map_or(usize::MAX, |cpus| cpus.len());
+        available_cores().min(bound.max(1))
+    } else {
+        requested
+    };
     threads
         .clamp(1, crate::limits::MAX_THREADS)
         .min(work_items.max(1))

@@ -8,6 +8,7 @@ pub(crate) use crate::error::check_range;
 use crate::error::{EngineError, Result};
 use crate::fulltext::{TextIndex, Tokenizer};
 use crate::graph::{GraphConfig, DEFAULT_GRAPH};
+use crate::machine::{Placement, MAX_NODE_ID};
 use crate::payload_index::{check_field_name, FieldType, PayloadSchema, MAX_INDEXED_FIELDS};
 use crate::point::{Distance, Point, SideVector};
 pub use crate::segment::SegmentKindName;
@@ -31,7 +32,9 @@ pub const MAX_PAYLOAD_BYTES: usize = 1 << 20;
 /// Largest `limit` (k) of a search.
 pub const MAX_LIMIT: usize = 10_000;
 
-const CONFIG_VERSION: u8 = 10;
+const CONFIG_VERSION: u8 = 11;
+/// The version before the shard placement was recorded (read as spread).
+const CONFIG_VERSION_NO_PLACEMENT: u8 = 10;
 /// The version before the graph config was recorded (read as m 16, ef_construct 100).
 const CONFIG_VERSION_FIXED_GRAPH: u8 = 9;
 /// The version before the collection's settings document was recorded (read as none).
@@ -88,6 +91,8 @@ pub struct StorageConfig {
     /// The HNSW graph of HNSW segments and write-buffer graphs (Qdrant's `hnsw_config`). A
     /// collection's value may change after creation ([`crate::Collection::set_graph`]).
     pub graph: GraphConfig,
+    /// How the shards are spread over the machine's NUMA nodes ([`crate::machine`]).
+    pub placement: Placement,
 }
 
 impl Default for StorageConfig {
@@ -99,6 +104,7 @@ impl Default for StorageConfig {
             partition_size: DEFAULT_PARTITION_SIZE,
             vectors_on_disk: false,
             graph: DEFAULT_GRAPH,
+            placement: Placement::Spread,
         }
     }
 }
@@ -189,8 +195,44 @@ impl StorageConfig {
             } else {
                 DEFAULT_GRAPH
             },
+            placement: if version > CONFIG_VERSION_NO_PLACEMENT {
+                decode_placement(reader)?
+            } else {
+                Placement::Spread
+            },
         })
     }
+}
+
+/// A placement: its kind (0 spread, 1 one node) and the node id (0 for spread).
+fn decode_placement(reader: &mut Reader) -> Result<Placement, DecodeError> {
+    let one_node = reader.code("placement", |code| match code {
+        0 => Some(false),
+        1 => Some(true),
+        _ => None,
+    })?;
+    let at = reader.offset();
+    let node = reader.u32("placement_node")? as usize;
+    if node > MAX_NODE_ID {
+        return Err(Reader::invalid_at(
+            at,
+            "placement_node",
+            format!("node {node} is over {MAX_NODE_ID}"),
+        ));
+    }
+    Ok(if one_node {
+        Placement::Node(node)
+    } else {
+        Placement::Spread
+    })
+}
+
+fn encode_placement(placement: Placement, out: &mut Writer) {
+    let (code, node) = match placement {
+        Placement::Spread => (0, 0),
+        Placement::Node(node) => (1, node),
+    };
+    out.u8(code).len_u32(node, "validated node id");
 }
 
 impl CollectionConfig {
@@ -366,8 +408,9 @@ impl CollectionConfig {
             .len_u32(self.storage.partition_size, "validated partition size")
             .u8(u8::from(self.storage.vectors_on_disk))
             .len_u32(self.storage.graph.m, "validated m")
-            .len_u32(self.storage.graph.ef_construct, "validated ef_construct")
-            .len_u32(schema.len(), "bounded field count");
+            .len_u32(self.storage.graph.ef_construct, "validated ef_construct");
+        encode_placement(self.storage.placement, &mut out);
+        out.len_u32(schema.len(), "bounded field count");
         for (field, kind) in schema {
             out.u8(kind.code()).str_u16(field, "bounded field name");
             if let FieldType::Text(settings) = kind {
@@ -403,6 +446,7 @@ impl CollectionConfig {
                 CONFIG_VERSION_DENSE_ONLY,
                 CONFIG_VERSION_NO_SETTINGS,
                 CONFIG_VERSION_FIXED_GRAPH,
+                CONFIG_VERSION_NO_PLACEMENT,
                 CONFIG_VERSION,
             ],
         )?;
@@ -695,6 +739,7 @@ mod tests {
                     m: 24,
                     ef_construct: 300,
                 },
+                placement: Placement::Node(3),
             },
         };
         let schema = PayloadSchema::from([("a.b".to_string(), FieldType::Integer)]);
@@ -702,6 +747,7 @@ mod tests {
         let mut expected = vec![CONFIG_VERSION, 1, 3, 0, 0, 0, 2, 0, 0, 0];
         expected.extend_from_slice(&[1, 128, 0, 0, 0, 1, 44, 1, 0, 0, 1]);
         expected.extend_from_slice(&[24, 0, 0, 0, 44, 1, 0, 0]); // m, ef_construct
+        expected.extend_from_slice(&[1, 3, 0, 0, 0]); // placement: node 3
         expected.extend_from_slice(&[1, 0, 0, 0, 1, 3, 0, b'a', b'.', b'b']);
         expected.extend_from_slice(&[0, 0, 0, 0]); // no named vectors
         expected.extend_from_slice(&[0, 0, 0, 0]); // no sparse vectors
@@ -724,8 +770,30 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("settings"), "{error}");
+        // a version 10 manifest (before the placement was recorded): spread
+        let mut ten = expected.clone();
+        ten[0] = CONFIG_VERSION_NO_PLACEMENT;
+        ten.drain(29..34);
+        let config = CollectionConfig {
+            storage: StorageConfig {
+                placement: Placement::Spread,
+                ..config.storage
+            },
+            ..config
+        };
+        assert_eq!(
+            CollectionConfig::try_decode(&ten).map_err(|e| e.to_string()),
+            Ok((config, schema.clone()))
+        );
+        // an unknown placement kind and a node id out of range are refused by name
+        for (at, value, field) in [(29, 2, "placement"), (33, 9, "placement_node")] {
+            let mut bad = expected.clone();
+            bad[at] = value;
+            let error = CollectionConfig::try_decode(&bad).unwrap_err().to_string();
+            assert!(error.contains(field), "{error}");
+        }
         // a version 9 manifest (before the graph config was recorded): Qdrant's defaults
-        let mut nine = expected.clone();
+        let mut nine = ten.clone();
         nine[0] = CONFIG_VERSION_FIXED_GRAPH;
         nine.drain(21..29);
         let config = CollectionConfig {

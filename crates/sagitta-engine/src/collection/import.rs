@@ -234,21 +234,27 @@ impl Collection {
             segments: per_shard.iter().filter(|points| !points.is_empty()).count(),
             bytes_written: 0,
         };
-        // One shard at a time: each segment build already uses every core.
+        // One shard at a time, each built by its node's cores (a build uses every core
+        // its thread may run on) into memory first touched there.
         let mut shards = Vec::with_capacity(config.shard_count);
         let storage = super::shard_storage(&config, &spaces, &[]);
+        let machine = crate::machine::Machine::detected();
+        let placement = machine.place(config.storage.placement, config.shard_count);
         for (index, points) in per_shard.into_iter().enumerate() {
             progress.check()?;
-            let (shard, written) = Shard::write_imported(
-                fs,
-                &shard_path(directory, index),
-                points,
-                config.dim,
-                config.distance,
-                &storage,
-                &progress.rows,
-            )
-            .map_err(import_error)?;
+            let (shard, written) = machine
+                .on_pool_cpus(placement.pools[index], || {
+                    Shard::write_imported(
+                        fs,
+                        &shard_path(directory, index),
+                        points,
+                        config.dim,
+                        config.distance,
+                        &storage,
+                        &progress.rows,
+                    )
+                })
+                .map_err(import_error)?;
             shards.push(shard);
             report.bytes_written += written;
         }

@@ -21,6 +21,7 @@ use crate::codec::Operation;
 use crate::error::{EngineError, Result};
 use crate::filter::Filter;
 use crate::graph::GraphConfig;
+use crate::machine::{Machine, ShardPlacement};
 use crate::payload_index::{check_field_name, FieldType, PayloadSchema, MAX_INDEXED_FIELDS};
 use crate::point::{Point, PointId};
 use crate::policy::{OptimizerPolicy, Work};
@@ -56,6 +57,9 @@ pub struct Collection {
     directory: PathBuf,
     policy: RwLock<OptimizerPolicy>,
     maintenance: Mutex<MaintenanceState>,
+    /// The worker pools its shards run on, and which shard runs where.
+    machine: Arc<Machine>,
+    placement: ShardPlacement,
 }
 
 /// The optimizer's last failure and when it may try again.
@@ -106,6 +110,8 @@ pub struct CollectionStatus {
     /// Why a shard refuses writes (health is red), until the collection is reopened
     /// ([`crate::Database::reopen_collection`]) after the cause is fixed.
     pub write_error: Option<String>,
+    /// Where each shard runs ([`crate::machine`]).
+    pub placement: ShardPlacement,
 }
 
 pub(super) fn shard_path(directory: &Path, index: usize) -> PathBuf {
@@ -122,16 +128,21 @@ pub(super) fn open_shards(
     stripe_roots: &[PathBuf],
 ) -> Result<Vec<Shard>> {
     let storage = shard_storage(config, spaces, stripe_roots);
+    // each shard loads on its node's CPUs, so its segments' memory is first touched there
+    let machine = Machine::detected();
+    let placement = machine.place(config.storage.placement, config.shard_count);
     (0..config.shard_count)
         .map(|index| {
-            Shard::open(
-                fs,
-                &shard_path(directory, index),
-                config.dim,
-                config.distance,
-                schema,
-                &storage,
-            )
+            machine.on_pool_cpus(placement.pools[index], || {
+                Shard::open(
+                    fs,
+                    &shard_path(directory, index),
+                    config.dim,
+                    config.distance,
+                    schema,
+                    &storage,
+                )
+            })
         })
         .collect()
 }
@@ -174,6 +185,8 @@ impl Collection {
         shards: Vec<Shard>,
         directory: &Path,
     ) -> Collection {
+        let machine = Machine::detected();
+        let placement = machine.place(config.storage.placement, shards.len());
         Collection {
             config,
             spaces,
@@ -183,7 +196,55 @@ impl Collection {
             directory: directory.to_path_buf(),
             policy: RwLock::new(OptimizerPolicy::default()),
             maintenance: Mutex::new(MaintenanceState::default()),
+            machine,
+            placement,
         }
+    }
+
+    /// This collection with its shards placed on `machine`'s pools instead of the
+    /// detected machine's (tests and benchmarks simulate several NUMA nodes this way;
+    /// what the shards loaded at open stays where it was first touched).
+    #[must_use]
+    pub fn placed_on(mut self, machine: Arc<Machine>) -> Collection {
+        self.placement = machine.place(self.config.storage.placement, self.shards.len());
+        self.machine = machine;
+        self
+    }
+
+    /// Where each shard runs.
+    pub fn placement(&self) -> &ShardPlacement {
+        &self.placement
+    }
+
+    /// Runs `work` on every shard, each on its node's pool, at once (a single shard on the
+    /// calling thread); the results in shard order, or the first shard's error.
+    pub(crate) fn fan_out<T: Send>(
+        &self,
+        work: impl Fn(&Shard) -> Result<T> + Sync,
+    ) -> Result<Vec<T>> {
+        if let [shard] = self.shards.as_slice() {
+            return Ok(vec![work(shard)?]);
+        }
+        let slots: Vec<Mutex<Option<Result<T>>>> =
+            self.shards.iter().map(|_| Mutex::new(None)).collect();
+        let work = &work;
+        let jobs = self
+            .shards
+            .iter()
+            .zip(&slots)
+            .zip(&self.placement.pools)
+            .map(|((shard, slot), &pool)| {
+                let job: crate::machine::Job<'_> = Box::new(move || {
+                    *slot.lock() = Some(work(shard));
+                });
+                (pool, job)
+            })
+            .collect();
+        self.machine.run(jobs);
+        slots
+            .into_iter()
+            .map(|slot| slot.into_inner().expect("every shard's job ran"))
+            .collect()
     }
 
     /// Creates a collection in `directory` (which must not hold one).
@@ -446,11 +507,14 @@ impl Collection {
             return Ok(false);
         };
         let started = Instant::now();
-        let result = match &work {
-            Work::Seal => shard.seal(fs),
-            Work::Merge(ids) => shard.merge(fs, ids),
-            Work::Rebuild(id) => shard.merge(fs, &[*id]),
-        };
+        // the build runs on the shard's node: its threads and the memory they fill
+        let result = self
+            .machine
+            .on_pool_cpus(self.placement.pools[number], || match &work {
+                Work::Seal => shard.seal(fs),
+                Work::Merge(ids) => shard.merge(fs, ids),
+                Work::Rebuild(id) => shard.merge(fs, &[*id]),
+            });
         self.log_work(number, &work, &result, started);
         let mut state = self.maintenance.lock();
         match result {
@@ -506,8 +570,11 @@ impl Collection {
     pub fn index_buffers(&self, max_rows: usize) -> bool {
         let policy = self.policy();
         let mut worked = false;
-        for shard in &self.shards {
-            match shard.index_buffer(&policy, max_rows) {
+        for (shard, &pool) in self.shards.iter().zip(&self.placement.pools) {
+            let indexed = self
+                .machine
+                .on_pool_cpus(pool, || shard.index_buffer(&policy, max_rows));
+            match indexed {
                 Ok(added) => worked |= added,
                 Err(error) => self.maintenance.lock().last_error = Some(error.to_string()),
             }
@@ -550,6 +617,7 @@ impl Collection {
             disk_bytes: self.shards.iter().map(Shard::segment_file_bytes).sum(),
             optimizer_error: self.maintenance.lock().last_error.clone(),
             write_error,
+            placement: self.placement.clone(),
         }
     }
 
@@ -668,21 +736,29 @@ impl Collection {
     /// work: each shard has its own log and fsync, so a batch spanning shards pays for one
     /// fsync in wall time, not one per shard. Returns the first error.
     fn write_shards(&self, operations: Vec<Option<Operation>>, wait: bool) -> Result<()> {
-        let work: Vec<(&Shard, Operation)> = self
+        let work: Vec<(&Shard, usize, Operation)> = self
             .shards
             .iter()
+            .zip(&self.placement.pools)
             .zip(operations)
-            .filter_map(|(shard, operation)| operation.map(|operation| (shard, operation)))
+            .filter_map(|((shard, &pool), operation)| {
+                operation.map(|operation| (shard, pool, operation))
+            })
             .collect();
+        // each shard's append (and what it adds to the write buffer) on its node's CPUs
+        let write = |shard: &Shard, pool: usize, operation| {
+            self.machine
+                .on_pool_cpus(pool, || shard.write(operation, wait))
+        };
         if work.len() <= 1 {
             return work
                 .into_iter()
-                .try_for_each(|(shard, operation)| shard.write(operation, wait));
+                .try_for_each(|(shard, pool, operation)| write(shard, pool, operation));
         }
         std::thread::scope(|scope| {
             let handles: Vec<_> = work
                 .into_iter()
-                .map(|(shard, operation)| scope.spawn(move || shard.write(operation, wait)))
+                .map(|(shard, pool, operation)| scope.spawn(move || write(shard, pool, operation)))
                 .collect();
             handles
                 .into_iter()

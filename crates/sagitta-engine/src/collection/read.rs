@@ -14,6 +14,8 @@ use crate::sparse::{idf, SparseVector};
 use super::config::{check_range, normalize, CollectionConfig, MAX_LIMIT};
 use super::{Collection, SegmentKindName};
 use crate::shard::Shard;
+use crate::spaces::SpaceSlice;
+use parking_lot::Mutex;
 
 impl Collection {
     /// `filter` as this collection evaluates it: its text matches on fields with a text
@@ -191,48 +193,79 @@ impl Collection {
         })
     }
 
-    /// Runs several searches, spread over the available cores; results in request order.
+    /// Runs several searches; results in request order. Dense searches go shard by shard:
+    /// each shard's node pool answers every dense request against that shard, in chunks
+    /// spread over its threads, so a shard's memory is read by its own node's cores; the
+    /// shards' hits are then merged per request. Sparse and multivector requests run one
+    /// after another, each over every shard at once.
     pub fn query_batch(&self, requests: &[SearchRequest<'_>]) -> Result<Vec<Vec<ScoredPoint>>> {
-        // read once: `available_parallelism` reads cgroup files (tens of microseconds)
-        static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-        let cores = *CORES
-            .get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
-        let threads = cores.min(requests.len().max(1));
-        if threads <= 1 {
-            return requests.iter().map(|request| self.query(request)).collect();
+        let prepared = requests
+            .iter()
+            .map(|request| self.prepare_dense(request))
+            .collect::<Result<Vec<_>>>()?;
+        let mut hits = self.search_prepared(&prepared)?;
+        requests
+            .iter()
+            .zip(&prepared)
+            .zip(hits.iter_mut())
+            .map(|((request, prepared), hits)| match prepared {
+                Some(dense) => Ok(ranked(std::mem::take(hits), request, dense.space.distance)),
+                None => self.query(request),
+            })
+            .collect()
+    }
+
+    /// The hits of every prepared dense request in every shard (empty for the others).
+    fn search_prepared(&self, prepared: &[Option<Dense<'_>>]) -> Result<Vec<Vec<ShardHit>>> {
+        let dense: Vec<usize> = (0..prepared.len())
+            .filter(|&at| prepared[at].is_some())
+            .collect();
+        // (shard, the requests of one chunk) per job, each filling its own slot
+        let mut parts: Vec<(usize, &[usize])> = Vec::new();
+        for (shard, &pool) in self.placement.pools.iter().enumerate() {
+            let chunks = 4 * self.machine.pool_threads(pool);
+            let chunk = dense.len().div_ceil(chunks).max(1);
+            parts.extend(dense.chunks(chunk).map(|requests| (shard, requests)));
         }
-        let chunk = requests.len().div_ceil(threads);
-        let run = |part: &[SearchRequest<'_>]| {
-            part.iter()
-                .map(|request| self.query(request))
-                .collect::<Result<Vec<_>>>()
-        };
-        // the calling thread answers the last chunk itself: one thread fewer to start, and
-        // its per-thread scratch (the sparse accumulator) is warm
-        let (last, spawned) = requests
-            .chunks(chunk)
-            .collect::<Vec<_>>()
-            .split_last()
-            .map(|(last, rest)| (*last, rest.to_vec()))
-            .expect("two or more requests");
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = spawned
-                .into_iter()
-                .map(|part| scope.spawn(move || run(part)))
-                .collect();
-            let last = run(last);
-            let mut results = Vec::with_capacity(requests.len());
-            for handle in handles {
-                results.extend(handle.join().expect("search threads do not panic")?);
+        let slots: Vec<Mutex<Option<PartHits>>> = parts.iter().map(|_| Mutex::new(None)).collect();
+        let jobs = parts
+            .iter()
+            .zip(&slots)
+            .map(|(&(shard, requests), slot)| {
+                let job: crate::machine::Job<'_> = Box::new(move || {
+                    let found = requests
+                        .iter()
+                        .map(|&at| {
+                            let dense = prepared[at].as_ref().expect("a dense request");
+                            self.shards[shard].search(
+                                &dense.query,
+                                dense.wanted,
+                                dense.request.filter,
+                                dense.request.strategy,
+                                dense.space,
+                            )
+                        })
+                        .collect();
+                    *slot.lock() = Some(found);
+                });
+                (self.placement.pools[shard], job)
+            })
+            .collect();
+        self.machine.run(jobs);
+        let mut hits: Vec<Vec<ShardHit>> = prepared.iter().map(|_| Vec::new()).collect();
+        for ((_, requests), slot) in parts.iter().zip(slots) {
+            let found = slot.into_inner().expect("every chunk's job ran")?;
+            for (&at, shard_hits) in requests.iter().zip(found) {
+                hits[at].extend(shard_hits);
             }
-            results.extend(last?);
-            Ok(results)
-        })
+        }
+        Ok(hits)
     }
 
     /// One search: exact top `offset + limit` among points passing `filter`, the first
     /// `offset` skipped, and (with `score_threshold`) only scores at least as good as it —
-    /// similarity ≥ threshold for Cosine/Dot, distance ≤ threshold for Euclid.
+    /// similarity ≥ threshold for Cosine/Dot, distance ≤ threshold for Euclid. The shards
+    /// are searched at once, each on its node's pool.
     pub fn query(&self, request: &SearchRequest<'_>) -> Result<Vec<ScoredPoint>> {
         if let Some(sparse) = request.sparse {
             return self.query_sparse(request, sparse);
@@ -240,7 +273,25 @@ impl Collection {
         if let Some(multi) = request.multi {
             return self.query_multi(request, multi);
         }
-        let query = request.vector;
+        let dense = self.prepare_dense(request)?.expect("a dense request");
+        let hits = self.fan_out(|shard| {
+            shard.search(
+                &dense.query,
+                dense.wanted,
+                request.filter,
+                request.strategy,
+                dense.space,
+            )
+        })?;
+        Ok(ranked(hits.into_iter().flatten().collect(), request, dense.space.distance))
+    }
+
+    /// A dense request checked and its query made ready for the shards (unit length for
+    /// Cosine); `None` for a sparse or multivector request.
+    fn prepare_dense<'r>(&self, request: &'r SearchRequest<'r>) -> Result<Option<Dense<'r>>> {
+        if request.sparse.is_some() || request.multi.is_some() {
+            return Ok(None);
+        }
         check_range("limit", request.limit, 1, MAX_LIMIT)?;
         check_range("offset", request.offset, 0, MAX_LIMIT)?;
         if let Strategy::Beam(ef) = request.strategy {
@@ -251,18 +302,17 @@ impl Collection {
             dim: space.dim,
             ..self.config
         };
-        check.check_vector(query, || "query".to_string())?;
-        let mut query = query.to_vec();
+        check.check_vector(request.vector, || "query".to_string())?;
+        let mut query = request.vector.to_vec();
         if space.distance == Distance::Cosine {
             normalize(&mut query);
         }
-        let wanted = request.offset + request.limit;
-        let mut hits = Vec::new();
-        for shard in &self.shards {
-            hits.extend(shard.search(&query, wanted, request.filter, request.strategy, space)?);
-        }
-        let distance = space.distance;
-        Ok(ranked(hits, request, distance))
+        Ok(Some(Dense {
+            request,
+            query,
+            space,
+            wanted: request.offset + request.limit,
+        }))
     }
 
     /// [`Collection::query`] of a sparse query: the top hits by sparse dot product in the
@@ -334,11 +384,8 @@ impl Collection {
         check_range("limit", request.limit, 1, MAX_LIMIT)?;
         check_range("offset", request.offset, 0, MAX_LIMIT)?;
         let wanted = request.offset + request.limit;
-        let mut hits = Vec::new();
-        for shard in &self.shards {
-            hits.extend(shard.search_side(query, space, wanted, request.filter)?);
-        }
-        Ok(ranked(hits, request, distance))
+        let hits = self.fan_out(|shard| shard.search_side(query, space, wanted, request.filter))?;
+        Ok(ranked(hits.into_iter().flatten().collect(), request, distance))
     }
 
     /// `query` with each weight multiplied by its index's inverse document frequency in
@@ -358,6 +405,19 @@ impl Collection {
         })
     }
 }
+
+/// A dense request ready for the shards.
+struct Dense<'r> {
+    request: &'r SearchRequest<'r>,
+    /// The query vector, unit length for Cosine.
+    query: Vec<f32>,
+    space: SpaceSlice,
+    /// `offset + limit`.
+    wanted: usize,
+}
+
+/// One chunk's hits in one shard, a list per request of the chunk.
+type PartHits = Result<Vec<Vec<ShardHit>>>;
 
 /// The shards' candidates merged: ordered by distance then id, `offset` skipped,
 /// `limit` kept, scores as the user sees them, and only those within the threshold.
