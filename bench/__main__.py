@@ -197,9 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_synthetic_options(calibrate)
     calibrate.add_argument("--queries", type=int, default=1000)
     calibrate.add_argument("--threads", type=int, default=2)
-    calibrate.add_argument("--k", type=int, default=10)
-    calibrate.add_argument("--m", type=int, default=16)
-    calibrate.add_argument("--ef-construction", type=int, default=100)
+    _add_graph_options(calibrate)
     calibrate.add_argument("--ef-sweep", default=DEFAULTS["ef_sweep"])
     return parser
 
@@ -267,18 +265,19 @@ def _load_with_ground_truth(args: argparse.Namespace) -> datasets.Dataset:
     return dataset
 
 
-def _dataset_entry(dataset: datasets.Dataset, k: int) -> dict:
-    entry = {
-        "name": dataset.name,
-        "n": dataset.n,
-        "dim": dataset.dim,
-        "metric": dataset.metric,
-        "queries": dataset.nq,
-        "k": k,
-    }
-    if dataset.extra:
-        entry["source"] = dataset.extra
-    return entry
+def _finish(args: argparse.Namespace, document: dict, out: Path, describe, plot) -> int:
+    """Writes ``document`` to ``out`` and prints ``describe(document)``, then its plot
+    beside it (``plot(document, path)``) unless --no-plot; 2, writing nothing, when the
+    document breaks the schema."""
+    if report.invalid(document):
+        return 2
+    report.write_json(document, out)
+    print()
+    print(describe(document))
+    print(f"\nwrote {out}")
+    if not args.no_plot and document["results"]:
+        print(f"wrote {plot(document, out.with_suffix('.png'))}")
+    return 0
 
 
 def cmd_ann(args: argparse.Namespace, command: str) -> int:
@@ -307,27 +306,25 @@ def cmd_ann(args: argparse.Namespace, command: str) -> int:
         suite="ann-peers",
         command=command,
         started_at=started_at,
-        dataset=_dataset_entry(dataset, args.k),
+        dataset=dataset.result_entry(args.k),
         results=results,
         extra=extra,
     )
-    if report.invalid(document):
-        return 2
     if args.out:
         out = Path(args.out)
     elif args.quick:
         out = BENCH_DIR / "cache" / "ann-quick.json"
     else:
         out = BENCH_DIR / "results" / f"ann-{dataset.name}.json"
-    report.write_json(document, out)
-    print()
-    print(report.format_table(document))
-    print()
-    print(report.format_summary(document["summary"]))
-    print(f"\nwrote {out}")
-    if not args.no_plot and results:
-        print(f"wrote {report.plot(document, out.with_suffix('.png'))}")
-    return 0
+    return _finish(
+        args,
+        document,
+        out,
+        lambda doc: (
+            report.format_table(doc) + "\n\n" + report.format_summary(doc["summary"])
+        ),
+        report.plot,
+    )
 
 
 def cmd_scaling(args: argparse.Namespace, command: str) -> int:
@@ -340,42 +337,28 @@ def cmd_scaling(args: argparse.Namespace, command: str) -> int:
     if args.repeats < 1 or not 0.0 < args.recall_floor <= 1.0:
         raise SystemExit("--repeats must be at least 1, --recall-floor in (0, 1]")
     dataset = _load_with_ground_truth(args)
-    results, extra = scaling.run_scaling(
-        dataset,
-        names,
+    settings = scaling.Settings(
         k=args.k,
-        threads_requested=threads_requested,
+        threads_requested=tuple(threads_requested),
         m=args.m,
         ef_construction=args.ef_construction,
-        ef_sweep=_int_list(args.ef_sweep),
+        ef_sweep=tuple(_int_list(args.ef_sweep)),
         recall_floor=args.recall_floor,
         repeats=args.repeats,
         latency_queries=args.latency_queries,
         seed=args.seed,
-        require=args.strict,
     )
+    results, extra = scaling.run_scaling(dataset, names, settings, require=args.strict)
     document = report.build_document(
         suite="scaling",
         command=command,
         started_at=started_at,
-        dataset=_dataset_entry(dataset, args.k),
+        dataset=dataset.result_entry(args.k),
         results=results,
         extra=extra,
     )
-    if report.invalid(document):
-        return 2
-    out = (
-        Path(args.out)
-        if args.out
-        else BENCH_DIR / "results" / f"scaling-{dataset.name}.json"
-    )
-    report.write_json(document, out)
-    print()
-    print(scaling.format_table(document))
-    print(f"\nwrote {out}")
-    if not args.no_plot and results:
-        print(f"wrote {scaling.plot(document, out.with_suffix('.png'))}")
-    return 0
+    out = Path(args.out or BENCH_DIR / "results" / f"scaling-{dataset.name}.json")
+    return _finish(args, document, out, scaling.format_table, scaling.plot)
 
 
 def cmd_check(args: argparse.Namespace) -> int:

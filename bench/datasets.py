@@ -109,6 +109,20 @@ class Dataset:
     def nq(self) -> int:
         return int(self.queries.shape[0])
 
+    def result_entry(self, k: int) -> dict:
+        """The ``dataset`` object of a result document (bench-schema.md) searched with k."""
+        entry = {
+            "name": self.name,
+            "n": self.n,
+            "dim": self.dim,
+            "metric": self.metric,
+            "queries": self.nq,
+            "k": k,
+        }
+        if self.extra:
+            entry["source"] = self.extra
+        return entry
+
     def subsample_queries(self, count: int) -> Dataset:
         """The first ``count`` queries (and their ground truth); deterministic."""
         if count <= 0 or count >= self.nq:

@@ -600,7 +600,11 @@ class QdrantEdgeEngine(Engine):
 
     ``search`` takes one query per call, so ``threads`` are Python threads, each calling it
     over its share of the queries. The call holds the GIL (``bench scaling`` measures this:
-    its ``gil_probe``), so those threads take turns instead of adding cores.
+    its ``gil_probe``), so those threads take turns instead of adding cores; what does use
+    cores is the shard's search pool (``max_search_threads``), which runs one query's
+    segments in parallel: ``search`` reopens the shard with a pool of ``threads`` threads
+    when that changes, so that 1 thread means one core. ``search_one`` uses the pool as it
+    is (the last ``threads``, at first the build's).
     """
 
     sweep_key = "ef"
@@ -617,6 +621,8 @@ class QdrantEdgeEngine(Engine):
         self._qdrant_edge = qdrant_edge
         self.shard = None
         self._directory: Path | None = None
+        self._vector_params = None
+        self._pool_threads = 0
 
     @property
     def version(self) -> str:
@@ -640,8 +646,9 @@ class QdrantEdgeEngine(Engine):
             "dot": qe.Distance.Dot,
             "l2": qe.Distance.Euclid,
         }[metric]
+        self._vector_params = qe.EdgeVectorParams(size=base.shape[1], distance=distance)
         config = qe.EdgeConfig(
-            vectors=qe.EdgeVectorParams(size=base.shape[1], distance=distance),
+            vectors=self._vector_params,
             hnsw_config=qe.HnswIndexConfig(
                 m=self.m,
                 ef_construct=self.ef_construction,
@@ -662,10 +669,26 @@ class QdrantEdgeEngine(Engine):
             points = [qe.Point(id=first + i, vector=row) for i, row in enumerate(rows)]
             shard.update(qe.UpdateOperation.upsert_points(points))
         shard.optimize()
+        shard.flush()  # no WAL: reopening (_use_pool) reads what flush wrote
+        self._pool_threads = threads
         info = shard.info()
         if info.points_count != n or info.indexed_vectors_count < n:
             raise RuntimeError(f"qdrant-edge: not fully indexed after optimize: {info}")
         self.extra["segments"] = info.segments_count
+
+    def _use_pool(self, threads: int) -> None:
+        """Reopens the shard with a search pool of ``threads`` threads, if not that."""
+        if threads == self._pool_threads:
+            return
+        qe = self._qdrant_edge
+        assert self.shard is not None and self._directory is not None
+        self.shard.close()
+        self.shard = None
+        config = qe.EdgeConfig(
+            vectors=self._vector_params, max_search_threads=threads, wal_enabled=False
+        )
+        self.shard = qe.EdgeShard.load(str(self._directory / "shard"), config)
+        self._pool_threads = threads
 
     def _request(self, query: np.ndarray, k: int, ef: int):
         qe = self._qdrant_edge
@@ -685,6 +708,7 @@ class QdrantEdgeEngine(Engine):
         return ids
 
     def search(self, queries, k, search_params, threads):
+        self._use_pool(threads)
         ids = np.full((queries.shape[0], k), -1, dtype=np.int64)
 
         def search_rows(rows: np.ndarray) -> None:

@@ -132,17 +132,7 @@ def load_dataset(
 
 
 def dataset_entry(dataset: datasets.Dataset) -> dict:
-    entry = {
-        "name": dataset.name,
-        "n": dataset.n,
-        "dim": dataset.dim,
-        "metric": dataset.metric,
-        "queries": dataset.nq,
-        "k": K,
-    }
-    if dataset.extra:
-        entry["source"] = dataset.extra
-    return entry
+    return dataset.result_entry(K)
 
 
 # ---------------------------------------------------------------------------------------------

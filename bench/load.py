@@ -52,7 +52,7 @@ K = 10
 
 
 def binary(relative: Path) -> Path:
-    path = REPO_ROOT / relative
+    path = relative if relative.is_absolute() else REPO_ROOT / relative
     if not path.is_file() or not os.access(path, os.X_OK):
         raise SystemExit(
             f"{path} not found: build it first "
@@ -115,12 +115,14 @@ def http_get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
 class Server:
     """``sagitta serve`` in a child process, logging to a file."""
 
-    def __init__(self, data_dir: Path, log_path: Path, http_threads: int) -> None:
+    def __init__(
+        self, data_dir: Path, log_path: Path, http_threads: int, executable: Path
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
         command = [
-            str(binary(SERVER_BINARY)),
+            str(executable),
             "serve",
             "--data-dir",
             str(data_dir),
@@ -207,6 +209,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--hnsw-ef", type=int, help="params.hnsw_ef (server default)")
     parser.add_argument("--upload-batch", type=int, default=512)
+    parser.add_argument(
+        "--shards", type=int, default=1, help="shard_number of the collection"
+    )
+    parser.add_argument(
+        "--server-binary",
+        help=f"the sagitta binary to serve with (default {SERVER_BINARY}; e.g. an "
+        "older build, for a before/after in one run)",
+    )
     parser.add_argument("--upload-parallel", type=int, default=4)
     parser.add_argument(
         "--loadgen-threads", type=int, default=0, help="tokio workers (0 = cores)"
@@ -228,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     load_binary = binary(LOAD_BINARY)
-    binary(SERVER_BINARY)
+    server_binary = binary(Path(args.server_binary or SERVER_BINARY))
     started_at = report.utc_now()
     dataset = load_dataset(args)
     out = Path(args.out or f"bench/results/load-{dataset.name}.json")
@@ -241,7 +251,10 @@ def main(argv: list[str] | None = None) -> int:
         data_dir.mkdir()
         write_npy_dir(dataset, data_dir)
         server = Server(
-            tmp_path / "db", tmp_path / "server.log", args.server_http_threads
+            tmp_path / "db",
+            tmp_path / "server.log",
+            args.server_http_threads,
+            server_binary,
         )
         try:
             server.wait_ready()
@@ -265,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
                 "--upload",
                 "--upload-batch",
                 str(args.upload_batch),
+                "--shards",
+                str(args.shards),
                 "--upload-parallel",
                 str(args.upload_parallel),
                 "--threads",

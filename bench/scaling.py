@@ -44,6 +44,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench import engines, report, scenarios
@@ -63,10 +64,12 @@ GIL_PROBE_SECONDS = 0.5
 # the GIL is rarely the one at which CPython hands the GIL to the counting thread.
 GIL_PROBE_MIN_SWITCH_SECONDS = 0.02
 GIL_RELEASED_AT = 0.5  # gil_probe fraction: at least this = released, below = held
-# A thread waiting for the GIL wakes some 50-100 µs after it is released (measured here:
-# sagittadb's 50 µs search_one, which releases it, showed 0.01), so shorter calls cannot
-# be told apart and get no verdict.
-GIL_PROBE_MIN_CALL_SECONDS = 0.0002
+# A thread waiting for the GIL can take some 300 µs to wake on a VM (measured on 2 vCPUs:
+# sagittadb's exact search, which releases the GIL, showed 0.12 for 270 µs calls and 1.0
+# for 470 µs ones; qdrant-edge's search 0.03-0.13 for 0.6-4 ms calls), so shorter calls
+# cannot be told apart.
+GIL_PROBE_MIN_CALL_SECONDS = 0.0005
+GIL_PROBE_EF_STEPS = 5
 
 # ---------------------------------------------------------------------------------------------
 # Threads
@@ -87,18 +90,23 @@ def thread_counts(requested: list[int], cores: int) -> dict:
     }
 
 
+def median_call_seconds(call, calls: int = 5) -> float:
+    """The median duration of ``calls`` calls of ``call()``, after one more to warm up."""
+    call()
+    samples = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        call()
+        samples.append(time.perf_counter() - start)
+    return sorted(samples)[calls // 2]
+
+
 def gil_probe(call, seconds: float = GIL_PROBE_SECONDS) -> dict:
     """Whether ``call()`` lets other Python threads run: the fraction of calls during which
     a counting Python thread advanced. A call that releases the GIL lets it run throughout
     (fraction near 1); one that holds it lets it run only when CPython forces a switch,
     once per switch interval, which is made ten calls long (fraction near 0)."""
-    call()  # warm-up
-    samples = []
-    for _ in range(5):
-        start = time.perf_counter()
-        call()
-        samples.append(time.perf_counter() - start)
-    call_seconds = sorted(samples)[len(samples) // 2]
+    call_seconds = median_call_seconds(call)
     interval = max(GIL_PROBE_MIN_SWITCH_SECONDS, 10 * call_seconds)
     count = 0
     stop = False
@@ -143,6 +151,32 @@ def gil_verdict(probe: dict, cores: int) -> str:
             f"waiting thread's wake-up ({GIL_PROBE_MIN_CALL_SECONDS * 1e6:.0f} µs needed)"
         )
     return "released" if probe["fraction"] >= GIL_RELEASED_AT else "held"
+
+
+def probe_search_gil(engine, query, k: int, params: dict) -> dict:
+    """``gil_probe`` of the engine's ``search_one`` at ``params`` with its verdict; where
+    those calls are too short to tell (under twice ``GIL_PROBE_MIN_CALL_SECONDS``), at 4×
+    the ef instead, at most ``GIL_PROBE_EF_STEPS`` times: whether the call releases the GIL
+    is the binding's doing, the same at any ef."""
+    probe_params = dict(params)
+    for _ in range(GIL_PROBE_EF_STEPS if "ef" in params else 0):
+        seconds = median_call_seconds(
+            lambda p=probe_params: engine.search_one(query, k, p)
+        )
+        if seconds >= 2 * GIL_PROBE_MIN_CALL_SECONDS:  # a margin for the probe's own
+            break
+        probe_params = {**probe_params, "ef": probe_params["ef"] * 4}
+    probe = gil_probe(lambda: engine.search_one(query, k, probe_params))
+    return {
+        **probe,
+        "search_params": probe_params,
+        "verdict": gil_verdict(probe, os.cpu_count() or 1),
+        "method": "fraction of search_one calls during which a counting Python thread "
+        f"advanced, the switch interval set to max({GIL_PROBE_MIN_SWITCH_SECONDS} s, 10 "
+        f"calls); >= {GIL_RELEASED_AT}: released; the ef is raised 4× at a time while "
+        f"calls take under {2 * GIL_PROBE_MIN_CALL_SECONDS} s; calls under "
+        f"{GIL_PROBE_MIN_CALL_SECONDS} s get no verdict",
+    }
 
 
 def _python_threads_note(verdict: str, fraction: float) -> str:
@@ -248,14 +282,14 @@ def pick_search_params(
     ``threads`` threads, else its last; with every recall measured on the way."""
     gt = dataset.ensure_gt(k)
     tried = []
-    settings = engine.sweep(ef_sweep=sorted(set(ef_sweep)))
-    for params in settings:
+    reached = False
+    for params in engine.sweep(ef_sweep=sorted(set(ef_sweep))):
         recall = recall_at_k(engine.search(dataset.queries, k, params, threads), gt, k)
         tried.append({"search_params": params, "recall_at_k": round(recall, 5)})
-        if recall >= floor:
+        reached = recall >= floor
+        if reached:
             break
     chosen = tried[-1]
-    reached = chosen["recall_at_k"] >= floor
     log(
         f"  search params {chosen['search_params']}: recall@{k} "
         f"{chosen['recall_at_k']:.4f} ({'reaches' if reached else 'below'} {floor})"
@@ -291,6 +325,21 @@ def estimated_traffic(engine, dataset: Dataset, k: int, params: dict) -> dict:
     }
 
 
+@dataclass(frozen=True)
+class Settings:
+    """What every engine of one run shares (the command line's options)."""
+
+    k: int = 10
+    threads_requested: tuple[int, ...] = DEFAULT_THREADS
+    m: int = 16
+    ef_construction: int = 100
+    ef_sweep: tuple[int, ...] = DEFAULT_EF_SWEEP
+    recall_floor: float = DEFAULT_RECALL_FLOOR
+    repeats: int = DEFAULT_REPEATS
+    latency_queries: int = 200
+    seed: int = 42
+
+
 def _timed(engine, queries, k, params, threads: int, repeats: int) -> dict:
     """One thread count: warm-up, then the fastest of ``repeats`` calls over all queries."""
     engine.search(queries[: min(WARM_QUERIES, queries.shape[0])], k, params, threads)
@@ -308,72 +357,40 @@ def _timed(engine, queries, k, params, threads: int, repeats: int) -> dict:
     }
 
 
-def run_engine(
-    name: str,
-    dataset: Dataset,
-    *,
-    k: int,
-    threads: list[int],
-    m: int,
-    ef_construction: int,
-    ef_sweep,
-    recall_floor: float,
-    repeats: int,
-    latency_queries: int,
-    perf: dict,
-    seed: int = 42,
-    log=print,
-) -> dict:
-    """Build one engine with ``max(threads)`` threads, pick its setting, measure each
-    thread count; its result entry (bench-schema format)."""
-    gt = dataset.ensure_gt(k)
-    queries = dataset.queries
-    engine, build = scenarios.build_engine(
-        name,
-        dataset,
-        threads=threads[-1],
-        m=m,
-        ef_construction=ef_construction,
-        seed=seed,
-        log=log,
+def _perf_run(perf: dict, engine, queries, k, params, threads: int) -> dict:
+    misses = perf_count(
+        perf["path"], lambda: engine.search(queries, k, params, threads)
     )
-    selection = pick_search_params(
-        engine,
-        dataset,
-        k=k,
-        ef_sweep=ef_sweep,
-        threads=threads[-1],
-        floor=recall_floor,
-        log=log,
-    )
-    params = selection["search_params"]
-    latency = scenarios.single_query_latency(
-        engine, queries, k, params, latency_queries
-    )
-    traffic = {
-        "search_params": params,
-        "estimated": estimated_traffic(engine, dataset, k, params),
-        "perf": dict(perf),
+    if misses is None:
+        return {"cache_misses_per_query": None, "bytes_per_query_measured": None}
+    return {
+        "cache_misses_per_query": round(misses / queries.shape[0], 1),
+        "bytes_per_query_measured": round(
+            misses * CACHE_LINE_BYTES / queries.shape[0], 1
+        ),
     }
-    bytes_per_query = traffic["estimated"]["bytes_per_query"]
-    fields: dict = {}
-    if engine.one_query_per_call:
-        probe = gil_probe(lambda: engine.search_one(queries[0], k, params))
-        verdict = gil_verdict(probe, os.cpu_count() or 1)
-        fields["gil_probe"] = {
-            **probe,
-            "verdict": verdict,
-            "method": "fraction of search_one calls during which a counting Python "
-            "thread advanced, with the switch interval set to max("
-            f"{GIL_PROBE_MIN_SWITCH_SECONDS} s, 10 calls); >= {GIL_RELEASED_AT}: "
-            f"released; no verdict for calls under {GIL_PROBE_MIN_CALL_SECONDS} s",
-        }
-        fields["notes"] = [_python_threads_note(verdict, probe["fraction"])]
 
+
+def measure_threads(
+    engine,
+    dataset: Dataset,
+    settings: Settings,
+    *,
+    params: dict,
+    threads: list[int],
+    latency: dict | None,
+    perf: dict,
+    bytes_per_query: float | None,
+    log,
+) -> list[dict]:
+    """One run per thread count (ascending from 1), all at ``params``."""
+    assert threads[0] == 1, "QPS(1) is every speedup's base"
+    k, queries = settings.k, dataset.queries
+    gt = dataset.ensure_gt(k)
     runs: list[dict] = []
-    qps_one = None
+    qps_one = 0.0
     for count in threads:
-        timed = _timed(engine, queries, k, params, count, repeats)
+        timed = _timed(engine, queries, k, params, count, settings.repeats)
         recall = recall_at_k(timed["ids"], gt, k)
         qps = queries.shape[0] / timed["seconds"]
         qps_one = qps if count == 1 else qps_one
@@ -396,23 +413,70 @@ def run_engine(
             else round(bytes_per_query * qps),
         }
         if perf["available"]:
-            misses = perf_count(
-                perf["path"], lambda n=count: engine.search(queries, k, params, n)
-            )
-            run["perf"] = {
-                "cache_misses_per_query": None
-                if misses is None
-                else round(misses / queries.shape[0], 1),
-                "bytes_per_query_measured": None
-                if misses is None
-                else round(misses * CACHE_LINE_BYTES / queries.shape[0], 1),
-            }
+            run["perf"] = _perf_run(perf, engine, queries, k, params, count)
         runs.append(run)
         log(
             f"    threads {count:>3}  qps {qps:10.1f}  speedup {speedup:5.2f}  "
             f"cpu {timed['cpu_utilization']:5.2f}  recall@{k} {recall:.4f}"
         )
+    return runs
 
+
+def run_engine(
+    name: str,
+    dataset: Dataset,
+    settings: Settings,
+    *,
+    threads: list[int],
+    perf: dict,
+    log=print,
+) -> dict:
+    """Build one engine with ``max(threads)`` threads, pick its setting, measure each
+    thread count; its result entry (bench-schema format)."""
+    k = settings.k
+    engine, build = scenarios.build_engine(
+        name,
+        dataset,
+        threads=threads[-1],
+        m=settings.m,
+        ef_construction=settings.ef_construction,
+        seed=settings.seed,
+        log=log,
+    )
+    selection = pick_search_params(
+        engine,
+        dataset,
+        k=k,
+        ef_sweep=settings.ef_sweep,
+        threads=threads[-1],
+        floor=settings.recall_floor,
+        log=log,
+    )
+    params = selection["search_params"]
+    latency = scenarios.single_query_latency(
+        engine, dataset.queries, k, params, settings.latency_queries
+    )
+    traffic = {
+        "search_params": params,
+        "estimated": estimated_traffic(engine, dataset, k, params),
+        "perf": dict(perf),
+    }
+    fields: dict = {}
+    if engine.one_query_per_call:
+        probe = probe_search_gil(engine, dataset.queries[0], k, params)
+        fields["gil_probe"] = probe
+        fields["notes"] = [_python_threads_note(probe["verdict"], probe["fraction"])]
+    runs = measure_threads(
+        engine,
+        dataset,
+        settings,
+        params=params,
+        threads=threads,
+        latency=latency,
+        perf=perf,
+        bytes_per_query=traffic["estimated"]["bytes_per_query"],
+        log=log,
+    )
     result = scenarios.result_entry(
         engine,
         build,
@@ -423,8 +487,9 @@ def run_engine(
         build_threads=threads[-1],
         latency_method=f"{scenarios.LATENCY_METHOD}, at the chosen setting, measured "
         "once per engine (the same in every run)",
-        qps_method=f"nq / the fastest of {repeats} batched calls over all queries, after "
-        f"a warm-up call on {WARM_QUERIES} queries; speedup = QPS(N) / QPS(1)",
+        qps_method=f"nq / the fastest of {settings.repeats} batched calls over all "
+        f"queries, after a warm-up call on {WARM_QUERIES} queries; speedup = QPS(N) / "
+        "QPS(1)",
         threads_method="N Python threads, each calling search one query at a time"
         if engine.one_query_per_call
         else "the engine's own N threads inside one batched call",
@@ -440,22 +505,14 @@ def run_engine(
 def run_scaling(
     dataset: Dataset,
     names: list[str],
+    settings: Settings,
     *,
-    k: int,
-    threads_requested: list[int],
-    m: int,
-    ef_construction: int,
-    ef_sweep,
-    recall_floor: float,
-    repeats: int,
-    latency_queries: int,
-    seed: int = 42,
     require: bool = False,
     log=print,
 ) -> tuple[list[dict], dict]:
     """Every engine in turn; (results, extra document fields: threads, perf, skipped
     engines, scaling_summary)."""
-    threads = thread_counts(threads_requested, os.cpu_count() or 1)
+    threads = thread_counts(list(settings.threads_requested), os.cpu_count() or 1)
     if threads["dropped_above_cores"]:
         log(
             f"threads {threads['dropped_above_cores']} dropped: "
@@ -463,29 +520,15 @@ def run_scaling(
         )
     perf = perf_support()
     log(f"perf: {'available' if perf['available'] else perf['reason']}")
-    dataset.ensure_gt(k)
-    results, skipped = [], []
-    for name in names:
-        if not scenarios.usable(name, require, skipped):
-            continue
-        log(f"engine {name}")
-        results.append(
-            run_engine(
-                name,
-                dataset,
-                k=k,
-                threads=threads["measured"],
-                m=m,
-                ef_construction=ef_construction,
-                ef_sweep=ef_sweep,
-                recall_floor=recall_floor,
-                repeats=repeats,
-                latency_queries=latency_queries,
-                perf=perf,
-                seed=seed,
-                log=log,
-            )
-        )
+    dataset.ensure_gt(settings.k)
+    results, skipped = scenarios.run_each(
+        names,
+        lambda name: run_engine(
+            name, dataset, settings, threads=threads["measured"], perf=perf, log=log
+        ),
+        require=require,
+        log=log,
+    )
     extra = {
         "threads": threads,
         "perf": perf,
@@ -541,6 +584,24 @@ def _traffic_label(result: dict) -> str:
     return "n/a" if estimated is None else f"{estimated / 1024:.1f}"
 
 
+def _curve_notes(result: dict) -> str:
+    """Memory traffic per query (and the GIL where Python threads search), for a legend."""
+    estimated = result["memory_traffic"]["estimated"]["bytes_per_query"]
+    notes = [
+        "no traffic counters"
+        if estimated is None
+        else f"{estimated / 1024:.1f} KiB/query est."
+    ]
+    measured = result["runs"][0].get("perf", {}).get("bytes_per_query_measured")
+    if measured is not None:
+        notes.append(f"{measured / 1024:.1f} KiB/query perf")
+    if "gil_probe" in result:
+        notes.append(
+            f"Python threads, GIL {result['gil_probe']['verdict'].split(':')[0]}"
+        )
+    return ", ".join(notes)
+
+
 def format_table(document: dict) -> str:
     k = document["dataset"]["k"]
     lines = [
@@ -594,8 +655,7 @@ def plot(document: dict, path: str | Path) -> Path:
         qps_axes.plot(
             counts,
             [run["qps"] for run in runs],
-            label=f"{result['engine']} ({params or 'exact'}, "
-            f"{_traffic_label(result)} KiB/query est.)",
+            label=f"{result['engine']} ({params or 'exact'}; {_curve_notes(result)})",
             **style,
         )
         speedup_axes.plot(
@@ -610,7 +670,7 @@ def plot(document: dict, path: str | Path) -> Path:
     qps_axes.set_yscale("log")
     qps_axes.set_ylabel("queries per second (log scale)")
     speedup_axes.set_ylabel("speedup QPS(N) / QPS(1)")
-    qps_axes.legend(fontsize=7, loc="upper left")
+    qps_axes.legend(fontsize=7, loc="best")
     speedup_axes.legend(fontsize=7, loc="upper left")
     fig.suptitle(report.plot_title(document), fontsize=10)
     return report.save_figure(fig, path)

@@ -224,6 +224,21 @@ def run_engine(
     return result
 
 
+def run_each(
+    names: list[str], run_one, *, require: bool = False, log=print
+) -> tuple[list[dict], list[dict]]:
+    """``run_one(name)`` for every engine whose package imports, in order: (results,
+    skipped), as ``usable`` decides."""
+    results: list[dict] = []
+    skipped: list[dict] = []
+    for name in names:
+        if not usable(name, require, skipped):
+            continue
+        log(f"engine {name}")
+        results.append(run_one(name))
+    return results, skipped
+
+
 def usable(name: str, require: bool, skipped: list[dict]) -> bool:
     """Whether engine ``name``'s package imports. When it does not: raises ImportError if
     ``require``, else warns and appends ``{"engine", "reason"}`` to ``skipped``."""
@@ -257,26 +272,23 @@ def run_ann(
     """Run every engine in turn; returns (results, skipped). Unimportable engines are skipped
     with a warning unless ``require`` is set, in which case the ImportError propagates."""
     dataset.ensure_gt(k)
-    results, skipped = [], []
-    for name in engines:
-        if not usable(name, require, skipped):
-            continue
-        log(f"engine {name}")
-        results.append(
-            run_engine(
-                name,
-                dataset,
-                k=k,
-                threads=threads,
-                m=m,
-                ef_construction=ef_construction,
-                ef_sweep=ef_sweep,
-                nprobe_sweep=nprobe_sweep,
-                kfactor_sweep=kfactor_sweep,
-                latency_queries=latency_queries,
-                min_seconds=min_seconds,
-                seed=seed,
-                log=log,
-            )
-        )
-    return results, skipped
+    return run_each(
+        engines,
+        lambda name: run_engine(
+            name,
+            dataset,
+            k=k,
+            threads=threads,
+            m=m,
+            ef_construction=ef_construction,
+            ef_sweep=ef_sweep,
+            nprobe_sweep=nprobe_sweep,
+            kfactor_sweep=kfactor_sweep,
+            latency_queries=latency_queries,
+            min_seconds=min_seconds,
+            seed=seed,
+            log=log,
+        ),
+        require=require,
+        log=log,
+    )

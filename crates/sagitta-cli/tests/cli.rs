@@ -158,3 +158,58 @@ fn usage_errors_exit_two() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `sagitta topology` of a two-socket sysfs tree: text and JSON name both nodes and place
+/// shards alternately; a tree that cannot be read and a bad policy are errors naming them.
+#[test]
+fn topology_reports_a_sysfs_tree_and_refuses_bad_input() {
+    let root = std::env::temp_dir().join(format!("sagitta-cli-topology-{}", std::process::id()));
+    for (node, cpus, distances) in [(0, "0-3", "10 21"), (1, "4-7", "21 10")] {
+        let dir = root.join(format!("devices/system/node/node{node}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("cpulist"), format!("{cpus}\n")).unwrap();
+        std::fs::write(
+            dir.join("meminfo"),
+            format!("Node {node} MemTotal: 2097152 kB\n"),
+        )
+        .unwrap();
+        std::fs::write(dir.join("distance"), format!("{distances}\n")).unwrap();
+    }
+    let tree = root.to_str().unwrap();
+    let text = sagitta(&["topology", "--sysfs", tree, "--shards", "3"]);
+    assert!(text.status.success());
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.contains("node 1: compute, cpus [4-7], 2048 MiB, distances 21 10"),
+        "{text}"
+    );
+    assert!(
+        text.contains("shard 0 → node 0, shard 1 → node 1, shard 2 → node 0"),
+        "{text}"
+    );
+    let json = sagitta(&[
+        "topology",
+        "--sysfs",
+        tree,
+        "--json",
+        "--placement",
+        "node:1",
+    ]);
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(report["compute_nodes"], 2);
+    assert_eq!(report["placement"]["policy"], "node:1");
+    assert_eq!(report["placement"]["shards"][3]["node"], 1);
+    let bad_policy = sagitta(&["topology", "--placement", "node:one"]);
+    assert_eq!(bad_policy.status.code(), Some(2));
+    let stderr = String::from_utf8(bad_policy.stderr).unwrap();
+    assert!(stderr.contains("--placement \"node:one\""), "{stderr}");
+    std::fs::write(root.join("devices/system/node/node1/distance"), "10\n").unwrap();
+    let broken = sagitta(&["topology", "--sysfs", tree]);
+    assert_eq!(broken.status.code(), Some(1));
+    let stderr = String::from_utf8(broken.stderr).unwrap();
+    assert!(
+        stderr.contains("node1/distance: 1 distances for 2 nodes"),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(&root).unwrap();
+}

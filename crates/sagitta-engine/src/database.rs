@@ -15,10 +15,10 @@ use crate::collection::{
     snapshot, Collection, CollectionConfig, ImportProgress, ImportReport, ImportSource,
 };
 use crate::error::{EngineError, Result};
+use crate::machine::Machine;
 pub use crate::names::{check_collection_name, MAX_COLLECTION_NAME_BYTES};
 use crate::optimizer::{Optimizer, OptimizerPolicy};
 use crate::point::Point;
-use crate::machine::Machine;
 use crate::spaces::VectorSpaces;
 
 pub struct Database {
@@ -131,6 +131,11 @@ impl Database {
             _stripe_locks: stripe_locks,
             _lock: lock,
         })
+    }
+
+    /// The worker pools and topology its collections run on.
+    pub fn machine(&self) -> &Arc<Machine> {
+        &self.machine
     }
 
     fn directory(root: &Path, name: &str) -> PathBuf {
@@ -250,14 +255,10 @@ impl Database {
         let stripes = stripe_roots(&self.stripe_dirs, name);
         // Leftovers of a create that crashed before the database manifest listed it.
         Collection::remove_striped_files(self.fs.as_ref(), &directory, &stripes)?;
-        let collection = Arc::new(Collection::create_with_spaces(
-            self.fs.as_ref(),
-            &directory,
-            config,
-            spaces,
-            &stripes,
-        )?
-        .placed_on(Arc::clone(&self.machine)));
+        let collection = Arc::new(
+            Collection::create_with_spaces(self.fs.as_ref(), &directory, config, spaces, &stripes)?
+                .placed_on(Arc::clone(&self.machine)),
+        );
         collection.set_policy(self.policy.clone());
         let names = collections.keys().map(String::as_str).chain([name]);
         self.publish(names, &self.aliases.read())?;
@@ -421,12 +422,14 @@ impl Database {
         let policy = old.policy();
         let directory = old.directory().to_path_buf();
         drop(old);
-        let reopened = Arc::new(Collection::open_striped(
-            self.fs.as_ref(),
-            &directory,
-            &stripe_roots(&self.stripe_dirs, name),
-        )?
-        .placed_on(Arc::clone(&self.machine)));
+        let reopened = Arc::new(
+            Collection::open_striped(
+                self.fs.as_ref(),
+                &directory,
+                &stripe_roots(&self.stripe_dirs, name),
+            )?
+            .placed_on(Arc::clone(&self.machine)),
+        );
         reopened.set_policy(policy);
         collections.insert(name.to_string(), Arc::clone(&reopened));
         Ok(reopened)

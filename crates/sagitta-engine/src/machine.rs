@@ -311,7 +311,15 @@ mod tests {
         for placement in [Placement::Spread, Placement::Node(0), Placement::Node(7)] {
             assert_eq!(Placement::parse(&placement.name()), Some(placement));
         }
-        for bad in ["", "node", "node:", "node:x", "node:-1", "node:1024", "Spread"] {
+        for bad in [
+            "",
+            "node",
+            "node:",
+            "node:x",
+            "node:-1",
+            "node:1024",
+            "Spread",
+        ] {
             assert_eq!(Placement::parse(bad), None, "{bad:?}");
         }
     }
@@ -331,7 +339,10 @@ mod tests {
                 })
                 .collect();
             machine.run(jobs);
-            assert!(counts.iter().all(|count| *count.lock() == 1), "{nodes} nodes");
+            assert!(
+                counts.iter().all(|count| *count.lock() == 1),
+                "{nodes} nodes"
+            );
         }
     }
 }

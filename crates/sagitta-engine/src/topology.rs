@@ -109,7 +109,10 @@ impl Topology {
     pub fn read(root: &Path, allowed: Option<&[usize]>) -> Result<Topology, TopologyError> {
         let keep = |cpus: Vec<usize>| -> Vec<usize> {
             match allowed {
-                Some(allowed) => cpus.into_iter().filter(|cpu| allowed.contains(cpu)).collect(),
+                Some(allowed) => cpus
+                    .into_iter()
+                    .filter(|cpu| allowed.contains(cpu))
+                    .collect(),
                 None => cpus,
             }
         };
@@ -167,7 +170,8 @@ impl Topology {
             .unwrap_or_else(|| (0..available_cores()).collect());
         let made = (0..nodes)
             .map(|node| {
-                let mut cpus: Vec<usize> = allowed.iter().copied().skip(node).step_by(nodes).collect();
+                let mut cpus: Vec<usize> =
+                    allowed.iter().copied().skip(node).step_by(nodes).collect();
                 if cpus.is_empty() {
                     cpus.push(allowed[node % allowed.len()]);
                 }
@@ -176,7 +180,9 @@ impl Topology {
                     cpus,
                     has_cpus: true,
                     memory_bytes: 0,
-                    distances: (0..nodes).map(|other| if other == node { 10 } else { 21 }).collect(),
+                    distances: (0..nodes)
+                        .map(|other| if other == node { 10 } else { 21 })
+                        .collect(),
                 }
             })
             .collect();
@@ -306,7 +312,12 @@ pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>, String> {
             text.parse::<usize>()
                 .ok()
                 .filter(|&cpu| cpu < sagitta_kernels::sched::MAX_CPUS)
-                .ok_or_else(|| format!("{text:?} in {part:?} is not a CPU number below {}", sagitta_kernels::sched::MAX_CPUS))
+                .ok_or_else(|| {
+                    format!(
+                        "{text:?} in {part:?} is not a CPU number below {}",
+                        sagitta_kernels::sched::MAX_CPUS
+                    )
+                })
         };
         match part.split_once('-') {
             Some((first, last)) => {
@@ -345,7 +356,10 @@ fn parse_mem_total(text: &str) -> Result<u64, String> {
 fn parse_distances(text: &str, nodes: usize) -> Result<Vec<u32>, String> {
     let row = text
         .split_whitespace()
-        .map(|word| word.parse::<u32>().map_err(|_| format!("{word:?} is not a distance")))
+        .map(|word| {
+            word.parse::<u32>()
+                .map_err(|_| format!("{word:?} is not a distance"))
+        })
         .collect::<Result<Vec<u32>, String>>()?;
     if row.len() != nodes {
         return Err(format!("{} distances for {nodes} nodes", row.len()));
@@ -362,7 +376,10 @@ mod tests {
         for list in ["0-3,8-11", "5", "", "0,2,4-6"] {
             assert_eq!(format_cpu_list(&parse_cpu_list(list).unwrap()), list);
         }
-        assert_eq!(parse_cpu_list("0-3,8-11\n").unwrap(), vec![0, 1, 2, 3, 8, 9, 10, 11]);
+        assert_eq!(
+            parse_cpu_list("0-3,8-11\n").unwrap(),
+            vec![0, 1, 2, 3, 8, 9, 10, 11]
+        );
         assert_eq!(parse_cpu_list("5").unwrap(), vec![5]);
         assert_eq!(parse_cpu_list("\n").unwrap(), Vec::<usize>::new());
         assert!(parse_cpu_list("3-1").unwrap_err().contains("backwards"));

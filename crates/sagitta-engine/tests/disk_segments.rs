@@ -84,6 +84,7 @@ fn disk_config(distance: Distance) -> CollectionConfig {
             partition_size: DEFAULT_PARTITION_SIZE,
             vectors_on_disk: false,
             graph: sagitta_engine::DEFAULT_GRAPH,
+            placement: sagitta_engine::Placement::Spread,
         },
     }
 }

@@ -359,6 +359,7 @@ fn half_disk_config() -> CollectionConfig {
             partition_size: DEFAULT_PARTITION_SIZE,
             vectors_on_disk: false,
             graph: sagitta_engine::DEFAULT_GRAPH,
+            placement: sagitta_engine::Placement::Spread,
         },
     }
 }

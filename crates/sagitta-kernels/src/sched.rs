@@ -40,7 +40,11 @@ pub fn allowed_cpus() -> Option<Vec<usize>> {
             if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
                 return None;
             }
-            Some((0..MAX_CPUS).filter(|&cpu| libc::CPU_ISSET(cpu, &set)).collect())
+            Some(
+                (0..MAX_CPUS)
+                    .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
+                    .collect(),
+            )
         }
     }
     #[cfg(not(target_os = "linux"))]

@@ -51,12 +51,13 @@ pub fn upsert_body(rows: &[f32], dim: usize, first_id: u64) -> Bytes {
     Bytes::from(serde_json::to_vec(&Points { points }).expect("an upsert body serializes"))
 }
 
-/// `{"vectors":{"size":dim,"distance":"Cosine"}}`.
-pub fn create_collection_body(dim: usize) -> Bytes {
-    Bytes::from(
-        serde_json::to_vec(&serde_json::json!({"vectors": {"size": dim, "distance": "Cosine"}}))
-            .expect("a collection body serializes"),
-    )
+/// `{"vectors":{"size":dim,"distance":"Cosine"},"shard_number":shards}`.
+pub fn create_collection_body(dim: usize, shards: usize) -> Bytes {
+    let body = serde_json::json!({
+        "vectors": {"size": dim, "distance": "Cosine"},
+        "shard_number": shards,
+    });
+    Bytes::from(serde_json::to_vec(&body).expect("a collection body serializes"))
 }
 
 /// Upsert bodies for all of `data` in batches of `batch` rows, built on all cores.
@@ -139,8 +140,8 @@ mod tests {
         let last = parse(&bodies[2]);
         assert_eq!(last, json!({"points": [{"id": 6, "vector": [12.0, 13.0]}]}));
         assert_eq!(
-            parse(&create_collection_body(16)),
-            json!({"vectors": {"size": 16, "distance": "Cosine"}})
+            parse(&create_collection_body(16, 2)),
+            json!({"vectors": {"size": 16, "distance": "Cosine"}, "shard_number": 2})
         );
     }
 }

@@ -70,6 +70,9 @@ pub struct Args {
     /// Points per upsert request.
     #[arg(long, default_value_t = 512)]
     pub upload_batch: usize,
+    /// `shard_number` of the collection --upload creates.
+    #[arg(long, default_value_t = 1)]
+    pub shards: usize,
     /// Upsert requests in flight.
     #[arg(long, default_value_t = 4)]
     pub upload_parallel: usize,
@@ -288,8 +291,15 @@ fn check_args(args: &Args) -> Result<(), String> {
             "--concurrency: each level must be 1..={MAX_CONCURRENCY}"
         ));
     }
-    if args.queries == 0 || args.limit == 0 || args.upload_batch == 0 || args.upload_parallel == 0 {
-        return Err("--queries, --limit, --upload-batch and --upload-parallel must be > 0".into());
+    if args.queries == 0
+        || args.limit == 0
+        || args.upload_batch == 0
+        || args.upload_parallel == 0
+        || args.shards == 0
+    {
+        return Err(
+            "--queries, --limit, --upload-batch, --upload-parallel and --shards must be > 0".into(),
+        );
     }
     if !(args.timeout > 0.0 && args.wait_timeout > 0.0) {
         return Err("--timeout and --wait-timeout must be > 0".into());
@@ -458,7 +468,7 @@ async fn upload_points(
         endpoint,
         control,
         name,
-        body::create_collection_body(data.dim),
+        body::create_collection_body(data.dim, args.shards),
     )
     .await?;
     eprintln!(
@@ -706,6 +716,7 @@ fn upload_section(
     upload.map(|u| {
         json!({
             "points": data.n,
+            "shards": args.shards,
             "batch": args.upload_batch,
             "parallel": args.upload_parallel,
             "batches": u.batches,
@@ -744,6 +755,9 @@ mod tests {
         let mut bad = args.clone();
         bad.concurrency = vec![0];
         assert!(check_args(&bad).is_err());
+        bad = args.clone();
+        bad.shards = 0;
+        assert!(check_args(&bad).unwrap_err().contains("--shards"));
         bad = args;
         bad.collection = "a/b".to_string();
         assert!(check_args(&bad).is_err());

@@ -300,10 +300,11 @@ fn collection_info(collection: &Collection, echoed: &crate::EchoedSettings) -> V
                 "segment_kind": config.storage.segment_kind.name(),
                 "page_cache_mb": config.storage.page_cache_mb,
                 "partition_size": config.storage.partition_size,
+                "placement": config.storage.placement.name(),
             },
         },
         "payload_schema": payload_schema,
-        "sagitta": storage_report(&status),
+        "sagitta": storage_report(&status, &config),
     })
 }
 
@@ -374,17 +375,36 @@ fn params_info(config: &CollectionConfig, spaces: &VectorSpaces) -> Value {
 }
 
 /// SagittaDB's extension of collection info: what the sealed segments take in RAM and on
-/// disk (RAM per vector over the points they hold), and how many wait for a rebuild with
-/// the collection's graph config.
-fn storage_report(status: &sagitta_engine::CollectionStatus) -> Value {
+/// disk (RAM per vector over the points they hold), how many wait for a rebuild with the
+/// collection's graph config, the NUMA node each shard runs on and where each structure
+/// of a shard lies: `local-dram` (memory of the shard's node: first touched by threads
+/// bound there) or `disk` (read through the page cache).
+fn storage_report(
+    status: &sagitta_engine::CollectionStatus,
+    config: &sagitta_engine::CollectionConfig,
+) -> Value {
     #[allow(clippy::cast_precision_loss)]
     let per_vector =
         (status.indexed > 0).then(|| status.index_ram_bytes as f64 / status.indexed as f64);
+    let disk_kind = config.storage.segment_kind == sagitta_engine::SegmentKindName::Disk;
+    let vectors = if disk_kind || config.storage.vectors_on_disk {
+        "disk"
+    } else {
+        "local-dram"
+    };
+    let mut placement = status.placement.to_json(config.storage.placement);
+    placement["structures"] = json!({
+        "graph": if disk_kind { "none" } else { "local-dram" },
+        "codes": "local-dram",
+        "vectors": vectors,
+        "write_buffer": "local-dram",
+    });
     json!({
         "index_ram_bytes": status.index_ram_bytes,
         "ram_bytes_per_vector": per_vector,
         "disk_bytes": status.disk_bytes,
         "stale_segments": status.stale_segments,
+        "placement": placement,
     })
 }
 

@@ -376,6 +376,7 @@ pub async fn telemetry(State(state): State<SharedState>) -> Response {
                 "points": status.points,
                 "indexed_vectors": status.indexed,
                 "segments": status.segments,
+                "placement": status.placement.to_json(collection.config().storage.placement),
                 "optimizer_error": status.optimizer_error,
                 "write_error": status.write_error,
             }))
@@ -396,6 +397,7 @@ pub async fn telemetry(State(state): State<SharedState>) -> Response {
                 "simd_available": available,
                 "cores": std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
                 "uptime_seconds": state.started.elapsed().as_secs_f64(),
+                "topology": state.database.machine().topology().to_json(),
             },
             "collections": {
                 "number_of_collections": collections.len(),

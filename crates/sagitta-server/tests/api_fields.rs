@@ -93,6 +93,16 @@ async fn errors_are_enveloped_and_name_the_field() {
         ),
         (
             json!({"vectors": {"size": 4, "distance": "Dot"},
+                   "sagitta": {"placement": "node:x"}}),
+            &["sagitta.placement", "node:x", "spread"],
+        ),
+        (
+            json!({"vectors": {"size": 4, "distance": "Dot"},
+                   "sagitta": {"placement": "node:5000"}}),
+            &["sagitta.placement", "at most 1023"],
+        ),
+        (
+            json!({"vectors": {"size": 4, "distance": "Dot"},
                    "sagitta": {"segmnt_kind": "disk"}}),
             &["sagitta", "segmnt_kind"],
         ),
@@ -828,20 +838,32 @@ async fn the_storage_extension_is_kept_and_reported() {
     let info = server.ok("GET", "/collections/ondisk", json!({})).await;
     assert_eq!(
         info["config"]["sagitta"],
-        json!({"segment_kind": "disk", "page_cache_mb": 16, "partition_size": 250})
+        json!({"segment_kind": "disk", "page_cache_mb": 16, "partition_size": 250,
+               "placement": "spread"})
     );
+    let node = first_compute_node();
     assert_eq!(
         info["sagitta"],
         json!({"index_ram_bytes": 0, "ram_bytes_per_vector": null, "disk_bytes": 0,
-               "stale_segments": 0}),
+               "stale_segments": 0,
+               "placement": {"policy": "spread", "shards": [{"shard": 0, "node": node}],
+                             "note": null,
+                             "structures": {"graph": "none", "codes": "local-dram",
+                                            "vectors": "disk", "write_buffer": "local-dram"}}}),
         "nothing sealed yet"
     );
     make_collection(&server, "inram", 4, 3).await;
     let info = server.ok("GET", "/collections/inram", json!({})).await;
     assert_eq!(
         info["config"]["sagitta"],
-        json!({"segment_kind": "hnsw", "page_cache_mb": 64, "partition_size": 1000}),
+        json!({"segment_kind": "hnsw", "page_cache_mb": 64, "partition_size": 1000,
+               "placement": "spread"}),
         "the default"
+    );
+    assert_eq!(
+        info["sagitta"]["placement"]["structures"],
+        json!({"graph": "local-dram", "codes": "local-dram", "vectors": "local-dram",
+               "write_buffer": "local-dram"})
     );
     assert!(
         info["config"]["params"]["vectors"]["datatype"].is_null(),
@@ -864,6 +886,81 @@ async fn the_storage_extension_is_kept_and_reported() {
         .await;
     assert_eq!(info["config"]["params"]["vectors"]["on_disk"], json!(true));
     assert_eq!(info["config"]["sagitta"]["segment_kind"], json!("hnsw"));
+}
+
+/// The node id of this machine's first compute node (where a spread shard 0 goes).
+fn first_compute_node() -> usize {
+    let topology = sagitta_engine::topology::Topology::detect();
+    sagitta_engine::machine::place(&topology, sagitta_engine::Placement::Spread, 1).nodes[0]
+}
+
+/// `sagitta.placement` in a create: kept in the manifest, shown in collection info with
+/// each shard's NUMA node (the engine's policy over this machine's topology), a node this
+/// machine cannot run on falls back to spread and says so; telemetry reports the topology.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_placement_is_kept_reported_and_explained() {
+    let server = server();
+    let topology = sagitta_engine::topology::Topology::detect();
+    let node = first_compute_node();
+    let create = |name: &'static str, placement: String| {
+        let server = &server;
+        async move {
+            server
+                .ok(
+                    "PUT",
+                    &format!("/collections/{name}"),
+                    json!({"vectors": {"size": 4, "distance": "Dot"}, "shard_number": 3,
+                           "sagitta": {"placement": placement}}),
+                )
+                .await;
+            server
+                .ok("GET", &format!("/collections/{name}"), json!({}))
+                .await
+        }
+    };
+    let spread = create("spread", "spread".to_string()).await;
+    let expected = sagitta_engine::machine::place(&topology, sagitta_engine::Placement::Spread, 3);
+    let nodes: Vec<u64> = spread["sagitta"]["placement"]["shards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|shard| shard["node"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        nodes,
+        expected.nodes.iter().map(|&n| n as u64).collect::<Vec<_>>()
+    );
+    let pinned = create("pinned", format!("node:{node}")).await;
+    assert_eq!(
+        pinned["config"]["sagitta"]["placement"],
+        json!(format!("node:{node}"))
+    );
+    assert_eq!(
+        pinned["sagitta"]["placement"]["shards"][2],
+        json!({"shard": 2, "node": node})
+    );
+    assert_eq!(pinned["sagitta"]["placement"]["note"], json!(null));
+    // node 1023 is nowhere here: spread, with the reason
+    let absent = create("absent", "node:1023".to_string()).await;
+    assert_eq!(absent["config"]["sagitta"]["placement"], json!("node:1023"));
+    let note = absent["sagitta"]["placement"]["note"].as_str().unwrap();
+    assert!(note.contains("node 1023"), "{note}");
+    let telemetry = server.ok("GET", "/telemetry", json!(null)).await;
+    let reported = &telemetry["app"]["topology"];
+    assert_eq!(reported["cpus"], json!(topology.cpu_count()), "{reported}");
+    assert_eq!(
+        reported["nodes"].as_array().unwrap().len(),
+        topology.nodes.len()
+    );
+    let listed = &telemetry["collections"]["collections"];
+    assert!(
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["placement"]["shards"].is_array()),
+        "{listed}"
+    );
 }
 
 /// Qdrant's `vectors.datatype: float16`: every stored value is rounded to half precision,

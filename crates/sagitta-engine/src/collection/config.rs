@@ -902,7 +902,7 @@ mod tests {
         let message = |bytes: &[u8]| CollectionConfig::try_decode(bytes).unwrap_err().to_string();
         assert_eq!(
             message(&bytes[..bytes.len() - 14]),
-            "at byte 36: field name: truncated (needs 4 bytes, 3 remain)"
+            "at byte 41: field name: truncated (needs 4 bytes, 3 remain)"
         );
         let mut no_dim = bytes.clone();
         no_dim[2] = 0;
@@ -938,12 +938,24 @@ mod tests {
         let mut tiny_beam = bytes.clone();
         tiny_beam[25..29].copy_from_slice(&3u32.to_le_bytes());
         assert!(message(&tiny_beam).contains("parameter `hnsw_config.ef_construct`"));
+        let mut bad_placement = bytes.clone();
+        bad_placement[29] = 2;
+        assert_eq!(
+            message(&bad_placement),
+            "at byte 29: placement: unknown code 2"
+        );
+        let mut far_node = bytes.clone();
+        far_node[30..34].copy_from_slice(&5000u32.to_le_bytes());
+        assert_eq!(
+            message(&far_node),
+            "at byte 30: placement_node: node 5000 is over 1023"
+        );
         let mut bad_kind = bytes.clone();
-        bad_kind[33] = 9;
-        assert_eq!(message(&bad_kind), "at byte 33: field type: unknown code 9");
+        bad_kind[38] = 9;
+        assert_eq!(message(&bad_kind), "at byte 38: field type: unknown code 9");
         let mut empty_part = bytes;
-        empty_part[36] = b'.';
-        assert!(message(&empty_part).starts_with("at byte 34: field name:"));
+        empty_part[41] = b'.';
+        assert!(message(&empty_part).starts_with("at byte 39: field name:"));
         assert!(CollectionConfig::try_decode(&[CONFIG_VERSION]).is_err());
         // named vectors must match the stored width and the segment kind
         let spaces = VectorSpaces::new(
@@ -980,7 +992,7 @@ mod tests {
                  {CONFIG_VERSION_FIXED_PARTITIONS} and {CONFIG_VERSION_VECTORS_IN_RAM} and \
                  {CONFIG_VERSION_UNNAMED} and {CONFIG_VERSION_DENSE_ONLY} and \
                  {CONFIG_VERSION_NO_SETTINGS} and {CONFIG_VERSION_FIXED_GRAPH} and \
-                 {CONFIG_VERSION}"
+                 {CONFIG_VERSION_NO_PLACEMENT} and {CONFIG_VERSION}"
             )
         );
     }
@@ -1004,18 +1016,18 @@ mod tests {
             full
         );
         let mut over = config.encode(&full);
-        over[29..33].copy_from_slice(&(MAX_INDEXED_FIELDS as u32 + 1).to_le_bytes());
+        over[34..38].copy_from_slice(&(MAX_INDEXED_FIELDS as u32 + 1).to_le_bytes());
         over.extend_from_slice(&[1, 1, 0, b'z']);
         assert_eq!(
             message(&over),
-            "at byte 29: field_count: 65 indexed fields, more than 64"
+            "at byte 34: field_count: 65 indexed fields, more than 64"
         );
         let one = PayloadSchema::from([("kind".to_string(), FieldType::Keyword)]);
         let mut twice = config.encode(&one);
-        twice[29..33].copy_from_slice(&2u32.to_le_bytes());
+        twice[34..38].copy_from_slice(&2u32.to_le_bytes());
         let no_spaces = twice.split_off(twice.len() - 13);
         twice.extend_from_slice(&[1, 4, 0, b'k', b'i', b'n', b'd']);
         twice.extend_from_slice(&no_spaces);
-        assert_eq!(message(&twice), "at byte 41: field name: \"kind\" twice");
+        assert_eq!(message(&twice), "at byte 46: field name: \"kind\" twice");
     }
 }

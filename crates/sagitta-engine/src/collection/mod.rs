@@ -392,7 +392,11 @@ impl Collection {
     /// `Shard::seal`); returns the number of points sealed. Searches keep running
     /// meanwhile; writes to a shard wait while it seals.
     pub fn optimize(&self, fs: &dyn FileSystem) -> Result<usize> {
-        self.shards.iter().map(|shard| shard.seal(fs)).sum()
+        self.shards
+            .iter()
+            .zip(&self.placement.pools)
+            .map(|(shard, &pool)| self.machine.on_pool_cpus(pool, || shard.seal(fs)))
+            .sum()
     }
 
     /// Makes every write acknowledged so far durable (writes made with `wait = false`

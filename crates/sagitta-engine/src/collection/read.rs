@@ -283,7 +283,11 @@ impl Collection {
                 dense.space,
             )
         })?;
-        Ok(ranked(hits.into_iter().flatten().collect(), request, dense.space.distance))
+        Ok(ranked(
+            hits.into_iter().flatten().collect(),
+            request,
+            dense.space.distance,
+        ))
     }
 
     /// A dense request checked and its query made ready for the shards (unit length for
@@ -385,7 +389,11 @@ impl Collection {
         check_range("offset", request.offset, 0, MAX_LIMIT)?;
         let wanted = request.offset + request.limit;
         let hits = self.fan_out(|shard| shard.search_side(query, space, wanted, request.filter))?;
-        Ok(ranked(hits.into_iter().flatten().collect(), request, distance))
+        Ok(ranked(
+            hits.into_iter().flatten().collect(),
+            request,
+            distance,
+        ))
     }
 
     /// `query` with each weight multiplied by its index's inverse document frequency in

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use sagitta_engine::collection::{MAX_PAGE_CACHE_MB, MAX_PARTITION_SIZE, MIN_PARTITION_SIZE};
+use sagitta_engine::machine::{Placement, MAX_NODE_ID};
 use sagitta_engine::{
     Datatype, Distance, GraphConfig, MultiSpace, SegmentKindName, SideSpace, SparseSpace,
     StorageConfig, VectorSpace, VectorSpaces,
@@ -405,7 +406,8 @@ pub struct CreateCollectionRequest {
 /// `sagitta` in a collection's config (a SagittaDB extension; Qdrant clients never send
 /// it): `segment_kind` "hnsw" (graph and vectors in RAM, the default) or "disk" (RaBitQ
 /// codes in RAM, vectors read from disk), `page_cache_mb`, the RAM for hot pages of
-/// disk segments, and `partition_size`, the vectors a disk segment's partition aims at.
+/// disk segments, `partition_size`, the vectors a disk segment's partition aims at, and
+/// `placement`, how shards spread over NUMA nodes ("spread" or "node:K").
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SagittaStorageInput {
@@ -415,6 +417,8 @@ pub struct SagittaStorageInput {
     pub page_cache_mb: Option<usize>,
     #[serde(default)]
     pub partition_size: Option<usize>,
+    #[serde(default)]
+    pub placement: Option<String>,
 }
 
 impl SagittaStorageInput {
@@ -444,6 +448,14 @@ impl SagittaStorageInput {
                 )));
             }
             storage.partition_size = size;
+        }
+        if let Some(name) = self.placement {
+            storage.placement = Placement::parse(&name).ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "Wrong input: `sagitta.placement` = {name:?}: expected \"spread\" or \
+                     \"node:K\" with K at most {MAX_NODE_ID}"
+                ))
+            })?;
         }
         Ok(storage)
     }
