@@ -15,7 +15,9 @@ Builds nothing: ``target/release/sagitta`` and ``target/release/sagitta-load`` m
    soft limit raised to the hard limit so 1,024 connections fit); the script waits for
    ``GET /readyz``.
 3. ``sagitta-load ... --upload --out OUT`` recreates the collection, uploads (batches of
-   ``--upload-batch``, ``wait=false``), waits for green, then runs ``--queries`` searches
+   ``--upload-batch``, ``wait=false``), waits for green (or, with ``--load-by import``,
+   ``sagitta import`` built the collection before the server started), then runs
+   ``--queries`` searches
    at each ``--concurrency`` level and writes the result document.
 4. The server's ``/telemetry`` ``result.app`` block and the fact that the server and the
    load generator shared this machine (and its cores) are added to the document; the
@@ -110,6 +112,25 @@ def http_get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
             return response.status, response.read()
     except urllib.error.HTTPError as error:
         return error.code, error.read()
+
+
+def import_collection(executable: Path, db: Path, data_dir: Path, shards: int) -> None:
+    """``sagitta import`` of ``base.npy`` (ids = row numbers) into a new collection."""
+    command = [
+        str(executable),
+        "import",
+        "--data",
+        str(db),
+        "--collection",
+        COLLECTION,
+        "--distance",
+        "cosine",
+        "--shards",
+        str(shards),
+        str(data_dir / "base.npy"),
+    ]
+    print("$ " + shlex.join(command), flush=True)
+    subprocess.run(command, check=True)
 
 
 class Server:
@@ -213,6 +234,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--shards", type=int, default=1, help="shard_number of the collection"
     )
     parser.add_argument(
+        "--load-by",
+        choices=["upload", "import"],
+        default="upload",
+        help="upload: sagitta-load sends the points over REST (the seals race the "
+        "upload, so the segment layout can differ between runs); import: `sagitta "
+        "import` builds one segment per shard before the server starts (the same "
+        "layout every time, for comparing two builds)",
+    )
+    parser.add_argument(
         "--server-binary",
         help=f"the sagitta binary to serve with (default {SERVER_BINARY}; e.g. an "
         "older build, for a before/after in one run)",
@@ -250,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
         data_dir = tmp_path / "data"
         data_dir.mkdir()
         write_npy_dir(dataset, data_dir)
+        if args.load_by == "import":
+            import_collection(server_binary, tmp_path / "db", data_dir, args.shards)
         server = Server(
             tmp_path / "db",
             tmp_path / "server.log",
@@ -275,7 +307,6 @@ def main(argv: list[str] | None = None) -> int:
                 str(args.queries),
                 "--limit",
                 str(K),
-                "--upload",
                 "--upload-batch",
                 str(args.upload_batch),
                 "--shards",
@@ -291,6 +322,8 @@ def main(argv: list[str] | None = None) -> int:
             ]
             if args.hnsw_ef:
                 command += ["--hnsw-ef", str(args.hnsw_ef)]
+            if args.load_by == "upload":
+                command.append("--upload")
             if args.baseline_readyz:
                 command.append("--baseline-readyz")
             print("$ " + shlex.join(command), flush=True)
