@@ -416,12 +416,7 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
 /// Checks the command line, reads the source and imports it; returns the summary line.
 fn import(args: &ImportArgs) -> Result<String, Failure> {
     check_collection_name(&args.collection).map_err(|error| usage_failure(error.to_string()))?;
-    if !(1..=MAX_SHARDS).contains(&args.shards) {
-        return Err(usage_failure(format!(
-            "--shards {} is outside 1..={MAX_SHARDS}",
-            args.shards
-        )));
-    }
+    check_shards(args.shards)?;
     if args.page_cache_mb > MAX_PAGE_CACHE_MB {
         return Err(usage_failure(format!(
             "--page-cache-mb {} is more than {MAX_PAGE_CACHE_MB}",
@@ -500,12 +495,7 @@ fn parse_placement(text: &str) -> Result<Placement, Failure> {
 /// The topology report: the machine's (or a given sysfs tree's) nodes and a placement.
 fn topology(args: &TopologyArgs) -> Result<String, Failure> {
     let placement = parse_placement(&args.placement)?;
-    if !(1..=MAX_SHARDS).contains(&args.shards) {
-        return Err(usage_failure(format!(
-            "--shards {} is outside 1..={MAX_SHARDS}",
-            args.shards
-        )));
-    }
+    check_shards(args.shards)?;
     let topology = match &args.sysfs {
         Some(root) => Topology::read(root, None).map_err(|error| Failure {
             usage: false,
@@ -521,4 +511,15 @@ fn topology(args: &TopologyArgs) -> Result<String, Failure> {
     } else {
         sagitta_cli::topology_text(&topology, placement, &placed)
     })
+}
+
+/// `--shards`' value within 1..=MAX_SHARDS, or a usage error naming it.
+fn check_shards(shards: usize) -> Result<(), Failure> {
+    if (1..=MAX_SHARDS).contains(&shards) {
+        Ok(())
+    } else {
+        Err(usage_failure(format!(
+            "--shards {shards} is outside 1..={MAX_SHARDS}"
+        )))
+    }
 }

@@ -125,8 +125,7 @@ impl Machine {
             .map(|node| (node.id, node.cpus.clone()))
             .collect();
         if nodes.is_empty() {
-            let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-            nodes.push((0, (0..cores).collect()));
+            nodes.push((0, (0..crate::topology::available_cores()).collect()));
         }
         let bind = nodes.len() > 1;
         let pools = nodes

@@ -262,7 +262,8 @@ pub fn format_cpu_list(cpus: &[usize]) -> String {
     parts.join(",")
 }
 
-fn available_cores() -> usize {
+/// The CPUs `available_parallelism` counts (for when the kernel gives no affinity mask).
+pub(crate) fn available_cores() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
 }
 
