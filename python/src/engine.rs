@@ -112,6 +112,7 @@ fn parse_storage(
         vectors_on_disk: on_disk,
         graph: sagitta_engine::DEFAULT_GRAPH,
         placement: sagitta_engine::Placement::Spread,
+        vectors_far: false,
     })
 }
 

@@ -40,7 +40,11 @@ pub fn topology_text(topology: &Topology, placement: Placement, placed: &ShardPl
         .nodes
         .iter()
         .enumerate()
-        .map(|(shard, node)| format!("shard {shard} → node {node}"))
+        .zip(&placed.far_nodes)
+        .map(|((shard, node), far)| match far {
+            Some(far) => format!("shard {shard} → node {node} (far tier node {far})"),
+            None => format!("shard {shard} → node {node}"),
+        })
         .collect();
     lines.push(format!(
         "placement {}: {}",

@@ -96,6 +96,10 @@ struct ImportArgs {
     /// i mod N) or node:K (every shard on node K).
     #[arg(long, value_name = "POLICY", default_value = "spread")]
     placement: String,
+    /// Keep HNSW segments' full vectors on each shard's far memory tier (its nearest
+    /// memory-only NUMA node); the graph and codes stay in local DRAM.
+    #[arg(long, conflicts_with = "on_disk")]
+    far_vectors: bool,
     /// Source format; by default taken from the extension (.npy, .fvecs, .bvecs, .parquet).
     #[arg(long, value_enum)]
     format: Option<FormatArg>,
@@ -460,6 +464,7 @@ fn import_points(args: &ImportArgs, read: ReadPoints) -> Result<String, Failure>
             vectors_on_disk: args.on_disk,
             graph: sagitta_engine::DEFAULT_GRAPH,
             placement: parse_placement(&args.placement)?,
+            vectors_far: args.far_vectors,
         },
     };
     let data_failure = |error: sagitta_engine::EngineError| Failure {

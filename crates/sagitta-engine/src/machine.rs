@@ -60,6 +60,10 @@ pub struct ShardPlacement {
     pub nodes: Vec<usize>,
     /// Why the placement differs from the policy's (the node asked for is not usable).
     pub note: Option<String>,
+    /// The far memory tier of each shard: the memory-only node nearest its node (by the
+    /// distance table, the lower id on a tie); `None` where the machine has none. A
+    /// collection whose vectors tier is `far` keeps its full vectors there.
+    pub far_nodes: Vec<Option<usize>>,
 }
 
 impl ShardPlacement {
@@ -69,7 +73,10 @@ impl ShardPlacement {
             .nodes
             .iter()
             .enumerate()
-            .map(|(shard, node)| serde_json::json!({"shard": shard, "node": node}))
+            .zip(&self.far_nodes)
+            .map(|((shard, node), far)| {
+                serde_json::json!({"shard": shard, "node": node, "far_node": far})
+            })
             .collect();
         serde_json::json!({
             "policy": policy.name(),
@@ -160,7 +167,7 @@ impl Machine {
     /// The pool and node of each of `shards` shards under `placement`.
     pub fn place(&self, placement: Placement, shards: usize) -> ShardPlacement {
         let nodes: Vec<usize> = self.pools.iter().map(|pool| pool.node).collect();
-        place_on_nodes(&nodes, placement, shards)
+        with_far_nodes(&self.topology, place_on_nodes(&nodes, placement, shards))
     }
 
     /// Runs every job on its pool (`(pool, job)`) and returns when all have finished. On a
@@ -199,7 +206,27 @@ pub fn place(topology: &Topology, placement: Placement, shards: usize) -> ShardP
     if nodes.is_empty() {
         nodes.push(0);
     }
-    place_on_nodes(&nodes, placement, shards)
+    with_far_nodes(topology, place_on_nodes(&nodes, placement, shards))
+}
+
+/// `placed` with each shard's far tier: the memory-only node nearest the shard's node.
+fn with_far_nodes(topology: &Topology, mut placed: ShardPlacement) -> ShardPlacement {
+    let position = |id: usize| topology.nodes.iter().position(|node| node.id == id);
+    let nearest = |id: usize| {
+        let from = position(id).map(|at| &topology.nodes[at].distances);
+        topology
+            .memory_nodes()
+            .map(|far| {
+                let distance = from
+                    .zip(position(far.id))
+                    .and_then(|(row, to)| row.get(to).copied());
+                (distance.unwrap_or(u32::MAX), far.id)
+            })
+            .min()
+            .map(|(_, far)| far)
+    };
+    placed.far_nodes = placed.nodes.iter().map(|&node| nearest(node)).collect();
+    placed
 }
 
 /// [`place`] over pools on `nodes` (node ids, one per pool, ascending).
@@ -211,6 +238,7 @@ fn place_on_nodes(nodes: &[usize], placement: Placement, shards: usize) -> Shard
             pools,
             nodes: on,
             note,
+            far_nodes: Vec::new(),
         }
     };
     match placement {
@@ -220,6 +248,7 @@ fn place_on_nodes(nodes: &[usize], placement: Placement, shards: usize) -> Shard
                 pools: vec![pool; shards],
                 nodes: vec![id; shards],
                 note: None,
+                far_nodes: Vec::new(),
             },
             None => spread(Some(format!(
                 "node {id} has no CPU this process may use; shards spread instead"

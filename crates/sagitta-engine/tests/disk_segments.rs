@@ -85,6 +85,7 @@ fn disk_config(distance: Distance) -> CollectionConfig {
             vectors_on_disk: false,
             graph: sagitta_engine::DEFAULT_GRAPH,
             placement: sagitta_engine::Placement::Spread,
+            vectors_far: false,
         },
     }
 }

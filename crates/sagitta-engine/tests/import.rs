@@ -360,6 +360,7 @@ fn half_disk_config() -> CollectionConfig {
             vectors_on_disk: false,
             graph: sagitta_engine::DEFAULT_GRAPH,
             placement: sagitta_engine::Placement::Spread,
+            vectors_far: false,
         },
     }
 }

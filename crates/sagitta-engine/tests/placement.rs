@@ -10,7 +10,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sagitta_engine::database::DatabaseOptions;
 use sagitta_engine::machine::Machine;
-use sagitta_engine::topology::Topology;
+use sagitta_engine::topology::{NumaNode, Source, Topology};
 use sagitta_engine::{
     Collection, CollectionConfig, Database, Distance, Placement, Point, PointId, SearchRequest,
     StorageConfig, Strategy,
@@ -205,4 +205,146 @@ fn writes_and_builds_on_simulated_nodes_keep_every_point_and_the_callers_binding
     let pinned = database.collection("pinned").unwrap();
     assert_eq!(pinned.config().storage.placement, Placement::Node(1));
     assert_eq!(pinned.status().placement.nodes, vec![1, 1]);
+}
+
+/// A machine of this process's CPUs as node `compute` and a memory-only node `far`
+/// (listed in ascending id order, as sysfs lists them).
+fn with_far_tier(compute: usize, far: usize) -> Arc<Machine> {
+    let cpus = sagitta_kernels::sched::allowed_cpus().unwrap_or_else(|| vec![0]);
+    let node = |id: usize, cpus: Vec<usize>| NumaNode {
+        id,
+        has_cpus: !cpus.is_empty(),
+        cpus,
+        memory_bytes: 1 << 30,
+        distances: Vec::new(),
+    };
+    let mut nodes = vec![node(compute, cpus), node(far, Vec::new())];
+    nodes.sort_by_key(|node| node.id);
+    for (at, node) in nodes.iter_mut().enumerate() {
+        node.distances = vec![20, 20];
+        node.distances[at] = 10;
+    }
+    let topology = Topology {
+        nodes,
+        source: Source::Simulated,
+    };
+    Arc::new(Machine::new(topology))
+}
+
+fn far_options(machine: Arc<Machine>) -> DatabaseOptions {
+    DatabaseOptions {
+        background_optimizer: false,
+        machine: Some(machine),
+        ..DatabaseOptions::default()
+    }
+}
+
+/// Every point of `written` is stored as written and finds itself first.
+fn assert_kept(collection: &Collection, written: &[Point]) {
+    for point in written {
+        let stored = collection
+            .get(&point.id)
+            .unwrap()
+            .expect("every point kept");
+        let norm = point.vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+        for (kept, given) in stored.vector.iter().zip(&point.vector) {
+            assert!((kept - given / norm).abs() < 1e-5, "{:?}", point.id);
+        }
+        assert_eq!(stored.payload, point.payload);
+        assert_eq!(
+            collection.search(&point.vector, 1, None).unwrap()[0].id,
+            point.id
+        );
+    }
+}
+
+#[test]
+fn far_tier_vectors_move_to_the_memory_node_and_a_refusal_is_reported() {
+    // whether this kernel (or container) lets a process set a memory policy at all
+    let probe = sagitta_kernels::AppendSlab::<u8>::new(16, 4096);
+    probe.write_row(0, &[1; 4096]).unwrap();
+    let allowed = probe.prefer_node(0);
+    let fs = Arc::new(SimFileSystem::new());
+    // node 0 (which every Linux machine has) posing as a CPU-less far node
+    let database = Database::open_with(
+        fs.clone(),
+        Path::new("/db"),
+        far_options(with_far_tier(1, 0)),
+    )
+    .unwrap();
+    let mut far = config(2, Placement::Spread);
+    far.storage.vectors_far = true;
+    let collection = database.create_collection("far", far).unwrap();
+    let status = collection.status();
+    assert_eq!(status.placement.nodes, vec![1, 1]);
+    assert_eq!(status.placement.far_nodes, vec![Some(0), Some(0)]);
+    let mut rng = ChaCha8Rng::seed_from_u64(17);
+    let written = points(&mut rng, 0..1_500);
+    for batch in written.chunks(250) {
+        collection.upsert(batch.to_vec(), true).unwrap();
+    }
+    assert_eq!(collection.optimize(fs.as_ref()).unwrap(), 1_500);
+    let pages = collection.vector_pages_by_node();
+    match &allowed {
+        Ok(()) => {
+            assert_eq!(collection.status().vectors_tier_error, None);
+            let pages = pages.unwrap();
+            assert!(
+                !pages.is_empty() && pages.iter().all(|&(node, _)| node == 0),
+                "{pages:?}"
+            );
+        }
+        Err(reason) => {
+            let error = collection
+                .status()
+                .vectors_tier_error
+                .expect("refusal kept");
+            assert!(error.starts_with("mbind to node 0"), "{error} / {reason}");
+        }
+    }
+    assert_kept(&collection, &written);
+    drop(collection);
+    drop(database);
+
+    // reopened on a machine whose far node does not exist: the kernel refuses, collection
+    // info says why, and nothing is lost
+    let database = Database::open_with(
+        fs.clone(),
+        Path::new("/db"),
+        far_options(with_far_tier(1, 7)),
+    )
+    .unwrap();
+    let collection = database.collection("far").unwrap();
+    assert!(collection.config().storage.vectors_far, "the tier is kept");
+    assert_eq!(
+        collection.status().placement.far_nodes,
+        vec![Some(7), Some(7)]
+    );
+    let error = collection
+        .status()
+        .vectors_tier_error
+        .expect("refusal kept");
+    assert!(error.starts_with("mbind to node 7: "), "{error}");
+    assert_kept(&collection, &written);
+
+    // a machine without a memory-only node keeps the vectors local and reports no far node
+    let two_nodes = Arc::new(Machine::new(Topology::simulated(2)));
+    let elsewhere = Database::open_with(fs, Path::new("/db2"), far_options(two_nodes)).unwrap();
+    let local = elsewhere.create_collection("local", far).unwrap();
+    assert_eq!(local.status().placement.far_nodes, vec![None, None]);
+    assert_eq!(local.status().vectors_tier_error, None);
+
+    // a far tier cannot hold vectors kept on disk
+    let mut on_disk = far;
+    on_disk.storage.vectors_on_disk = true;
+    let refused = database
+        .create_collection("on_disk", on_disk)
+        .err()
+        .expect("refused");
+    assert!(
+        refused
+            .to_string()
+            .contains("`sagitta.vectors_tier` far cannot be combined with `vectors.on_disk`"),
+        "{refused}"
+    );
 }

@@ -152,6 +152,11 @@ fn two_sockets_in_snc4_spread_over_eight_nodes() {
     assert_eq!(spread(&topology, 8), (0..8).collect::<Vec<_>>());
     assert_eq!(spread(&topology, 10), vec![0, 1, 2, 3, 4, 5, 6, 7, 0, 1]);
     assert_eq!(place(&topology, Placement::Node(6), 2).nodes, vec![6, 6]);
+    // no memory-only node: no far tier
+    assert_eq!(
+        place(&topology, Placement::Spread, 3).far_nodes,
+        vec![None; 3]
+    );
 }
 
 #[test]
@@ -187,6 +192,44 @@ fn a_cxl_memory_node_is_a_far_tier_and_holds_no_shard() {
     assert_eq!(json["nodes"][2]["kind"], "memory-only");
     assert_eq!(json["nodes"][1]["cpus"], "16-31");
     assert_eq!(json["memory_only_nodes"], 1);
+    // the CXL node is every shard's far tier
+    assert_eq!(
+        place(&topology, Placement::Spread, 3).far_nodes,
+        vec![Some(2); 3]
+    );
+}
+
+#[test]
+fn each_socket_takes_its_nearest_cxl_node_as_far_tier() {
+    let (_dir, topology) = fixture(&[
+        Node {
+            cpus: "0-15",
+            mib: 131072,
+            distances: &[10, 21, 24, 14],
+        },
+        Node {
+            cpus: "16-31",
+            mib: 131072,
+            distances: &[21, 10, 14, 24],
+        },
+        Node {
+            cpus: "",
+            mib: 262144,
+            distances: &[24, 14, 10, 26],
+        },
+        Node {
+            cpus: "",
+            mib: 262144,
+            distances: &[14, 24, 26, 10],
+        },
+    ]);
+    let placed = place(&topology, Placement::Spread, 4);
+    assert_eq!(placed.nodes, vec![0, 1, 0, 1]);
+    assert_eq!(placed.far_nodes, vec![Some(3), Some(2), Some(3), Some(2)]);
+    let pinned = place(&topology, Placement::Node(1), 2);
+    assert_eq!(pinned.far_nodes, vec![Some(2), Some(2)]);
+    let json = pinned.to_json(Placement::Node(1));
+    assert_eq!(json["shards"][1]["far_node"], 2);
 }
 
 #[test]

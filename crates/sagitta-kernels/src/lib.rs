@@ -27,6 +27,7 @@ mod avx2;
 mod avx512;
 #[cfg(target_arch = "aarch64")]
 mod neon;
+pub mod numa;
 pub mod prefetch;
 mod scalar;
 pub mod sched;

@@ -16,7 +16,7 @@
 use std::alloc::{alloc_zeroed, dealloc, handle_alloc_error, Layout};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
 /// Alignment of the allocation's first byte, in bytes (one cache line, one zmm register).
 pub const SLAB_ALIGNMENT_BYTES: usize = 64;
@@ -119,8 +119,13 @@ pub struct AppendSlab<T: Zeroable> {
     /// layout (not allocated when its size is 0).
     allocation: NonNull<u8>,
     layout: Layout,
+    /// The NUMA node [`prefer_node`](Self::prefer_node) gave the rows ([`NO_NODE`]:
+    /// none): `grow` gives the new allocation the same one.
+    preferred_node: AtomicUsize,
     _owns: PhantomData<T>,
 }
+
+const NO_NODE: usize = usize::MAX;
 
 // SAFETY: the slab owns its elements like a `Box<[T]>`; moving it to another thread moves
 // them, which is fine because `T: Send`.
@@ -148,6 +153,7 @@ impl<T: Zeroable> AppendSlab<T> {
             states,
             allocation,
             layout,
+            preferred_node: AtomicUsize::new(NO_NODE),
             _owns: PhantomData,
         }
     }
@@ -261,6 +267,28 @@ impl<T: Zeroable> AppendSlab<T> {
         self.layout = new_layout;
         self.states = states;
         self.capacity_rows = new_capacity_rows;
+        let node = *self.preferred_node.get_mut();
+        if node != NO_NODE {
+            // the node took the old rows; a refusal now leaves the new ones local
+            let _ = self.prefer_node(node);
+        }
+    }
+
+    /// Makes NUMA node `node` the home of the rows' memory: rows already written move
+    /// there, rows written later are allocated there (a far memory tier holds a graph's
+    /// full vectors this way; readers see no change but latency). The error names the
+    /// kernel's reason; the rows then stay where they were.
+    pub fn prefer_node(&self, node: usize) -> Result<(), String> {
+        // SAFETY: the range is this slab's live allocation.
+        unsafe { crate::numa::prefer_node(self.allocation.as_ptr(), self.layout.size(), node) }?;
+        self.preferred_node.store(node, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// How many resident pages of the rows lie on each NUMA node, as `(node, pages)`.
+    pub fn resident_pages(&self) -> Result<Vec<(usize, usize)>, String> {
+        // SAFETY: as in `prefer_node`.
+        unsafe { crate::numa::resident_pages(self.allocation.as_ptr(), self.layout.size()) }
     }
 
     /// Bytes held: the row memory plus one state byte per row.

@@ -301,6 +301,7 @@ fn collection_info(collection: &Collection, echoed: &crate::EchoedSettings) -> V
                 "page_cache_mb": config.storage.page_cache_mb,
                 "partition_size": config.storage.partition_size,
                 "placement": config.storage.placement.name(),
+                "vectors_tier": if config.storage.vectors_far { "far" } else { "local-dram" },
             },
         },
         "payload_schema": payload_schema,
@@ -378,7 +379,8 @@ fn params_info(config: &CollectionConfig, spaces: &VectorSpaces) -> Value {
 /// disk (RAM per vector over the points they hold), how many wait for a rebuild with the
 /// collection's graph config, the NUMA node each shard runs on and where each structure
 /// of a shard lies: `local-dram` (memory of the shard's node: first touched by threads
-/// bound there) or `disk` (read through the page cache).
+/// bound there), `far` (the shard's nearest memory-only node, by `mbind`) or `disk`
+/// (read through the page cache).
 fn storage_report(
     status: &sagitta_engine::CollectionStatus,
     config: &sagitta_engine::CollectionConfig,
@@ -387,12 +389,22 @@ fn storage_report(
     let per_vector =
         (status.indexed > 0).then(|| status.index_ram_bytes as f64 / status.indexed as f64);
     let disk_kind = config.storage.segment_kind == sagitta_engine::SegmentKindName::Disk;
+    let far_everywhere = status.placement.far_nodes.iter().all(Option::is_some);
     let vectors = if disk_kind || config.storage.vectors_on_disk {
         "disk"
+    } else if config.storage.vectors_far && far_everywhere {
+        "far"
     } else {
         "local-dram"
     };
     let mut placement = status.placement.to_json(config.storage.placement);
+    if config.storage.vectors_far {
+        placement["vectors_tier_note"] = match (&status.vectors_tier_error, far_everywhere) {
+            (_, false) => json!("no memory-only NUMA node: the vectors stay in local DRAM"),
+            (Some(error), true) => json!(format!("some vectors stay in local DRAM: {error}")),
+            (None, true) => Value::Null,
+        };
+    }
     placement["structures"] = json!({
         "graph": if disk_kind { "none" } else { "local-dram" },
         "codes": "local-dram",

@@ -103,6 +103,21 @@ async fn errors_are_enveloped_and_name_the_field() {
         ),
         (
             json!({"vectors": {"size": 4, "distance": "Dot"},
+                   "sagitta": {"vectors_tier": "cxl"}}),
+            &["sagitta.vectors_tier", "cxl", "far", "vectors.on_disk"],
+        ),
+        (
+            json!({"vectors": {"size": 4, "distance": "Dot", "on_disk": true},
+                   "sagitta": {"vectors_tier": "far"}}),
+            &["sagitta.vectors_tier", "vectors.on_disk"],
+        ),
+        (
+            json!({"vectors": {"size": 4, "distance": "Dot"},
+                   "sagitta": {"vectors_tier": "far", "segment_kind": "disk"}}),
+            &["sagitta.vectors_tier", "disk segments"],
+        ),
+        (
+            json!({"vectors": {"size": 4, "distance": "Dot"},
                    "sagitta": {"segmnt_kind": "disk"}}),
             &["sagitta", "segmnt_kind"],
         ),
@@ -839,14 +854,15 @@ async fn the_storage_extension_is_kept_and_reported() {
     assert_eq!(
         info["config"]["sagitta"],
         json!({"segment_kind": "disk", "page_cache_mb": 16, "partition_size": 250,
-               "placement": "spread"})
+               "placement": "spread", "vectors_tier": "local-dram"})
     );
-    let node = first_compute_node();
+    let (node, far) = first_compute_node();
     assert_eq!(
         info["sagitta"],
         json!({"index_ram_bytes": 0, "ram_bytes_per_vector": null, "disk_bytes": 0,
                "stale_segments": 0,
-               "placement": {"policy": "spread", "shards": [{"shard": 0, "node": node}],
+               "placement": {"policy": "spread",
+                             "shards": [{"shard": 0, "node": node, "far_node": far}],
                              "note": null,
                              "structures": {"graph": "none", "codes": "local-dram",
                                             "vectors": "disk", "write_buffer": "local-dram"}}}),
@@ -857,7 +873,7 @@ async fn the_storage_extension_is_kept_and_reported() {
     assert_eq!(
         info["config"]["sagitta"],
         json!({"segment_kind": "hnsw", "page_cache_mb": 64, "partition_size": 1000,
-               "placement": "spread"}),
+               "placement": "spread", "vectors_tier": "local-dram"}),
         "the default"
     );
     assert_eq!(
@@ -888,10 +904,12 @@ async fn the_storage_extension_is_kept_and_reported() {
     assert_eq!(info["config"]["sagitta"]["segment_kind"], json!("hnsw"));
 }
 
-/// The node id of this machine's first compute node (where a spread shard 0 goes).
-fn first_compute_node() -> usize {
+/// The node id of this machine's first compute node (where a spread shard 0 goes) and
+/// its far tier (the nearest memory-only node, if any).
+fn first_compute_node() -> (usize, Option<usize>) {
     let topology = sagitta_engine::topology::Topology::detect();
-    sagitta_engine::machine::place(&topology, sagitta_engine::Placement::Spread, 1).nodes[0]
+    let placed = sagitta_engine::machine::place(&topology, sagitta_engine::Placement::Spread, 1);
+    (placed.nodes[0], placed.far_nodes[0])
 }
 
 /// `sagitta.placement` in a create: kept in the manifest, shown in collection info with
@@ -901,7 +919,7 @@ fn first_compute_node() -> usize {
 async fn the_placement_is_kept_reported_and_explained() {
     let server = server();
     let topology = sagitta_engine::topology::Topology::detect();
-    let node = first_compute_node();
+    let (node, far) = first_compute_node();
     let create = |name: &'static str, placement: String| {
         let server = &server;
         async move {
@@ -937,7 +955,7 @@ async fn the_placement_is_kept_reported_and_explained() {
     );
     assert_eq!(
         pinned["sagitta"]["placement"]["shards"][2],
-        json!({"shard": 2, "node": node})
+        json!({"shard": 2, "node": node, "far_node": far})
     );
     assert_eq!(pinned["sagitta"]["placement"]["note"], json!(null));
     // node 1023 is nowhere here: spread, with the reason
@@ -945,6 +963,31 @@ async fn the_placement_is_kept_reported_and_explained() {
     assert_eq!(absent["config"]["sagitta"]["placement"], json!("node:1023"));
     let note = absent["sagitta"]["placement"]["note"].as_str().unwrap();
     assert!(note.contains("node 1023"), "{note}");
+    // full vectors on the far tier: kept, and reported as far only where the machine has
+    // a memory-only node (otherwise local DRAM, with the reason)
+    server
+        .ok(
+            "PUT",
+            "/collections/far",
+            json!({"vectors": {"size": 4, "distance": "Dot"},
+                   "sagitta": {"vectors_tier": "far"}}),
+        )
+        .await;
+    let far_info = server.ok("GET", "/collections/far", json!({})).await;
+    assert_eq!(far_info["config"]["sagitta"]["vectors_tier"], "far");
+    let placement = &far_info["sagitta"]["placement"];
+    assert_eq!(placement["shards"][0]["far_node"], json!(far));
+    if far.is_some() {
+        assert_eq!(placement["structures"]["vectors"], "far", "{placement}");
+    } else {
+        assert_eq!(
+            placement["structures"]["vectors"], "local-dram",
+            "{placement}"
+        );
+        let note = placement["vectors_tier_note"].as_str().unwrap();
+        assert!(note.contains("no memory-only NUMA node"), "{note}");
+    }
+    assert_eq!(placement["structures"]["graph"], "local-dram");
     let telemetry = server.ok("GET", "/telemetry", json!(null)).await;
     let reported = &telemetry["app"]["topology"];
     assert_eq!(reported["cpus"], json!(topology.cpu_count()), "{reported}");

@@ -32,7 +32,9 @@ pub const MAX_PAYLOAD_BYTES: usize = 1 << 20;
 /// Largest `limit` (k) of a search.
 pub const MAX_LIMIT: usize = 10_000;
 
-const CONFIG_VERSION: u8 = 11;
+const CONFIG_VERSION: u8 = 12;
+/// The version before the vectors' far memory tier was recorded (read as local DRAM).
+const CONFIG_VERSION_NO_TIER: u8 = 11;
 /// The version before the shard placement was recorded (read as spread).
 const CONFIG_VERSION_NO_PLACEMENT: u8 = 10;
 /// The version before the graph config was recorded (read as m 16, ef_construct 100).
@@ -93,6 +95,11 @@ pub struct StorageConfig {
     pub graph: GraphConfig,
     /// How the shards are spread over the machine's NUMA nodes ([`crate::machine`]).
     pub placement: Placement,
+    /// HNSW segments keep their full vectors on each shard's far memory tier (the nearest
+    /// memory-only NUMA node, [`crate::machine::ShardPlacement::far_nodes`]) instead of
+    /// its local DRAM; the graph, its codes and the write buffer stay local. A machine
+    /// without a memory-only node keeps them local (collection info says so).
+    pub vectors_far: bool,
 }
 
 impl Default for StorageConfig {
@@ -105,6 +112,7 @@ impl Default for StorageConfig {
             vectors_on_disk: false,
             graph: DEFAULT_GRAPH,
             placement: Placement::Spread,
+            vectors_far: false,
         }
     }
 }
@@ -200,6 +208,12 @@ impl StorageConfig {
             } else {
                 Placement::Spread
             },
+            vectors_far: version > CONFIG_VERSION_NO_TIER
+                && reader.code("vectors_tier", |code| match code {
+                    0 => Some(false),
+                    1 => Some(true),
+                    _ => None,
+                })?,
         })
     }
 }
@@ -253,7 +267,22 @@ impl CollectionConfig {
             MIN_PARTITION_SIZE,
             MAX_PARTITION_SIZE,
         )?;
-        self.storage.graph.validate()
+        self.storage.graph.validate()?;
+        let far_with = if self.storage.segment_kind == SegmentKindName::Disk {
+            "disk segments, which read their vectors from disk"
+        } else if self.storage.vectors_on_disk {
+            "`vectors.on_disk`"
+        } else if self.storage.segment_kind == SegmentKindName::Spaces {
+            "named vectors (not supported yet)"
+        } else {
+            return Ok(());
+        };
+        if self.storage.vectors_far {
+            return Err(EngineError::InvalidVectors {
+                reason: format!("`sagitta.vectors_tier` far cannot be combined with {far_with}"),
+            });
+        }
+        Ok(())
     }
 
     /// A vector must have the collection's dimension, finite values and a norm of at most
@@ -410,6 +439,7 @@ impl CollectionConfig {
             .len_u32(self.storage.graph.m, "validated m")
             .len_u32(self.storage.graph.ef_construct, "validated ef_construct");
         encode_placement(self.storage.placement, &mut out);
+        out.u8(u8::from(self.storage.vectors_far));
         out.len_u32(schema.len(), "bounded field count");
         for (field, kind) in schema {
             out.u8(kind.code()).str_u16(field, "bounded field name");
@@ -447,6 +477,7 @@ impl CollectionConfig {
                 CONFIG_VERSION_NO_SETTINGS,
                 CONFIG_VERSION_FIXED_GRAPH,
                 CONFIG_VERSION_NO_PLACEMENT,
+                CONFIG_VERSION_NO_TIER,
                 CONFIG_VERSION,
             ],
         )?;
@@ -740,6 +771,7 @@ mod tests {
                     ef_construct: 300,
                 },
                 placement: Placement::Node(3),
+                vectors_far: false,
             },
         };
         let schema = PayloadSchema::from([("a.b".to_string(), FieldType::Integer)]);
@@ -748,6 +780,7 @@ mod tests {
         expected.extend_from_slice(&[1, 128, 0, 0, 0, 1, 44, 1, 0, 0, 1]);
         expected.extend_from_slice(&[24, 0, 0, 0, 44, 1, 0, 0]); // m, ef_construct
         expected.extend_from_slice(&[1, 3, 0, 0, 0]); // placement: node 3
+        expected.push(0); // vectors tier: local DRAM
         expected.extend_from_slice(&[1, 0, 0, 0, 1, 3, 0, b'a', b'.', b'b']);
         expected.extend_from_slice(&[0, 0, 0, 0]); // no named vectors
         expected.extend_from_slice(&[0, 0, 0, 0]); // no sparse vectors
@@ -770,8 +803,30 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("settings"), "{error}");
+        // the far tier (of an HNSW collection with vectors in RAM) is byte 34
+        let far = CollectionConfig {
+            storage: StorageConfig {
+                vectors_far: true,
+                ..StorageConfig::default()
+            },
+            ..config
+        };
+        let far_bytes = far.encode(&schema);
+        assert_eq!(far_bytes[34], 1);
+        assert_eq!(
+            CollectionConfig::try_decode(&far_bytes).ok(),
+            Some((far, schema.clone()))
+        );
+        // a version 11 manifest (before the vectors tier was recorded): local DRAM
+        let mut eleven = expected.clone();
+        eleven[0] = CONFIG_VERSION_NO_TIER;
+        eleven.remove(34);
+        assert_eq!(
+            CollectionConfig::try_decode(&eleven).map_err(|e| e.to_string()),
+            Ok((config, schema.clone()))
+        );
         // a version 10 manifest (before the placement was recorded): spread
-        let mut ten = expected.clone();
+        let mut ten = eleven.clone();
         ten[0] = CONFIG_VERSION_NO_PLACEMENT;
         ten.drain(29..34);
         let config = CollectionConfig {
@@ -786,7 +841,11 @@ mod tests {
             Ok((config, schema.clone()))
         );
         // an unknown placement kind and a node id out of range are refused by name
-        for (at, value, field) in [(29, 2, "placement"), (33, 9, "placement_node")] {
+        for (at, value, field) in [
+            (29, 2, "placement"),
+            (33, 9, "placement_node"),
+            (34, 2, "vectors_tier"),
+        ] {
             let mut bad = expected.clone();
             bad[at] = value;
             let error = CollectionConfig::try_decode(&bad).unwrap_err().to_string();
@@ -902,7 +961,7 @@ mod tests {
         let message = |bytes: &[u8]| CollectionConfig::try_decode(bytes).unwrap_err().to_string();
         assert_eq!(
             message(&bytes[..bytes.len() - 14]),
-            "at byte 41: field name: truncated (needs 4 bytes, 3 remain)"
+            "at byte 42: field name: truncated (needs 4 bytes, 3 remain)"
         );
         let mut no_dim = bytes.clone();
         no_dim[2] = 0;
@@ -950,12 +1009,18 @@ mod tests {
             message(&far_node),
             "at byte 30: placement_node: node 5000 is over 1023"
         );
+        let mut bad_tier = bytes.clone();
+        bad_tier[34] = 2;
+        assert_eq!(
+            message(&bad_tier),
+            "at byte 34: vectors_tier: unknown code 2"
+        );
         let mut bad_kind = bytes.clone();
-        bad_kind[38] = 9;
-        assert_eq!(message(&bad_kind), "at byte 38: field type: unknown code 9");
+        bad_kind[39] = 9;
+        assert_eq!(message(&bad_kind), "at byte 39: field type: unknown code 9");
         let mut empty_part = bytes;
-        empty_part[41] = b'.';
-        assert!(message(&empty_part).starts_with("at byte 39: field name:"));
+        empty_part[42] = b'.';
+        assert!(message(&empty_part).starts_with("at byte 40: field name:"));
         assert!(CollectionConfig::try_decode(&[CONFIG_VERSION]).is_err());
         // named vectors must match the stored width and the segment kind
         let spaces = VectorSpaces::new(
@@ -992,7 +1057,8 @@ mod tests {
                  {CONFIG_VERSION_FIXED_PARTITIONS} and {CONFIG_VERSION_VECTORS_IN_RAM} and \
                  {CONFIG_VERSION_UNNAMED} and {CONFIG_VERSION_DENSE_ONLY} and \
                  {CONFIG_VERSION_NO_SETTINGS} and {CONFIG_VERSION_FIXED_GRAPH} and \
-                 {CONFIG_VERSION_NO_PLACEMENT} and {CONFIG_VERSION}"
+                 {CONFIG_VERSION_NO_PLACEMENT} and {CONFIG_VERSION_NO_TIER} and \
+                 {CONFIG_VERSION}"
             )
         );
     }
@@ -1016,18 +1082,18 @@ mod tests {
             full
         );
         let mut over = config.encode(&full);
-        over[34..38].copy_from_slice(&(MAX_INDEXED_FIELDS as u32 + 1).to_le_bytes());
+        over[35..39].copy_from_slice(&(MAX_INDEXED_FIELDS as u32 + 1).to_le_bytes());
         over.extend_from_slice(&[1, 1, 0, b'z']);
         assert_eq!(
             message(&over),
-            "at byte 34: field_count: 65 indexed fields, more than 64"
+            "at byte 35: field_count: 65 indexed fields, more than 64"
         );
         let one = PayloadSchema::from([("kind".to_string(), FieldType::Keyword)]);
         let mut twice = config.encode(&one);
-        twice[34..38].copy_from_slice(&2u32.to_le_bytes());
+        twice[35..39].copy_from_slice(&2u32.to_le_bytes());
         let no_spaces = twice.split_off(twice.len() - 13);
         twice.extend_from_slice(&[1, 4, 0, b'k', b'i', b'n', b'd']);
         twice.extend_from_slice(&no_spaces);
-        assert_eq!(message(&twice), "at byte 46: field name: \"kind\" twice");
+        assert_eq!(message(&twice), "at byte 47: field name: \"kind\" twice");
     }
 }

@@ -242,6 +242,7 @@ impl Collection {
         let placement = machine.place(config.storage.placement, config.shard_count);
         for (index, points) in per_shard.into_iter().enumerate() {
             progress.check()?;
+            let storage = storage.for_shard(&placement, index, config.storage.vectors_far);
             let (shard, written) = machine
                 .on_pool_cpus(placement.pools[index], || {
                     Shard::write_imported(

@@ -112,6 +112,9 @@ pub struct CollectionStatus {
     pub write_error: Option<String>,
     /// Where each shard runs ([`crate::machine`]).
     pub placement: ShardPlacement,
+    /// Why the full vectors could not all be moved to the far tier (the kernel's last
+    /// refusal), for a collection whose vectors tier is far.
+    pub vectors_tier_error: Option<String>,
 }
 
 pub(super) fn shard_path(directory: &Path, index: usize) -> PathBuf {
@@ -133,6 +136,7 @@ pub(super) fn open_shards(
     let placement = machine.place(config.storage.placement, config.shard_count);
     (0..config.shard_count)
         .map(|index| {
+            let storage = storage.for_shard(&placement, index, config.storage.vectors_far);
             machine.on_pool_cpus(placement.pools[index], || {
                 Shard::open(
                     fs,
@@ -163,6 +167,8 @@ pub(super) fn shard_storage(
         page_cache: Arc::new(PageCache::new(config.storage.page_cache_mb << 20)),
         stripe_roots: stripe_roots.into(),
         graph: Arc::new(RwLock::new(config.storage.graph)),
+        vectors_node: None,
+        tier_error: Arc::default(),
     }
 }
 
@@ -203,12 +209,28 @@ impl Collection {
 
     /// This collection with its shards placed on `machine`'s pools instead of the
     /// detected machine's (tests and benchmarks simulate several NUMA nodes this way;
-    /// what the shards loaded at open stays where it was first touched).
+    /// what the shards loaded at open stays where it was first touched, except full
+    /// vectors kept on a far tier, which move to each shard's new far node).
     #[must_use]
     pub fn placed_on(mut self, machine: Arc<Machine>) -> Collection {
         self.placement = machine.place(self.config.storage.placement, self.shards.len());
         self.machine = machine;
+        if self.config.storage.vectors_far {
+            for (shard, &far) in self.shards.iter_mut().zip(&self.placement.far_nodes) {
+                shard.move_vectors_to(far);
+            }
+        }
         self
+    }
+
+    /// How many resident pages of the sealed segments' full vectors lie on each NUMA
+    /// node, as `(node, pages)` (where a far tier put them; the kernel's answer).
+    pub fn vector_pages_by_node(&self) -> std::result::Result<Vec<(usize, usize)>, String> {
+        let mut pages = std::collections::BTreeMap::new();
+        for shard in &self.shards {
+            shard.count_vector_pages(&mut pages)?;
+        }
+        Ok(pages.into_iter().collect())
     }
 
     /// Where each shard runs.
@@ -622,6 +644,7 @@ impl Collection {
             optimizer_error: self.maintenance.lock().last_error.clone(),
             write_error,
             placement: self.placement.clone(),
+            vectors_tier_error: self.shards.first().and_then(Shard::tier_error),
         }
     }
 

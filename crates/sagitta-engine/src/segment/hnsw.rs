@@ -118,6 +118,7 @@ impl HnswSegment {
             HnswSegment::save_apart(fs, directory, id, &index, shape)?
         } else {
             let bytes = HnswSegment::save_whole(fs, directory, id, &index)?;
+            shape.place_vectors(&index);
             (index, None, bytes)
         };
         let (listing, points_bytes) = write_points(fs, directory, id, listing)?;
@@ -384,6 +385,9 @@ impl SegmentKind for HnswSegment {
             return Err(corrupt(&path, "point count differs from the index"));
         }
         let rows = open_rows(fs, directory, id, &index, record_files, shape)?;
+        if rows.is_none() {
+            shape.place_vectors(&index);
+        }
         let records_bytes = rows.as_ref().map_or(0, RowsFile::bytes);
         let file_bytes = stream.len + points_bytes + records_bytes;
         let segment =

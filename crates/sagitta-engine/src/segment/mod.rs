@@ -131,6 +131,34 @@ pub(crate) struct SegmentShape<'a> {
     pub spaces: &'a VectorSpaces,
     /// The HNSW graph config a build uses.
     pub graph: GraphConfig,
+    /// The NUMA node HNSW segments keep their full vectors on (a far memory tier).
+    pub vectors_node: Option<usize>,
+    /// Where a refusal to move them there is reported.
+    pub tier_error: &'a parking_lot::Mutex<Option<String>>,
+}
+
+impl SegmentShape<'_> {
+    /// Moves `index`'s full vectors to the shape's far node, if it has one; a refusal is
+    /// logged and kept for collection info, and the vectors stay where they are.
+    pub(crate) fn place_vectors(&self, index: &HnswIndex) {
+        place_vectors(index, self.vectors_node, self.tier_error);
+    }
+}
+
+/// Moves `index`'s full vectors to `node` (none: leaves them); a refusal is logged and
+/// kept in `tier_error`, and the vectors stay where they are.
+pub(crate) fn place_vectors(
+    index: &HnswIndex,
+    node: Option<usize>,
+    tier_error: &parking_lot::Mutex<Option<String>>,
+) {
+    let Some(node) = node else {
+        return;
+    };
+    if let Err(reason) = index.prefer_vectors_node(node) {
+        log::warn!("vectors stay in local memory: {reason}");
+        *tier_error.lock() = Some(reason);
+    }
 }
 
 /// The read side of a sealed segment. Every method sees live points only.

@@ -133,6 +133,12 @@ pub(crate) struct ShardStorage {
     /// The graph config new segments and write-buffer graphs are built with (the
     /// collection's; it may change while the shard is open).
     pub graph: Arc<RwLock<GraphConfig>>,
+    /// The NUMA node this shard's HNSW segments keep their full vectors on (the
+    /// collection's far tier; `None`: where the building thread first touches them).
+    pub vectors_node: Option<usize>,
+    /// The last refusal to move vectors to `vectors_node` (shared by the collection's
+    /// shards): collection info reports it.
+    pub tier_error: Arc<parking_lot::Mutex<Option<String>>>,
 }
 
 impl ShardStorage {
@@ -156,6 +162,27 @@ impl ShardStorage {
             page_cache: &self.page_cache,
             spaces: &self.spaces,
             graph: *self.graph.read(),
+            vectors_node: self.vectors_node,
+            tier_error: &self.tier_error,
+        }
+    }
+
+    /// This storage for shard `index` of a collection placed as `placement`: its vectors
+    /// on the shard's far node when `far` (and the machine has one).
+    pub(crate) fn for_shard(
+        &self,
+        placement: &crate::machine::ShardPlacement,
+        index: usize,
+        far: bool,
+    ) -> ShardStorage {
+        ShardStorage {
+            vectors_node: placement
+                .far_nodes
+                .get(index)
+                .copied()
+                .flatten()
+                .filter(|_| far),
+            ..self.clone()
         }
     }
 
@@ -560,6 +587,41 @@ impl Shard {
     /// The graph config new segments and write-buffer graphs are built with.
     pub fn graph(&self) -> GraphConfig {
         *self.storage.graph.read()
+    }
+
+    /// Keeps this shard's HNSW vectors on NUMA node `node` from now on (its far tier),
+    /// moving those of its segments now; `None` leaves them where they are.
+    pub(crate) fn move_vectors_to(&mut self, node: Option<usize>) {
+        if self.storage.vectors_node == node {
+            return;
+        }
+        self.storage.vectors_node = node;
+        for segment in self.segments.read().iter() {
+            if let Some(host) = segment.graph_host() {
+                segment::place_vectors(host.graph(), node, &self.storage.tier_error);
+            }
+        }
+    }
+
+    /// Where the resident pages of this shard's segments' full vectors lie: pages per
+    /// NUMA node, added into `pages`.
+    pub(crate) fn count_vector_pages(
+        &self,
+        pages: &mut std::collections::BTreeMap<usize, usize>,
+    ) -> std::result::Result<(), String> {
+        for segment in self.segments.read().iter() {
+            if let Some(host) = segment.graph_host() {
+                for (node, count) in host.graph().vectors_resident_pages()? {
+                    *pages.entry(node).or_insert(0) += count;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The last refusal to move this shard's vectors to its far node, if any.
+    pub(crate) fn tier_error(&self) -> Option<String> {
+        self.storage.tier_error.lock().clone()
     }
 
     /// Sets the graph config: new graphs are built with it, and [`Shard::planned_work`]

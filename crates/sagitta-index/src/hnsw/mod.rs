@@ -269,6 +269,18 @@ impl HnswIndex {
         self.rows_outside
     }
 
+    /// Moves the full f32 rows (not the graph or its codes) to NUMA node `node`, and
+    /// rows added later go there too: a collection's far memory tier. The error is the
+    /// kernel's reason; the rows then stay where they were.
+    pub fn prefer_vectors_node(&self, node: usize) -> std::result::Result<(), String> {
+        self.vectors.prefer_node(node)
+    }
+
+    /// The NUMA nodes the full rows' resident pages lie on, as `(node, pages)`.
+    pub fn vectors_resident_pages(&self) -> std::result::Result<Vec<(usize, usize)>, String> {
+        self.vectors.resident_pages()
+    }
+
     /// The stored f32 vector (normalized for cosine) of a node, once published; `None`
     /// for every node when the rows are kept outside the index.
     pub fn vector(&self, node: u32) -> Option<&[f32]> {

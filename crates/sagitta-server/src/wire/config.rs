@@ -406,8 +406,10 @@ pub struct CreateCollectionRequest {
 /// `sagitta` in a collection's config (a SagittaDB extension; Qdrant clients never send
 /// it): `segment_kind` "hnsw" (graph and vectors in RAM, the default) or "disk" (RaBitQ
 /// codes in RAM, vectors read from disk), `page_cache_mb`, the RAM for hot pages of
-/// disk segments, `partition_size`, the vectors a disk segment's partition aims at, and
-/// `placement`, how shards spread over NUMA nodes ("spread" or "node:K").
+/// disk segments, `partition_size`, the vectors a disk segment's partition aims at,
+/// `placement`, how shards spread over NUMA nodes ("spread" or "node:K"), and
+/// `vectors_tier`, where HNSW segments keep their full vectors ("local-dram", the
+/// default, or "far": each shard's nearest memory-only node; disk is `vectors.on_disk`).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SagittaStorageInput {
@@ -419,6 +421,8 @@ pub struct SagittaStorageInput {
     pub partition_size: Option<usize>,
     #[serde(default)]
     pub placement: Option<String>,
+    #[serde(default)]
+    pub vectors_tier: Option<String>,
 }
 
 impl SagittaStorageInput {
@@ -456,6 +460,18 @@ impl SagittaStorageInput {
                      \"node:K\" with K at most {MAX_NODE_ID}"
                 ))
             })?;
+        }
+        if let Some(tier) = self.vectors_tier {
+            storage.vectors_far = match tier.as_str() {
+                "local-dram" => false,
+                "far" => true,
+                _ => {
+                    return Err(ApiError::bad_request(format!(
+                        "Wrong input: `sagitta.vectors_tier` = {tier:?}: expected \
+                         \"local-dram\" or \"far\" (disk is `vectors.on_disk`)"
+                    )))
+                }
+            };
         }
         Ok(storage)
     }
