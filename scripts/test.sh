@@ -16,6 +16,13 @@ fi
 # Tidy rules (scripts/tidy.sh alone) are the sagitta-tidy crate's tests, run by cargo test below.
 echo "== cargo test"
 cargo test --workspace --exclude sagittadb-python --release
+echo "== MPI: sagitta-cluster's mpi feature, and mpirun -n 4 against one process"
+scripts/setup-mpi.sh
+cargo clippy -p sagitta-cluster --features mpi --all-targets --release -- -D warnings
+cargo build -p sagitta-cluster --features mpi --example mpi_check --release
+# the CI machine runs as root; OpenMPI refuses that unless told twice
+OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+  mpirun --oversubscribe -n 4 target/release/examples/mpi_check
 echo "== python setup"
 scripts/setup-python.sh
 echo "== ruff"
