@@ -6,14 +6,14 @@
 //! (a panic, which makes mpirun fail) on any difference.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sagitta_cluster::batch::QueryBatch;
 use sagitta_cluster::owner::owner_rank;
 use sagitta_cluster::topk::{Hit, Partial};
-use sagitta_cluster::world::Rank;
+use sagitta_cluster::world::{complete, Rank};
 use sagitta_engine::database::DatabaseOptions;
 use sagitta_engine::{
     Collection, CollectionConfig, Database, Distance, Point, PointId, SearchRequest, StorageConfig,
@@ -27,6 +27,9 @@ const QUERIES: usize = 64;
 const LIMIT: usize = 10;
 const EF: usize = 10;
 const TIMEOUT: Duration = Duration::from_secs(60);
+/// The deadline in the batch where one rank hangs, and how long it hangs.
+const SHORT: Duration = Duration::from_millis(300);
+const HANG: Duration = Duration::from_secs(3);
 
 fn all_points() -> Vec<Point> {
     let mut rng = ChaCha8Rng::seed_from_u64(2026);
@@ -86,7 +89,11 @@ fn search(collection: &Collection, batch: &QueryBatch) -> Partial {
                 .collect()
         })
         .collect();
-    Partial { lists }
+    Partial {
+        batch: 0,
+        lists,
+        missing: Vec::new(),
+    }
 }
 
 fn recall(found: &Partial, truth: &Partial) -> f64 {
@@ -124,7 +131,15 @@ fn main() {
         .map(|_| rng.gen_range(-1.0..1.0))
         .collect();
     let mut answers = Vec::new();
-    for ef in [0, EF] {
+    // batch 1 exact, 2 HNSW, 3 with the last rank hung past the deadline, 4 HNSW again:
+    // the hung rank's late answer to batch 3 must not be taken for its answer to 4
+    let hang = rank.size() > 1;
+    let batches: &[(u64, usize)] = if hang {
+        &[(1, 0), (2, EF), (3, EF), (4, EF)]
+    } else {
+        &[(1, 0), (2, EF), (4, EF)]
+    };
+    for &(number, ef) in batches {
         let batch = QueryBatch {
             collection: "docs".to_string(),
             limit: LIMIT,
@@ -138,9 +153,32 @@ fn main() {
         } else {
             Vec::new()
         };
-        let received = QueryBatch::decode(&rank.broadcast(sent)).expect("batch");
+        let received = rank.broadcast(sent, TIMEOUT).expect("rank 0 sends");
+        let received = QueryBatch::decode(&received).expect("batch");
         assert_eq!(received, batch);
-        let mine = search(&local, &received);
+        let hung = number == 3;
+        if hung && rank.rank() == rank.size() - 1 {
+            std::thread::sleep(HANG);
+        }
+        let mut mine = search(&local, &received);
+        mine.batch = number;
+        if hung {
+            let started = Instant::now();
+            let tree = rank.reduce_tree(mine, LIMIT, Distance::Cosine, SHORT);
+            if let Some(merged) = tree.expect("tree") {
+                let waited = started.elapsed();
+                let error = complete(merged, SHORT).unwrap_err().to_string();
+                let last = rank.size() - 1;
+                assert!(
+                    error.starts_with(&format!("ranks [{last}] did not answer")),
+                    "{error}"
+                );
+                // bounded: the root waits at most SHORT × (tree depth + 1), not forever
+                assert!(waited < HANG, "{waited:?}");
+                println!("mpi_check: a hung rank: {error} (after {waited:?})");
+            }
+            continue;
+        }
         let tree = rank
             .reduce_tree(mine.clone(), LIMIT, Distance::Cosine, TIMEOUT)
             .expect("tree");
@@ -148,13 +186,18 @@ fn main() {
             .gather_to_root(mine, LIMIT, Distance::Cosine, TIMEOUT)
             .expect("gather");
         if let (Some(tree), Some(gather), Some(whole)) = (tree, gather, &whole) {
-            assert_eq!(tree, gather, "tree and gather merge alike (ef {ef})");
+            assert_eq!(tree, gather, "tree and gather merge alike (batch {number})");
+            let tree = complete(tree, TIMEOUT).expect("every rank answered");
             answers.push((tree, search(whole, &received)));
         }
     }
     rank.barrier();
     println!("rank {}: {owned_count} points", rank.rank());
-    if let [(exact, single_exact), (hnsw, single_hnsw)] = &answers[..] {
+    if let [(exact, single_exact), (hnsw, single_hnsw), (again, _)] = &answers[..] {
+        assert_eq!(
+            hnsw.lists, again.lists,
+            "the same batch after a hang, the same answer"
+        );
         let bits = |partial: &Partial| -> Vec<Vec<(PointId, u32)>> {
             partial
                 .lists

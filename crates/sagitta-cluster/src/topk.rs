@@ -16,7 +16,11 @@ pub struct Hit {
 /// Per query of a batch, its best hits so far, best first.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Partial {
+    /// The batch these lists answer (a late answer to an earlier batch is told apart).
+    pub batch: u64,
     pub lists: Vec<Vec<Hit>>,
+    /// Ranks whose lists are not in these (they did not answer in time), ascending.
+    pub missing: Vec<usize>,
 }
 
 /// The order of hits under `distance`, as a single process ranks them: closer first
@@ -39,6 +43,8 @@ impl Partial {
     /// If the two hold lists for different numbers of queries.
     pub fn merge(&mut self, other: Partial, k: usize, distance: Distance) {
         assert_eq!(self.lists.len(), other.lists.len(), "one batch");
+        self.missing.extend(other.missing);
+        self.missing.sort_unstable();
         let order = closer(distance);
         for (mine, theirs) in self.lists.iter_mut().zip(other.lists) {
             let mut merged = Vec::with_capacity(k.min(mine.len() + theirs.len()));
@@ -56,11 +62,13 @@ impl Partial {
         }
     }
 
-    /// The wire form: `version u8 = 1 | query_count u32 | per query: hit_count u32 |
-    /// per hit: kind u8 (0 number, 1 uuid) | id u64 or u128 | score f32`.
+    /// The wire form: `version u8 = 1 | batch u64 | query_count u32 | per query:
+    /// hit_count u32 | per hit: kind u8 (0 number, 1 uuid) | id u64 or u128 | score f32 |
+    /// missing_count u32 | missing ranks u32…`.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Writer::new();
         out.u8(WIRE_VERSION)
+            .u64(self.batch)
             .len_u32(self.lists.len(), "queries in a batch");
         for list in &self.lists {
             out.len_u32(list.len(), "hits of a query");
@@ -72,6 +80,10 @@ impl Partial {
                 out.f32(hit.score);
             }
         }
+        out.len_u32(self.missing.len(), "missing ranks");
+        for &rank in &self.missing {
+            out.len_u32(rank, "a rank");
+        }
         out.into_bytes()
     }
 
@@ -79,6 +91,7 @@ impl Partial {
     pub fn decode(bytes: &[u8]) -> Result<Partial, DecodeError> {
         let mut reader = Reader::new(bytes);
         reader.version_u8("version", "partial top-k", WIRE_VERSION)?;
+        let batch = reader.u64("batch")?;
         let queries = reader.count_u32("query_count", 4)?;
         let mut lists = Vec::with_capacity(queries);
         for _ in 0..queries {
@@ -103,8 +116,16 @@ impl Partial {
             }
             lists.push(list);
         }
+        let missing_count = reader.count_u32("missing_count", 4)?;
+        let missing = (0..missing_count)
+            .map(|_| reader.u32("missing rank").map(|rank| rank as usize))
+            .collect::<Result<Vec<_>, _>>()?;
         reader.expect_end("end of the partial top-k")?;
-        Ok(Partial { lists })
+        Ok(Partial {
+            batch,
+            lists,
+            missing,
+        })
     }
 }
 
@@ -125,36 +146,45 @@ mod tests {
             .collect()
     }
 
+    fn of(lists: Vec<Vec<Hit>>, missing: Vec<usize>) -> Partial {
+        Partial {
+            batch: 0,
+            lists,
+            missing,
+        }
+    }
+
     #[test]
     fn merging_keeps_the_best_k_in_a_single_process_order() {
         // Dot: higher first; equal scores: the lower id first
-        let mut a = Partial {
-            lists: vec![hits(&[(1, 0.9), (4, 0.5)]), hits(&[(3, 3.0), (2, 1.0)])],
-        };
-        let b = Partial {
-            lists: vec![hits(&[(7, 0.9), (0, 0.8)]), hits(&[(9, 0.5)])],
-        };
+        let mut a = of(
+            vec![hits(&[(1, 0.9), (4, 0.5)]), hits(&[(3, 3.0), (2, 1.0)])],
+            vec![5],
+        );
+        let b = of(
+            vec![hits(&[(7, 0.9), (0, 0.8)]), hits(&[(9, 0.5)])],
+            vec![6, 2],
+        );
         a.merge(b, 3, Distance::Dot);
         assert_eq!(a.lists[0], hits(&[(1, 0.9), (7, 0.9), (0, 0.8)]));
         assert_eq!(a.lists[1], hits(&[(3, 3.0), (2, 1.0), (9, 0.5)]));
+        assert_eq!(a.missing, vec![2, 5, 6]);
         // Euclid: lower first
-        let mut c = Partial {
-            lists: vec![hits(&[(4, 0.5), (1, 0.9)]), hits(&[(2, 1.0), (3, 3.0)])],
-        };
-        let d = Partial {
-            lists: vec![hits(&[(0, 0.8), (7, 0.9)]), hits(&[(9, 0.5)])],
-        };
+        let mut c = of(
+            vec![hits(&[(4, 0.5), (1, 0.9)]), hits(&[(2, 1.0), (3, 3.0)])],
+            Vec::new(),
+        );
+        let d = of(
+            vec![hits(&[(0, 0.8), (7, 0.9)]), hits(&[(9, 0.5)])],
+            Vec::new(),
+        );
         c.merge(d, 2, Distance::Euclid);
         assert_eq!(c.lists[0], hits(&[(4, 0.5), (0, 0.8)]));
         assert_eq!(c.lists[1], hits(&[(9, 0.5), (2, 1.0)]));
         // k larger than both: everything, in order
-        let mut e = Partial {
-            lists: vec![hits(&[(5, 2.0)])],
-        };
+        let mut e = of(vec![hits(&[(5, 2.0)])], Vec::new());
         e.merge(
-            Partial {
-                lists: vec![hits(&[(6, 1.0)])],
-            },
+            of(vec![hits(&[(6, 1.0)])], Vec::new()),
             10,
             Distance::Cosine,
         );
@@ -163,31 +193,30 @@ mod tests {
 
     #[test]
     fn the_wire_form_round_trips_and_damage_names_the_field() {
+        let uuid = Hit {
+            id: PointId::Uuid(u128::MAX - 3),
+            score: -0.25,
+        };
+        let number = Hit {
+            id: PointId::Number(42),
+            score: f32::MIN_POSITIVE,
+        };
         let partial = Partial {
-            lists: vec![
-                vec![
-                    Hit {
-                        id: PointId::Uuid(u128::MAX - 3),
-                        score: -0.25,
-                    },
-                    Hit {
-                        id: PointId::Number(42),
-                        score: f32::MIN_POSITIVE,
-                    },
-                ],
-                Vec::new(),
-            ],
+            batch: 77,
+            lists: vec![vec![uuid, number], Vec::new()],
+            missing: vec![3],
         };
         let bytes = partial.encode();
-        assert_eq!(bytes.len(), 1 + 4 + 4 + (1 + 16 + 4) + (1 + 8 + 4) + 4);
+        let hits_bytes = (1 + 16 + 4) + (1 + 8 + 4);
+        assert_eq!(bytes.len(), 1 + 8 + 4 + 4 + hits_bytes + 4 + 4 + 4);
         assert_eq!(Partial::decode(&bytes), Ok(partial));
         let message = |bytes: &[u8]| Partial::decode(bytes).unwrap_err().to_string();
         let mut kind = bytes.clone();
-        kind[9] = 5;
-        assert_eq!(message(&kind), "at byte 9: id kind: unknown code 5");
+        kind[17] = 5;
+        assert_eq!(message(&kind), "at byte 17: id kind: unknown code 5");
         assert_eq!(
-            message(&bytes[..20]),
-            "at byte 5: hit_count: 2 items need at least 26 bytes, 11 remain"
+            message(&bytes[..28]),
+            "at byte 13: hit_count: 2 items need at least 26 bytes, 11 remain"
         );
         let mut version = bytes.clone();
         version[0] = 2;
@@ -198,10 +227,7 @@ mod tests {
         );
         let mut longer = bytes;
         longer.push(0);
-        assert!(
-            message(&longer).contains("end of the partial top-k"),
-            "{}",
-            message(&longer)
-        );
+        let error = message(&longer);
+        assert!(error.contains("end of the partial top-k"), "{error}");
     }
 }

@@ -3,19 +3,25 @@
 //! baseline the benchmark compares it with, a plain gather to rank 0.
 //!
 //! Every MPI call is made from the thread that initialised MPI (`Threading::Funneled`).
-//! Receives poll (`MPI_Improbe`) against a deadline instead of blocking, so a rank that
-//! hangs makes its parent give up with an error naming the ranks it did not hear from.
+//! Nothing blocks inside MPI: sends are immediate (`MPI_Isend`) and, while one is in
+//! flight, every message that arrives is taken in (`MPI_Improbe` + matched receive) into
+//! a mailbox, so two ranks sending each other large (rendezvous) messages never wait on
+//! each other; receives look in the mailbox against a deadline, so a rank that hangs makes
+//! its parent give up with the ranks it did not hear from, and a late answer is dropped.
 
+use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use mpi::point_to_point::MatchedReceiveVec;
 use mpi::topology::SimpleCommunicator;
-use mpi::traits::{Communicator, Destination, Root, Source};
+use mpi::traits::{Communicator, Destination, Source};
 use sagitta_engine::Distance;
 
 use crate::topk::Partial;
 use crate::tree;
 
+const TAG_BATCH: i32 = 10;
 const TAG_REDUCE: i32 = 11;
 const TAG_GATHER: i32 = 12;
 
@@ -35,6 +41,8 @@ pub struct Rank {
     world: SimpleCommunicator,
     rank: usize,
     size: usize,
+    /// Messages taken in and not yet asked for: (source rank, tag, bytes), oldest first.
+    mailbox: RefCell<VecDeque<(usize, i32, Vec<u8>)>>,
     /// Finalises MPI when dropped.
     _universe: mpi::environment::Universe,
 }
@@ -51,6 +59,7 @@ impl Rank {
             world,
             rank,
             size,
+            mailbox: RefCell::default(),
             _universe: universe,
         })
     }
@@ -68,25 +77,27 @@ impl Rank {
         mpi::collective::CommunicatorCollectives::barrier(&self.world);
     }
 
-    /// Rank 0's `bytes` on every rank (what other ranks pass is ignored): the length,
-    /// then the bytes, each an `MPI_Bcast` (itself a tree inside the MPI library).
-    pub fn broadcast(&self, bytes: Vec<u8>) -> Vec<u8> {
-        let root = self.world.process_at_rank(0);
-        let mut length = bytes.len() as u64;
-        root.broadcast_into(&mut length);
-        let mut buffer = if self.rank == 0 {
-            bytes
-        } else {
-            vec![0_u8; usize::try_from(length).expect("a message this process can hold")]
+    /// Rank 0's `bytes` on every rank (what other ranks pass is ignored), sent down the
+    /// binomial tree (each rank forwards to its children, largest subtree first). A rank
+    /// that hears nothing from its parent within `timeout` gets `None`.
+    pub fn broadcast(&self, bytes: Vec<u8>, timeout: Duration) -> Option<Vec<u8>> {
+        let role = tree::role(self.rank, self.size);
+        let bytes = match role.parent {
+            None => bytes,
+            Some(parent) => self.receive(parent, TAG_BATCH, Instant::now() + timeout)?,
         };
-        root.broadcast_into(&mut buffer[..]);
-        buffer
+        for &child in role.children.iter().rev() {
+            self.send(child, TAG_BATCH, &bytes);
+        }
+        Some(bytes)
     }
 
     /// Merges every rank's `mine` up the binomial tree, keeping each query's best `limit`:
     /// rank 0 returns the whole job's lists, other ranks `None` once they have passed
-    /// theirs up. A child that sends nothing within `timeout` fails the reduction with the
-    /// ranks of its subtree.
+    /// theirs up. A child that has not answered batch `mine.batch` by its deadline —
+    /// `timeout` × (the child's height + 1) after this call began, so a parent outwaits
+    /// its children's own waits — is left out, and its subtree's ranks are listed in
+    /// `missing`; its late answer is dropped when it arrives.
     pub fn reduce_tree(
         &self,
         mut mine: Partial,
@@ -94,16 +105,22 @@ impl Rank {
         distance: Distance,
         timeout: Duration,
     ) -> Result<Option<Partial>, ClusterError> {
+        let started = Instant::now();
         let role = tree::role(self.rank, self.size);
         for child in role.children {
-            let theirs = self.receive_partial(child, TAG_REDUCE, timeout)?;
-            mine.merge(theirs, limit, distance);
+            let height = tree::role(child, self.size).children.len();
+            let deadline = started + timeout * u32::try_from(height + 1).unwrap_or(u32::MAX);
+            match self.receive_partial(child, TAG_REDUCE, mine.batch, deadline)? {
+                Some(theirs) => mine.merge(theirs, limit, distance),
+                None => {
+                    mine.missing.extend(subtree(child, self.size));
+                    mine.missing.sort_unstable();
+                }
+            }
         }
         match role.parent {
             Some(parent) => {
-                self.world
-                    .process_at_rank(as_mpi(parent))
-                    .send_with_tag(&mine.encode()[..], TAG_REDUCE);
+                self.send(parent, TAG_REDUCE, &mine.encode());
                 Ok(None)
             }
             None => Ok(Some(mine)),
@@ -111,7 +128,7 @@ impl Rank {
     }
 
     /// The baseline: every rank sends its lists straight to rank 0, which merges all
-    /// `size - 1` of them itself.
+    /// `size - 1` of them itself (a rank silent after `timeout` is listed in `missing`).
     pub fn gather_to_root(
         &self,
         mut mine: Partial,
@@ -120,56 +137,122 @@ impl Rank {
         timeout: Duration,
     ) -> Result<Option<Partial>, ClusterError> {
         if self.rank != 0 {
-            self.world
-                .process_at_rank(0)
-                .send_with_tag(&mine.encode()[..], TAG_GATHER);
+            self.send(0, TAG_GATHER, &mine.encode());
             return Ok(None);
         }
+        let deadline = Instant::now() + timeout;
         for rank in 1..self.size {
-            let theirs = self.receive_partial(rank, TAG_GATHER, timeout)?;
-            mine.merge(theirs, limit, distance);
+            match self.receive_partial(rank, TAG_GATHER, mine.batch, deadline)? {
+                Some(theirs) => mine.merge(theirs, limit, distance),
+                None => mine.missing.push(rank),
+            }
         }
         Ok(Some(mine))
     }
 
-    /// The next message from `from` with `tag`, decoded, or an error naming the ranks
-    /// whose lists it would have carried once `timeout` has passed without one.
+    /// `from`'s answer to `batch` (answers to earlier batches, arriving late, are
+    /// dropped), or `None` if none has come by `deadline`.
     fn receive_partial(
         &self,
         from: usize,
         tag: i32,
-        timeout: Duration,
-    ) -> Result<Partial, ClusterError> {
-        let source = self.world.process_at_rank(as_mpi(from));
-        let started = Instant::now();
-        let mut spins = 0_u32;
-        let probed = loop {
-            if let Some(probed) = source.immediate_matched_probe_with_tag(tag) {
-                break probed;
+        batch: u64,
+        deadline: Instant,
+    ) -> Result<Option<Partial>, ClusterError> {
+        while let Some(bytes) = self.receive(from, tag, deadline) {
+            let partial = Partial::decode(&bytes).map_err(|error| ClusterError::Wire {
+                rank: from,
+                reason: error.to_string(),
+            })?;
+            if partial.batch == batch {
+                return Ok(Some(partial));
             }
-            if started.elapsed() > timeout {
-                let ranks = if tag == TAG_REDUCE {
-                    subtree(from, self.size)
-                } else {
-                    vec![from]
-                };
-                return Err(ClusterError::Unavailable {
-                    ranks,
-                    waited: timeout,
-                });
+        }
+        Ok(None)
+    }
+
+    /// Sends `bytes` to `to`, taking in whatever arrives until the send has completed.
+    pub fn send(&self, to: usize, tag: i32, bytes: &[u8]) {
+        let destination = self.world.process_at_rank(as_mpi(to));
+        mpi::request::scope(|scope| {
+            let mut request = destination.immediate_send_with_tag(scope, bytes, tag);
+            let mut idle = Idle::default();
+            loop {
+                match request.test() {
+                    Ok(_) => break,
+                    Err(pending) => request = pending,
+                }
+                if !self.take_in() {
+                    idle.wait();
+                }
             }
-            // spin briefly (answers usually arrive within microseconds), then yield
-            spins = spins.saturating_add(1);
-            if spins < 1_000 {
-                std::hint::spin_loop();
-            } else {
-                std::thread::sleep(Duration::from_micros(50));
+        });
+    }
+
+    /// The oldest message from `from` with `tag`, waiting for one until `deadline`.
+    pub fn receive(&self, from: usize, tag: i32, deadline: Instant) -> Option<Vec<u8>> {
+        let mut idle = Idle::default();
+        loop {
+            {
+                let mut mailbox = self.mailbox.borrow_mut();
+                let at = mailbox
+                    .iter()
+                    .position(|(source, kind, _)| *source == from && *kind == tag);
+                if let Some(message) = at.and_then(|at| mailbox.remove(at)) {
+                    return Some(message.2);
+                }
             }
-        };
-        let (bytes, _) = probed.matched_receive_vec::<u8>();
-        Partial::decode(&bytes).map_err(|error| ClusterError::Wire {
-            rank: from,
-            reason: error.to_string(),
+            if !self.take_in() {
+                if Instant::now() > deadline {
+                    return None;
+                }
+                idle.wait();
+            }
+        }
+    }
+
+    /// Takes every message that has arrived into the mailbox; whether there was one.
+    fn take_in(&self) -> bool {
+        let mut any = false;
+        while let Some(probed) = self.world.any_process().immediate_matched_probe() {
+            let (bytes, status) = probed.matched_receive_vec::<u8>();
+            let source = usize::try_from(status.source_rank()).expect("a rank");
+            self.mailbox
+                .borrow_mut()
+                .push_back((source, status.tag(), bytes));
+            any = true;
+        }
+        any
+    }
+}
+
+/// Backing off while nothing arrives: spin briefly (answers usually come within
+/// microseconds), then sleep 50 µs at a time.
+#[derive(Default)]
+struct Idle {
+    spins: u32,
+}
+
+impl Idle {
+    fn wait(&mut self) {
+        self.spins = self.spins.saturating_add(1);
+        if self.spins < 1_000 {
+            std::hint::spin_loop();
+        } else {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+}
+
+/// Rank 0's merged lists as an answer: an error naming the ranks that did not answer
+/// (their shards are unavailable), waited for up to `waited`.
+pub fn complete(partial: Partial, waited: Duration) -> Result<Partial, ClusterError> {
+    if partial.missing.is_empty() {
+        Ok(partial)
+    } else {
+        Err(ClusterError::Unavailable {
+            ranks: partial.missing,
+            waited,
         })
     }
 }
