@@ -9,7 +9,7 @@
 //! each other; receives look in the mailbox against a deadline, so a rank that hangs makes
 //! its parent give up with the ranks it did not hear from, and a late answer is dropped.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
@@ -36,6 +36,17 @@ pub enum ClusterError {
     Wire { rank: usize, reason: String },
 }
 
+/// What this rank has sent and merged since [`Rank::take_traffic`] last asked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Traffic {
+    pub bytes_sent: u64,
+    pub messages_sent: u64,
+    /// Partial lists decoded and merged into this rank's own.
+    pub lists_merged: u64,
+    /// Time spent decoding and merging them (this rank's CPU for the reduction).
+    pub merge_time: Duration,
+}
+
 /// This process's place in the job.
 pub struct Rank {
     world: SimpleCommunicator,
@@ -43,6 +54,7 @@ pub struct Rank {
     size: usize,
     /// Messages taken in and not yet asked for: (source rank, tag, bytes), oldest first.
     mailbox: RefCell<VecDeque<(usize, i32, Vec<u8>)>>,
+    traffic: Cell<Traffic>,
     /// Finalises MPI when dropped.
     _universe: mpi::environment::Universe,
 }
@@ -60,6 +72,7 @@ impl Rank {
             rank,
             size,
             mailbox: RefCell::default(),
+            traffic: Cell::default(),
             _universe: universe,
         })
     }
@@ -70,6 +83,11 @@ impl Rank {
 
     pub fn size(&self) -> usize {
         self.size
+    }
+
+    /// What this rank sent and merged since the last call.
+    pub fn take_traffic(&self) -> Traffic {
+        self.traffic.take()
     }
 
     /// Waits until every rank has called this.
@@ -110,12 +128,10 @@ impl Rank {
         for child in role.children {
             let height = tree::role(child, self.size).children.len();
             let deadline = started + timeout * u32::try_from(height + 1).unwrap_or(u32::MAX);
-            match self.receive_partial(child, TAG_REDUCE, mine.batch, deadline)? {
-                Some(theirs) => mine.merge(theirs, limit, distance),
-                None => {
-                    mine.missing.extend(subtree(child, self.size));
-                    mine.missing.sort_unstable();
-                }
+            let into = (&mut mine, limit, distance);
+            if !self.receive_into(into, child, TAG_REDUCE, deadline)? {
+                mine.missing.extend(subtree(child, self.size));
+                mine.missing.sort_unstable();
             }
         }
         match role.parent {
@@ -142,38 +158,49 @@ impl Rank {
         }
         let deadline = Instant::now() + timeout;
         for rank in 1..self.size {
-            match self.receive_partial(rank, TAG_GATHER, mine.batch, deadline)? {
-                Some(theirs) => mine.merge(theirs, limit, distance),
-                None => mine.missing.push(rank),
+            if !self.receive_into((&mut mine, limit, distance), rank, TAG_GATHER, deadline)? {
+                mine.missing.push(rank);
             }
         }
         Ok(Some(mine))
     }
 
-    /// `from`'s answer to `batch` (answers to earlier batches, arriving late, are
-    /// dropped), or `None` if none has come by `deadline`.
-    fn receive_partial(
+    /// Merges `from`'s answer to the same batch as `mine` into it (keeping `limit` per
+    /// query under `distance`); answers to earlier batches, arriving late, are dropped.
+    /// `false` if none has come by `deadline`.
+    fn receive_into(
         &self,
+        (mine, limit, distance): (&mut Partial, usize, Distance),
         from: usize,
         tag: i32,
-        batch: u64,
         deadline: Instant,
-    ) -> Result<Option<Partial>, ClusterError> {
+    ) -> Result<bool, ClusterError> {
         while let Some(bytes) = self.receive(from, tag, deadline) {
-            let partial = Partial::decode(&bytes).map_err(|error| ClusterError::Wire {
+            let started = Instant::now();
+            let theirs = Partial::decode(&bytes).map_err(|error| ClusterError::Wire {
                 rank: from,
                 reason: error.to_string(),
             })?;
-            if partial.batch == batch {
-                return Ok(Some(partial));
+            if theirs.batch != mine.batch {
+                continue;
             }
+            mine.merge(theirs, limit, distance);
+            let mut traffic = self.traffic.get();
+            traffic.lists_merged += 1;
+            traffic.merge_time += started.elapsed();
+            self.traffic.set(traffic);
+            return Ok(true);
         }
-        Ok(None)
+        Ok(false)
     }
 
     /// Sends `bytes` to `to`, taking in whatever arrives until the send has completed.
     pub fn send(&self, to: usize, tag: i32, bytes: &[u8]) {
         let destination = self.world.process_at_rank(as_mpi(to));
+        let mut traffic = self.traffic.get();
+        traffic.bytes_sent += bytes.len() as u64;
+        traffic.messages_sent += 1;
+        self.traffic.set(traffic);
         mpi::request::scope(|scope| {
             let mut request = destination.immediate_send_with_tag(scope, bytes, tag);
             let mut idle = Idle::default();
