@@ -4,8 +4,9 @@
 //! log2(N) lists per query instead of N.
 //!
 //! What needs no MPI lives here and is tested as plain Rust: who owns a point
-//! ([`owner`]), the tree's shape ([`tree`]) and the partial lists with their merge and
-//! wire form ([`topk`]). The transport ([`world`], feature `mpi`) moves those bytes with
+//! ([`owner`]), the tree's shape ([`tree`]), the partial lists with their merge and
+//! wire form ([`topk`]), query batches ([`batch`]) and the micro-batching window that
+//! gathers them on rank 0 ([`window`]). The transport ([`world`], feature `mpi`) moves those bytes with
 //! rsmpi over the system's OpenMPI or MPICH.
 
 #![deny(unsafe_code)]
@@ -14,5 +15,6 @@ pub mod batch;
 pub mod owner;
 pub mod topk;
 pub mod tree;
+pub mod window;
 #[cfg(feature = "mpi")]
 pub mod world;
