@@ -96,7 +96,9 @@ def fit(documents: list[dict]) -> Fitted:
             batch = run["search_params"]["batch"]
             if ranks <= cores:
                 share = document["dataset"]["n"] / ranks
-                runs.append((share, run["slowest_rank_search_ms_per_batch"] * 1e3 / batch))
+                runs.append(
+                    (share, run["slowest_rank_search_ms_per_batch"] * 1e3 / batch)
+                )
             merged = lists_merged_by_root(ranks, result["engine"].endswith("tree"))
             if merged:
                 merge_per_list.append(run["rank0_merge_us_per_query"] / merged)
@@ -105,7 +107,7 @@ def fit(documents: list[dict]) -> Fitted:
     xs = [math.log(share) for share, _ in runs]
     ys = [math.log(us) for _, us in runs]
     mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
-    b = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / sum(
+    b = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / sum(
         (x - mean_x) ** 2 for x in xs
     )
     first = documents[0]
@@ -143,7 +145,9 @@ def report(paths: list[Path]) -> dict:
                 }
             )
     for row in measured:
-        row["parallel_efficiency"] = row["qps"] / (row["ranks"] * base) if base else None
+        row["parallel_efficiency"] = (
+            row["qps"] / (row["ranks"] * base) if base else None
+        )
     projected = [
         {"mode": mode, **predict(model, ranks, mode == "tree")}
         for mode in ("tree", "gather")

@@ -54,7 +54,9 @@ def test_the_fit_recovers_a_power_law_and_the_merge_cost(tmp_path: Path) -> None
     assert fitted["p"] == pytest.approx(p, rel=1e-9)
     assert fitted["c_us"] == pytest.approx(c, rel=1e-9)
     assert fitted["merge_us"] == pytest.approx(0.5)
-    measured_one = [m for m in report["measured"] if m["ranks"] == 1 and m["mode"] == "tree"]
+    measured_one = [
+        m for m in report["measured"] if m["ranks"] == 1 and m["mode"] == "tree"
+    ]
     assert measured_one[0]["parallel_efficiency"] == pytest.approx(1.0)
 
 
@@ -73,8 +75,8 @@ def test_the_root_merges_log2_lists_up_the_tree_and_all_of_them_in_a_gather() ->
     assert one["batch_ms"] == pytest.approx(64 * 5.0 * 1_000_000**0.2 / 1e3)
     # every rank searches every query: QPS grows as R ** p before messages count
     two = mpi_model.predict(model, 2, tree=True)
-    assert two["qps"] < one["qps"] * 2 ** 0.2
-    assert two["qps"] > one["qps"] * 2 ** 0.2 * 0.95
+    assert two["qps"] < one["qps"] * 2**0.2
+    assert two["qps"] > one["qps"] * 2**0.2 * 0.95
     # far out, the gather's root falls behind the tree's
     assert (
         mpi_model.predict(model, 256, tree=False)["qps"]

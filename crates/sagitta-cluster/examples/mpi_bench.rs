@@ -170,6 +170,7 @@ fn run_mode(
                 .copied()
                 .collect();
             QueryBatch {
+                number,
                 collection: "docs".into(),
                 limit: if stop { 0 } else { args.limit },
                 ef: args.ef,

@@ -12,7 +12,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sagitta_cluster::batch::QueryBatch;
 use sagitta_cluster::owner::owner_rank;
+use sagitta_cluster::service::{follow, lead, Answer, Query, Searcher};
 use sagitta_cluster::topk::{Hit, Partial};
+use sagitta_cluster::window::{Bounds, Window};
 use sagitta_cluster::world::{complete, Rank};
 use sagitta_engine::database::DatabaseOptions;
 use sagitta_engine::{
@@ -141,6 +143,7 @@ fn main() {
     };
     for &(number, ef) in batches {
         let batch = QueryBatch {
+            number,
             collection: "docs".to_string(),
             limit: LIMIT,
             ef,
@@ -214,4 +217,78 @@ fn main() {
             rank.size()
         );
     }
+    serve_through_the_window(&rank, &local, whole.as_ref(), &vectors);
+}
+
+/// This rank's collection as the service searches it.
+struct Local(Arc<Collection>);
+
+impl Searcher for Local {
+    fn search(&self, batch: &QueryBatch) -> Result<(Vec<Vec<Hit>>, Distance), String> {
+        Ok((search(&self.0, batch).lists, Distance::Cosine))
+    }
+}
+
+/// The service: 8 caller threads on rank 0 submit exact queries to the window, the main
+/// thread leads the batches, the other ranks follow; every answer must equal one process's.
+fn serve_through_the_window(
+    rank: &Rank,
+    local: &Arc<Collection>,
+    whole: Option<&Arc<Collection>>,
+    vectors: &[f32],
+) {
+    let searcher = Local(Arc::clone(local));
+    let Some(whole) = whole else {
+        follow(rank, &searcher, TIMEOUT);
+        return;
+    };
+    let window: Arc<Window<Query, Answer>> = Arc::new(Window::new(Bounds::default()));
+    let callers: Vec<_> = (0..8)
+        .map(|caller| {
+            let (window, whole) = (Arc::clone(&window), Arc::clone(whole));
+            let vectors = vectors.to_vec();
+            std::thread::spawn(move || {
+                for i in (caller..QUERIES).step_by(8) {
+                    let vector = vectors[i * DIM..][..DIM].to_vec();
+                    let query = Query {
+                        collection: "docs".to_string(),
+                        limit: LIMIT,
+                        ef: 0,
+                        vector: vector.clone(),
+                    };
+                    let answer = window.submit(query).recv().expect("answered");
+                    let found: Vec<(PointId, u32)> = answer
+                        .expect("every rank answered")
+                        .iter()
+                        .map(|hit| (hit.id, hit.score.to_bits()))
+                        .collect();
+                    let request = SearchRequest {
+                        strategy: Strategy::Exact,
+                        ..SearchRequest::new(&vector, LIMIT)
+                    };
+                    let single: Vec<(PointId, u32)> = whole
+                        .query(&request)
+                        .expect("search")
+                        .iter()
+                        .map(|hit| (hit.id, hit.score.to_bits()))
+                        .collect();
+                    assert_eq!(found, single, "query {i}");
+                }
+            })
+        })
+        .collect();
+    // closes the window whatever the callers did, so the ranks always stop
+    let closer = {
+        let window = Arc::clone(&window);
+        std::thread::spawn(move || {
+            let joined: Vec<bool> = callers.into_iter().map(|c| c.join().is_ok()).collect();
+            window.close();
+            joined.into_iter().all(|ok| ok)
+        })
+    };
+    lead(rank, &window, &searcher, TIMEOUT);
+    assert!(closer.join().expect("closer"), "a caller's answer differed");
+    println!(
+        "mpi_check: {QUERIES} queries from 8 threads through the window: identical to one process"
+    );
 }

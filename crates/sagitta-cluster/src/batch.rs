@@ -3,9 +3,11 @@
 use sagitta_storage::codec::{DecodeError, Reader, Writer};
 
 /// Queries against one collection, each for its best `limit` hits, searched with `ef`
-/// (0: exact).
+/// (0: exact). A batch with `limit` 0 tells the ranks to stop.
 #[derive(Clone, Debug, PartialEq)]
 pub struct QueryBatch {
+    /// Rank 0's number for the batch (the partial lists answering it carry it).
+    pub number: u64,
     pub collection: String,
     pub limit: usize,
     pub ef: usize,
@@ -31,11 +33,12 @@ impl QueryBatch {
         &self.vectors[i * self.dim..(i + 1) * self.dim]
     }
 
-    /// `version u8 = 1 | name_length u16 | name | limit u32 | ef u32 | dim u32 |
-    /// value_count u32 | values f32…`.
+    /// `version u8 = 1 | number u64 | name_length u16 | name | limit u32 | ef u32 |
+    /// dim u32 | value_count u32 | values f32…`.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Writer::with_capacity(32 + self.collection.len() + self.vectors.len() * 4);
         out.u8(WIRE_VERSION)
+            .u64(self.number)
             .str_u16(&self.collection, "collection name")
             .len_u32(self.limit, "limit")
             .len_u32(self.ef, "ef")
@@ -49,6 +52,7 @@ impl QueryBatch {
     pub fn decode(bytes: &[u8]) -> Result<QueryBatch, DecodeError> {
         let mut reader = Reader::new(bytes);
         reader.version_u8("version", "query batch", WIRE_VERSION)?;
+        let number = reader.u64("number")?;
         let collection = reader.str_u16("collection name")?.to_string();
         let limit = reader.u32("limit")? as usize;
         let ef = reader.u32("ef")? as usize;
@@ -65,6 +69,7 @@ impl QueryBatch {
         let vectors = sagitta_storage::codec::f32s(reader.bytes(count * 4, "values")?).collect();
         reader.expect_end("end of the query batch")?;
         Ok(QueryBatch {
+            number,
             collection,
             limit,
             ef,
@@ -81,6 +86,7 @@ mod tests {
     #[test]
     fn a_batch_round_trips_and_a_ragged_one_is_refused() {
         let batch = QueryBatch {
+            number: 9,
             collection: "docs".to_string(),
             limit: 10,
             ef: 64,
@@ -99,7 +105,7 @@ mod tests {
         let error = QueryBatch::decode(&ragged).unwrap_err().to_string();
         assert_eq!(
             error,
-            "at byte 15: dim: 4 values are not whole queries of 3"
+            "at byte 23: dim: 4 values are not whole queries of 3"
         );
     }
 }

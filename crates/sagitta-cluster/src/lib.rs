@@ -13,6 +13,8 @@
 
 pub mod batch;
 pub mod owner;
+#[cfg(feature = "mpi")]
+pub mod service;
 pub mod topk;
 pub mod tree;
 pub mod window;
