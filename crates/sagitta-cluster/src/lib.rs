@@ -20,3 +20,4 @@ pub mod tree;
 pub mod window;
 #[cfg(feature = "mpi")]
 pub mod world;
+pub mod writes;
