@@ -12,10 +12,11 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sagitta_cluster::batch::QueryBatch;
 use sagitta_cluster::owner::owner_rank;
-use sagitta_cluster::service::{follow, lead, Answer, Query, Searcher};
+use sagitta_cluster::service::{follow, lead, Job, Outcome, Query};
 use sagitta_cluster::topk::{Hit, Partial};
 use sagitta_cluster::window::{Bounds, Window};
 use sagitta_cluster::world::{complete, Rank};
+use sagitta_engine::codec::Operation;
 use sagitta_engine::database::DatabaseOptions;
 use sagitta_engine::{
     Collection, CollectionConfig, Database, Distance, Point, PointId, SearchRequest, StorageConfig,
@@ -220,75 +221,151 @@ fn main() {
     serve_through_the_window(&rank, &local, whole.as_ref(), &vectors);
 }
 
-/// This rank's collection as the service searches it.
+/// This rank's collection as the service searches and writes it.
 struct Local(Arc<Collection>);
 
-impl Searcher for Local {
+impl sagitta_cluster::service::Local for Local {
     fn search(&self, batch: &QueryBatch) -> Result<(Vec<Vec<Hit>>, Distance), String> {
         Ok((search(&self.0, batch).lists, Distance::Cosine))
     }
+
+    fn apply(&self, _collection: &str, operation: Operation, wait: bool) -> Result<(), String> {
+        apply(&self.0, operation, wait)
+    }
 }
 
-/// The service: 8 caller threads on rank 0 submit exact queries to the window, the main
-/// thread leads the batches, the other ranks follow; every answer must equal one process's.
+fn apply(collection: &Collection, operation: Operation, wait: bool) -> Result<(), String> {
+    match operation {
+        Operation::Upsert(points) => collection.upsert(points, wait),
+        Operation::Delete(ids) => collection.delete(&ids, wait),
+        Operation::SetPayload { ids, payload } => collection.set_payload(&ids, &payload, wait),
+        Operation::OverwritePayload { ids, payload } => {
+            collection.overwrite_payload(&ids, &payload, wait)
+        }
+        Operation::DeletePayloadKeys { ids, keys } => {
+            collection.delete_payload_keys(&ids, &keys, wait)
+        }
+    }
+    .map_err(|error| error.to_string())
+}
+
+/// Writes through the job, the same writes to the one-process collection: every point
+/// a multiple of 7 deleted, 300 new ones upserted (a third replacing deleted ids).
+fn write_through_the_window(window: &Window<Job, Outcome>, whole: &Collection) {
+    let deleted: Vec<PointId> = (0..POINTS)
+        .step_by(7)
+        .map(|n| PointId::Number(n * 7 + 3))
+        .collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(99);
+    let added: Vec<Point> = (0..300_u64)
+        .map(|n| Point {
+            id: PointId::Number(if n % 3 == 0 {
+                n * 49 + 3
+            } else {
+                1_000_000 + n
+            }),
+            vector: (0..DIM).map(|_| rng.gen_range(-1.0..1.0)).collect(),
+            payload: None,
+            side: Vec::new(),
+        })
+        .collect();
+    for operation in [Operation::Delete(deleted), Operation::Upsert(added)] {
+        let job = Job::Write {
+            collection: "docs".to_string(),
+            wait: true,
+            operation: operation.clone(),
+        };
+        let outcome = window.submit(job).recv().expect("answered");
+        assert_eq!(outcome, Outcome::Written(Ok(())));
+        apply(whole, operation, true).expect("one process");
+    }
+}
+
+/// The service: writes through the window, then 8 caller threads on rank 0 submit exact
+/// queries, the main thread leads, the other ranks follow; every answer must equal one
+/// process's after the same writes.
 fn serve_through_the_window(
     rank: &Rank,
     local: &Arc<Collection>,
     whole: Option<&Arc<Collection>>,
     vectors: &[f32],
 ) {
-    let searcher = Local(Arc::clone(local));
+    let served = Local(Arc::clone(local));
     let Some(whole) = whole else {
-        follow(rank, &searcher, TIMEOUT);
+        follow(rank, &served, TIMEOUT);
         return;
     };
-    let window: Arc<Window<Query, Answer>> = Arc::new(Window::new(Bounds::default()));
-    let callers: Vec<_> = (0..8)
-        .map(|caller| {
-            let (window, whole) = (Arc::clone(&window), Arc::clone(whole));
-            let vectors = vectors.to_vec();
-            std::thread::spawn(move || {
-                for i in (caller..QUERIES).step_by(8) {
-                    let vector = vectors[i * DIM..][..DIM].to_vec();
-                    let query = Query {
-                        collection: "docs".to_string(),
-                        limit: LIMIT,
-                        ef: 0,
-                        vector: vector.clone(),
-                    };
-                    let answer = window.submit(query).recv().expect("answered");
-                    let found: Vec<(PointId, u32)> = answer
-                        .expect("every rank answered")
-                        .iter()
-                        .map(|hit| (hit.id, hit.score.to_bits()))
-                        .collect();
-                    let request = SearchRequest {
-                        strategy: Strategy::Exact,
-                        ..SearchRequest::new(&vector, LIMIT)
-                    };
-                    let single: Vec<(PointId, u32)> = whole
-                        .query(&request)
-                        .expect("search")
-                        .iter()
-                        .map(|hit| (hit.id, hit.score.to_bits()))
-                        .collect();
-                    assert_eq!(found, single, "query {i}");
-                }
-            })
+    let window: Arc<Window<Job, Outcome>> = Arc::new(Window::new(Bounds::default()));
+    let callers = {
+        let (window, whole) = (Arc::clone(&window), Arc::clone(whole));
+        let vectors = vectors.to_vec();
+        std::thread::spawn(move || {
+            write_through_the_window(&window, &whole);
+            let queries: Vec<_> = (0..8)
+                .map(|caller| {
+                    let (window, whole, vectors) =
+                        (Arc::clone(&window), Arc::clone(&whole), vectors.clone());
+                    std::thread::spawn(move || {
+                        query_through_the_window(&window, &whole, &vectors, caller);
+                    })
+                })
+                .collect();
+            queries.into_iter().all(|caller| caller.join().is_ok())
         })
-        .collect();
+    };
     // closes the window whatever the callers did, so the ranks always stop
     let closer = {
         let window = Arc::clone(&window);
         std::thread::spawn(move || {
-            let joined: Vec<bool> = callers.into_iter().map(|c| c.join().is_ok()).collect();
+            let ok = callers.join().unwrap_or(false);
             window.close();
-            joined.into_iter().all(|ok| ok)
+            ok
         })
     };
-    lead(rank, &window, &searcher, TIMEOUT);
-    assert!(closer.join().expect("closer"), "a caller's answer differed");
-    println!(
-        "mpi_check: {QUERIES} queries from 8 threads through the window: identical to one process"
+    lead(rank, &window, &served, TIMEOUT);
+    assert!(
+        closer.join().expect("closer"),
+        "a write failed or an answer differed"
     );
+    println!(
+        "mpi_check: writes routed to their owners, then {QUERIES} queries from 8 threads \
+         through the window: identical to one process"
+    );
+}
+
+fn query_through_the_window(
+    window: &Window<Job, Outcome>,
+    whole: &Collection,
+    vectors: &[f32],
+    caller: usize,
+) {
+    for i in (caller..QUERIES).step_by(8) {
+        let vector = vectors[i * DIM..][..DIM].to_vec();
+        let query = Query {
+            collection: "docs".to_string(),
+            limit: LIMIT,
+            ef: 0,
+            vector: vector.clone(),
+        };
+        let Outcome::Hits(answer) = window.submit(Job::Search(query)).recv().expect("answered")
+        else {
+            panic!("a search answered as a write");
+        };
+        let found: Vec<(PointId, u32)> = answer
+            .expect("every rank answered")
+            .iter()
+            .map(|hit| (hit.id, hit.score.to_bits()))
+            .collect();
+        let request = SearchRequest {
+            strategy: Strategy::Exact,
+            ..SearchRequest::new(&vector, LIMIT)
+        };
+        let single: Vec<(PointId, u32)> = whole
+            .query(&request)
+            .expect("search")
+            .iter()
+            .map(|hit| (hit.id, hit.score.to_bits()))
+            .collect();
+        assert_eq!(found, single, "query {i}");
+    }
 }

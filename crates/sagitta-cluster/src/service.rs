@@ -1,17 +1,22 @@
-//! Serving queries across the job (feature `mpi`). Rank 0 drains the micro-batching
-//! window ([`crate::window`]) into batches — one per collection, limit, ef and width, in
-//! arrival order — sends each down the tree, searches the points it owns, merges the
-//! partial lists up the tree and answers every caller; the other ranks answer batches
-//! until rank 0 sends the stop batch (limit 0).
+//! Serving the job (feature `mpi`). Rank 0 drains the micro-batching window
+//! ([`crate::window`]): writes first, in arrival order, each split by owner and sent to
+//! the owning ranks, answered once every owner has acknowledged (after its fsync when the
+//! caller waits); then searches, in batches — one per collection, limit, ef and width —
+//! sent down the tree, searched on every rank, merged up the tree. The other ranks serve
+//! both until rank 0 sends the stop batch (limit 0). A write is not atomic across ranks:
+//! each owner applies its part or says why not, and the caller hears every refusal.
 
-use std::time::Duration;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
+use sagitta_engine::codec::Operation;
 use sagitta_engine::Distance;
 
 use crate::batch::QueryBatch;
 use crate::topk::{Hit, Partial};
-use crate::window::{Waiting, Window};
-use crate::world::{complete, Rank};
+use crate::window::Window;
+use crate::world::{complete, Rank, TAG_ACK, TAG_WRITE};
+use crate::writes::{decode_ack, encode_ack, split_by_owner, WriteRequest};
 
 /// One query as a caller submits it to the window.
 #[derive(Clone, Debug, PartialEq)]
@@ -26,59 +31,64 @@ pub struct Query {
 /// A query's merged best hits, or why the job could not answer it.
 pub type Answer = Result<Vec<Hit>, String>;
 
-/// What a rank searches: the points it owns.
-pub trait Searcher {
+/// What a rank keeps: the points it owns.
+pub trait Local {
     /// This rank's best `batch.limit` hits for each query of `batch`, with the
     /// collection's distance (which orders the merge).
     fn search(&self, batch: &QueryBatch) -> Result<(Vec<Vec<Hit>>, Distance), String>;
+    /// Applies this rank's part of a write; with `wait`, returns after it is durable.
+    fn apply(&self, collection: &str, operation: Operation, wait: bool) -> Result<(), String>;
+}
+
+/// What a caller asks of the job.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Job {
+    Search(Query),
+    Write {
+        collection: String,
+        wait: bool,
+        operation: Operation,
+    },
+}
+
+/// What the job answers.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    Hits(Answer),
+    Written(Result<(), String>),
 }
 
 /// How long a rank that is not rank 0 waits for the next batch: as long as the job runs.
 const IDLE: Duration = Duration::from_secs(365 * 24 * 3600);
 
-/// Rank 0: answers the window's queries until it is closed and drained, then stops the
+/// Rank 0: answers the window's jobs until it is closed and drained, then stops the
 /// other ranks.
-pub fn lead(
-    rank: &Rank,
-    window: &Window<Query, Answer>,
-    searcher: &impl Searcher,
-    timeout: Duration,
-) {
-    let mut number = 0;
+pub fn lead(rank: &Rank, window: &Window<Job, Outcome>, local: &impl Local, timeout: Duration) {
+    let (mut batches, mut writes) = (0, 0);
     while let Some(waiting) = window.next_batch() {
-        for group in by_kind(waiting) {
-            let first = &group[0].query;
-            if first.limit == 0 || first.vector.is_empty() {
-                // nothing a rank could answer (callers validate first; this is the backstop)
-                for waiting in group {
-                    let _ = waiting
-                        .reply
-                        .send(Err("a query needs a vector and a limit".into()));
+        let mut searches = Vec::new();
+        for one in waiting {
+            match one.query {
+                Job::Write {
+                    collection,
+                    wait,
+                    operation,
+                } => {
+                    writes += 1;
+                    let written =
+                        write(rank, local, (writes, &collection, wait), operation, timeout);
+                    let _ = one.reply.send(Outcome::Written(written));
                 }
-                continue;
+                Job::Search(query) => searches.push((query, one.reply)),
             }
-            number += 1;
-            let batch = QueryBatch {
-                number,
-                collection: first.collection.clone(),
-                limit: first.limit,
-                ef: first.ef,
-                dim: first.vector.len(),
-                vectors: group
-                    .iter()
-                    .flat_map(|w| w.query.vector.iter().copied())
-                    .collect(),
-            };
-            rank.broadcast(batch.encode(), timeout);
-            let answers = answer(rank, searcher, &batch, timeout);
-            for (waiting, answer) in group.into_iter().zip(answers) {
-                // a caller that gave up has dropped its receiver: nothing to do
-                let _ = waiting.reply.send(answer);
-            }
+        }
+        for group in by_kind(searches) {
+            batches += 1;
+            search_batch(rank, local, batches, group, timeout);
         }
     }
     let stop = QueryBatch {
-        number: number + 1,
+        number: batches + 1,
         collection: String::new(),
         limit: 0,
         ef: 0,
@@ -88,28 +98,150 @@ pub fn lead(
     rank.broadcast(stop.encode(), timeout);
 }
 
-/// Every other rank: answers batches until the stop batch (or a malformed one).
-pub fn follow(rank: &Rank, searcher: &impl Searcher, timeout: Duration) {
-    while let Some(bytes) = rank.broadcast(Vec::new(), IDLE) {
+/// One batch of alike queries from rank 0: down the tree, searched, merged, answered.
+fn search_batch(
+    rank: &Rank,
+    local: &impl Local,
+    number: u64,
+    group: Vec<Caller>,
+    timeout: Duration,
+) {
+    let first = &group[0].0;
+    if first.limit == 0 || first.vector.is_empty() {
+        // nothing a rank could answer (callers validate first; this is the backstop)
+        for (_, reply) in group {
+            let _ = reply.send(Outcome::Hits(Err(
+                "a query needs a vector and a limit".into()
+            )));
+        }
+        return;
+    }
+    let batch = QueryBatch {
+        number,
+        collection: first.collection.clone(),
+        limit: first.limit,
+        ef: first.ef,
+        dim: first.vector.len(),
+        vectors: group
+            .iter()
+            .flat_map(|(query, _)| query.vector.iter().copied())
+            .collect(),
+    };
+    rank.broadcast(batch.encode(), timeout);
+    let answers = answer(rank, local, &batch, timeout);
+    for ((_, reply), answer) in group.into_iter().zip(answers) {
+        // a caller that gave up has dropped its receiver: nothing to do
+        let _ = reply.send(Outcome::Hits(answer));
+    }
+}
+
+/// Rank 0's write: each owner's part sent (its own applied here), then every owner's
+/// acknowledgement awaited until `timeout`; the error names each owner that refused or
+/// stayed silent.
+fn write(
+    rank: &Rank,
+    local: &impl Local,
+    (number, collection, wait): (u64, &str, bool),
+    operation: Operation,
+    timeout: Duration,
+) -> Result<(), String> {
+    let mut sent = Vec::new();
+    let mut own = None;
+    for (owner, part) in split_by_owner(operation, rank.size())
+        .into_iter()
+        .enumerate()
+    {
+        let Some(operation) = part else { continue };
+        if owner == rank.rank() {
+            own = Some(operation);
+            continue;
+        }
+        let request = WriteRequest {
+            number,
+            collection: collection.to_string(),
+            wait,
+            operation,
+        };
+        rank.send(owner, TAG_WRITE, &request.encode());
+        sent.push(owner);
+    }
+    let mut errors = Vec::new();
+    if let Some(operation) = own {
+        if let Err(error) = local.apply(collection, operation, wait) {
+            errors.push(format!("rank {}: {error}", rank.rank()));
+        }
+    }
+    let deadline = Instant::now() + timeout;
+    let mut silent = Vec::new();
+    for owner in sent {
+        match acknowledgement(rank, owner, number, deadline) {
+            Some(Ok(())) => {}
+            Some(Err(error)) => errors.push(format!("rank {owner}: {error}")),
+            None => silent.push(owner),
+        }
+    }
+    if !silent.is_empty() {
+        errors.push(format!(
+            "ranks {silent:?} did not acknowledge within {timeout:?}; their shards are unavailable"
+        ));
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("; "))
+    }
+}
+
+/// `owner`'s acknowledgement of write `number` (older ones, arriving late, are dropped),
+/// or `None` by `deadline`.
+fn acknowledgement(
+    rank: &Rank,
+    owner: usize,
+    number: u64,
+    deadline: Instant,
+) -> Option<Result<(), String>> {
+    while let Some(bytes) = rank.receive(owner, TAG_ACK, deadline) {
+        match decode_ack(&bytes) {
+            Ok((acknowledged, result)) if acknowledged == number => return Some(result),
+            Ok(_) => {}
+            Err(error) => return Some(Err(format!("malformed acknowledgement: {error}"))),
+        }
+    }
+    None
+}
+
+/// Every other rank: applies rank 0's writes and answers batches, in the order they
+/// came, until the stop batch (or a malformed one).
+pub fn follow(rank: &Rank, local: &impl Local, timeout: Duration) {
+    let mut wanted = vec![(0, TAG_WRITE)];
+    wanted.extend(rank.batch_source());
+    while let Some((_, tag, bytes)) = rank.receive_any(&wanted, Instant::now() + IDLE) {
+        if tag == TAG_WRITE {
+            let (number, result) = match WriteRequest::decode(&bytes) {
+                Ok(request) => (
+                    request.number,
+                    local.apply(&request.collection, request.operation, request.wait),
+                ),
+                Err(error) => (0, Err(format!("malformed write request: {error}"))),
+            };
+            rank.send(0, TAG_ACK, &encode_ack(number, &result));
+            continue;
+        }
+        rank.forward_down(&bytes);
         let Ok(batch) = QueryBatch::decode(&bytes) else {
             return;
         };
         if batch.limit == 0 {
             return;
         }
-        let _ = answer(rank, searcher, &batch, timeout);
+        let _ = answer(rank, local, &batch, timeout);
     }
 }
 
 /// Searches `batch` here and merges up the tree; on rank 0, each query's answer. A rank
 /// whose own search fails reports itself missing, so rank 0 names it.
-fn answer(
-    rank: &Rank,
-    searcher: &impl Searcher,
-    batch: &QueryBatch,
-    timeout: Duration,
-) -> Vec<Answer> {
-    let (mine, distance) = match searcher.search(batch) {
+fn answer(rank: &Rank, local: &impl Local, batch: &QueryBatch, timeout: Duration) -> Vec<Answer> {
+    let (mine, distance) = match local.search(batch) {
         Ok((lists, distance)) => (
             Partial {
                 batch: batch.number,
@@ -141,15 +273,18 @@ fn answer(
     }
 }
 
-/// The window's queries grouped by what a batch shares (collection, limit, ef, width),
-/// groups in order of their first query, queries in arrival order.
-fn by_kind(waiting: Vec<Waiting<Query, Answer>>) -> Vec<Vec<Waiting<Query, Answer>>> {
-    let mut groups: Vec<Vec<Waiting<Query, Answer>>> = Vec::new();
-    for one in waiting {
-        let key = |q: &Query| (q.collection.clone(), q.limit, q.ef, q.vector.len());
+/// A query and where its outcome goes.
+type Caller = (Query, mpsc::Sender<Outcome>);
+
+/// Queries grouped by what a batch shares (collection, limit, ef, width), groups in
+/// order of their first query, queries in arrival order.
+fn by_kind(callers: Vec<Caller>) -> Vec<Vec<Caller>> {
+    let key = |q: &Query| (q.collection.clone(), q.limit, q.ef, q.vector.len());
+    let mut groups: Vec<Vec<Caller>> = Vec::new();
+    for one in callers {
         match groups
             .iter_mut()
-            .find(|group| key(&group[0].query) == key(&one.query))
+            .find(|group| key(&group[0].0) == key(&one.0))
         {
             Some(group) => group.push(one),
             None => groups.push(vec![one]),

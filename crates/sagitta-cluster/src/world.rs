@@ -22,6 +22,9 @@ use crate::topk::Partial;
 use crate::tree;
 
 const TAG_BATCH: i32 = 10;
+/// A write request from rank 0 to an owner, and the owner's acknowledgement.
+pub const TAG_WRITE: i32 = 13;
+pub const TAG_ACK: i32 = 14;
 const TAG_REDUCE: i32 = 11;
 const TAG_GATHER: i32 = 12;
 
@@ -99,15 +102,27 @@ impl Rank {
     /// binomial tree (each rank forwards to its children, largest subtree first). A rank
     /// that hears nothing from its parent within `timeout` gets `None`.
     pub fn broadcast(&self, bytes: Vec<u8>, timeout: Duration) -> Option<Vec<u8>> {
-        let role = tree::role(self.rank, self.size);
-        let bytes = match role.parent {
+        let bytes = match tree::role(self.rank, self.size).parent {
             None => bytes,
             Some(parent) => self.receive(parent, TAG_BATCH, Instant::now() + timeout)?,
         };
-        for &child in role.children.iter().rev() {
-            self.send(child, TAG_BATCH, &bytes);
-        }
+        self.forward_down(&bytes);
         Some(bytes)
+    }
+
+    /// Sends a broadcast's `bytes` on to this rank's children in the tree.
+    pub fn forward_down(&self, bytes: &[u8]) {
+        for &child in tree::role(self.rank, self.size).children.iter().rev() {
+            self.send(child, TAG_BATCH, bytes);
+        }
+    }
+
+    /// The tree parent's broadcast tag and rank (`None` on rank 0), for
+    /// [`Rank::receive_any`] beside other messages.
+    pub fn batch_source(&self) -> Option<(usize, i32)> {
+        tree::role(self.rank, self.size)
+            .parent
+            .map(|parent| (parent, TAG_BATCH))
     }
 
     /// Merges every rank's `mine` up the binomial tree, keeping each query's best `limit`:
@@ -218,15 +233,26 @@ impl Rank {
 
     /// The oldest message from `from` with `tag`, waiting for one until `deadline`.
     pub fn receive(&self, from: usize, tag: i32, deadline: Instant) -> Option<Vec<u8>> {
+        self.receive_any(&[(from, tag)], deadline)
+            .map(|(_, _, bytes)| bytes)
+    }
+
+    /// The oldest message matching any of `wanted` (source rank, tag), with its source and
+    /// tag, waiting for one until `deadline`.
+    pub fn receive_any(
+        &self,
+        wanted: &[(usize, i32)],
+        deadline: Instant,
+    ) -> Option<(usize, i32, Vec<u8>)> {
         let mut idle = Idle::default();
         loop {
             {
                 let mut mailbox = self.mailbox.borrow_mut();
                 let at = mailbox
                     .iter()
-                    .position(|(source, kind, _)| *source == from && *kind == tag);
+                    .position(|(source, tag, _)| wanted.contains(&(*source, *tag)));
                 if let Some(message) = at.and_then(|at| mailbox.remove(at)) {
-                    return Some(message.2);
+                    return Some(message);
                 }
             }
             if !self.take_in() {
