@@ -16,11 +16,12 @@ use sagitta_cluster::service::{follow, lead, Job, Outcome, Query};
 use sagitta_cluster::topk::{Hit, Partial};
 use sagitta_cluster::window::{Bounds, Window};
 use sagitta_cluster::world::{complete, Rank};
+use sagitta_cluster::writes::Admin;
 use sagitta_engine::codec::Operation;
 use sagitta_engine::database::DatabaseOptions;
 use sagitta_engine::{
     Collection, CollectionConfig, Database, Distance, Point, PointId, SearchRequest, StorageConfig,
-    Strategy,
+    Strategy, VectorSpaces,
 };
 use sagitta_storage::fs::OsFileSystem;
 
@@ -117,8 +118,9 @@ fn main() {
         background_optimizer: false,
         ..DatabaseOptions::default()
     };
-    let database =
-        Database::open_with(Arc::new(OsFileSystem), directory.path(), options).expect("database");
+    let database = Arc::new(
+        Database::open_with(Arc::new(OsFileSystem), directory.path(), options).expect("database"),
+    );
     let points = all_points();
     let owned: Vec<Point> = points
         .iter()
@@ -218,20 +220,121 @@ fn main() {
             rank.size()
         );
     }
-    serve_through_the_window(&rank, &local, whole.as_ref(), &vectors);
+    serve_through_the_window(&rank, &database, whole.as_ref(), &vectors);
 }
 
-/// This rank's collection as the service searches and writes it.
-struct Local(Arc<Collection>);
+/// This rank's database as the service searches, writes and changes it.
+struct Local(Arc<Database>);
+
+impl Local {
+    fn collection(&self, name: &str) -> Result<Arc<Collection>, String> {
+        self.0.collection(name).map_err(|error| error.to_string())
+    }
+}
 
 impl sagitta_cluster::service::Local for Local {
     fn search(&self, batch: &QueryBatch) -> Result<(Vec<Vec<Hit>>, Distance), String> {
-        Ok((search(&self.0, batch).lists, Distance::Cosine))
+        let collection = self.collection(&batch.collection)?;
+        Ok((
+            search(&collection, batch).lists,
+            collection.config().distance,
+        ))
     }
 
-    fn apply(&self, _collection: &str, operation: Operation, wait: bool) -> Result<(), String> {
-        apply(&self.0, operation, wait)
+    fn apply(&self, collection: &str, operation: Operation, wait: bool) -> Result<(), String> {
+        apply(&*self.collection(collection)?, operation, wait)
     }
+
+    fn admin(&self, admin: &Admin) -> Result<(), String> {
+        match admin {
+            Admin::Create {
+                name,
+                config,
+                spaces,
+            } => self
+                .0
+                .create_collection_with_spaces(name, *config, spaces.clone())
+                .map(drop),
+            Admin::Drop { name } => self.0.drop_collection(name),
+        }
+        .map_err(|error| error.to_string())
+    }
+}
+
+/// A collection made, written, searched and dropped through the job; made twice, every
+/// rank refuses, each named.
+fn admin_through_the_window(window: &Window<Job, Outcome>, database: &Database, ranks: usize) {
+    let submit = |job: Job| window.submit(job).recv().expect("answered");
+    let config = CollectionConfig {
+        dim: 4,
+        distance: Distance::Dot,
+        shard_count: 2,
+        storage: StorageConfig::default(),
+    };
+    let create = Job::Admin(Admin::Create {
+        name: "made".to_string(),
+        config,
+        spaces: VectorSpaces::default(),
+    });
+    assert_eq!(submit(create.clone()), Outcome::Written(Ok(())));
+    let single = database
+        .create_collection("made_single", config)
+        .expect("create");
+    let points: Vec<Point> = (0..40_u64)
+        .map(|id| Point {
+            id: PointId::Number(id),
+            vector: vec![id as f32, 1.0, -(id as f32) / 3.0, 0.5],
+            payload: None,
+            side: Vec::new(),
+        })
+        .collect();
+    let operation = Operation::Upsert(points);
+    let write = Job::Write {
+        collection: "made".to_string(),
+        wait: true,
+        operation: operation.clone(),
+    };
+    assert_eq!(submit(write), Outcome::Written(Ok(())));
+    apply(&single, operation, true).expect("one process");
+    let query = Query {
+        collection: "made".to_string(),
+        limit: 5,
+        ef: 0,
+        vector: vec![1.0, 0.0, 2.0, 1.0],
+    };
+    let Outcome::Hits(Ok(hits)) = submit(Job::Search(query)) else {
+        panic!("a search failed")
+    };
+    let request = SearchRequest {
+        strategy: Strategy::Exact,
+        ..SearchRequest::new(&[1.0, 0.0, 2.0, 1.0], 5)
+    };
+    let expected: Vec<PointId> = single
+        .query(&request)
+        .expect("search")
+        .iter()
+        .map(|hit| hit.id)
+        .collect();
+    assert_eq!(hits.iter().map(|hit| hit.id).collect::<Vec<_>>(), expected);
+    // a second create: every rank has it, every rank refuses, each named
+    let Outcome::Written(Err(error)) = submit(create) else {
+        panic!("a second create was taken")
+    };
+    for rank in 0..ranks {
+        assert!(error.contains(&format!("rank {rank}: ")), "{error}");
+    }
+    let drop_made = Job::Admin(Admin::Drop {
+        name: "made".to_string(),
+    });
+    assert_eq!(submit(drop_made.clone()), Outcome::Written(Ok(())));
+    // dropped everywhere: made again, then dropped again
+    let recreate = Job::Admin(Admin::Create {
+        name: "made".to_string(),
+        config,
+        spaces: VectorSpaces::default(),
+    });
+    assert_eq!(submit(recreate), Outcome::Written(Ok(())));
+    assert_eq!(submit(drop_made), Outcome::Written(Ok(())));
 }
 
 fn apply(collection: &Collection, operation: Operation, wait: bool) -> Result<(), String> {
@@ -286,11 +389,11 @@ fn write_through_the_window(window: &Window<Job, Outcome>, whole: &Collection) {
 /// process's after the same writes.
 fn serve_through_the_window(
     rank: &Rank,
-    local: &Arc<Collection>,
+    database: &Arc<Database>,
     whole: Option<&Arc<Collection>>,
     vectors: &[f32],
 ) {
-    let served = Local(Arc::clone(local));
+    let served = Local(Arc::clone(database));
     let Some(whole) = whole else {
         follow(rank, &served, TIMEOUT);
         return;
@@ -298,9 +401,11 @@ fn serve_through_the_window(
     let window: Arc<Window<Job, Outcome>> = Arc::new(Window::new(Bounds::default()));
     let callers = {
         let (window, whole) = (Arc::clone(&window), Arc::clone(whole));
+        let (database, ranks) = (Arc::clone(database), rank.size());
         let vectors = vectors.to_vec();
         std::thread::spawn(move || {
             write_through_the_window(&window, &whole);
+            admin_through_the_window(&window, &database, ranks);
             let queries: Vec<_> = (0..8)
                 .map(|caller| {
                     let (window, whole, vectors) =
@@ -328,8 +433,9 @@ fn serve_through_the_window(
         "a write failed or an answer differed"
     );
     println!(
-        "mpi_check: writes routed to their owners, then {QUERIES} queries from 8 threads \
-         through the window: identical to one process"
+        "mpi_check: writes routed to their owners, a collection made, written, searched and \
+         dropped on every rank, then {QUERIES} queries from 8 threads through the window: \
+         identical to one process"
     );
 }
 

@@ -15,8 +15,10 @@ use sagitta_engine::Distance;
 use crate::batch::QueryBatch;
 use crate::topk::{Hit, Partial};
 use crate::window::Window;
-use crate::world::{complete, Rank, TAG_ACK, TAG_WRITE};
-use crate::writes::{decode_ack, encode_ack, split_by_owner, WriteRequest};
+use crate::world::{complete, Rank, TAG_ACK, TAG_ADMIN, TAG_WRITE};
+use crate::writes::{
+    decode_ack, decode_admin, encode_ack, encode_admin, split_by_owner, Admin, WriteRequest,
+};
 
 /// One query as a caller submits it to the window.
 #[derive(Clone, Debug, PartialEq)]
@@ -38,6 +40,8 @@ pub trait Local {
     fn search(&self, batch: &QueryBatch) -> Result<(Vec<Vec<Hit>>, Distance), String>;
     /// Applies this rank's part of a write; with `wait`, returns after it is durable.
     fn apply(&self, collection: &str, operation: Operation, wait: bool) -> Result<(), String>;
+    /// Makes a change every rank makes (a collection created or dropped).
+    fn admin(&self, admin: &Admin) -> Result<(), String>;
 }
 
 /// What a caller asks of the job.
@@ -49,6 +53,8 @@ pub enum Job {
         wait: bool,
         operation: Operation,
     },
+    /// A change made on every rank; answered as [`Outcome::Written`].
+    Admin(Admin),
 }
 
 /// What the job answers.
@@ -78,6 +84,11 @@ pub fn lead(rank: &Rank, window: &Window<Job, Outcome>, local: &impl Local, time
                     let written =
                         write(rank, local, (writes, &collection, wait), operation, timeout);
                     let _ = one.reply.send(Outcome::Written(written));
+                }
+                Job::Admin(admin) => {
+                    writes += 1;
+                    let done = everywhere(rank, local, writes, &admin, timeout);
+                    let _ = one.reply.send(Outcome::Written(done));
                 }
                 Job::Search(query) => searches.push((query, one.reply)),
             }
@@ -192,6 +203,47 @@ fn write(
     }
 }
 
+/// Rank 0's change on every rank: sent to the others, made here, every acknowledgement
+/// awaited until `timeout`; the error names each rank that refused or stayed silent.
+fn everywhere(
+    rank: &Rank,
+    local: &impl Local,
+    number: u64,
+    admin: &Admin,
+    timeout: Duration,
+) -> Result<(), String> {
+    let others: Vec<usize> = (0..rank.size())
+        .filter(|&other| other != rank.rank())
+        .collect();
+    let bytes = encode_admin(number, admin);
+    for &other in &others {
+        rank.send(other, TAG_ADMIN, &bytes);
+    }
+    let mut errors = Vec::new();
+    if let Err(error) = local.admin(admin) {
+        errors.push(format!("rank {}: {error}", rank.rank()));
+    }
+    let deadline = Instant::now() + timeout;
+    let mut silent = Vec::new();
+    for other in others {
+        match acknowledgement(rank, other, number, deadline) {
+            Some(Ok(())) => {}
+            Some(Err(error)) => errors.push(format!("rank {other}: {error}")),
+            None => silent.push(other),
+        }
+    }
+    if !silent.is_empty() {
+        errors.push(format!(
+            "ranks {silent:?} did not acknowledge within {timeout:?}"
+        ));
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("; "))
+    }
+}
+
 /// `owner`'s acknowledgement of write `number` (older ones, arriving late, are dropped),
 /// or `None` by `deadline`.
 fn acknowledgement(
@@ -213,7 +265,7 @@ fn acknowledgement(
 /// Every other rank: applies rank 0's writes and answers batches, in the order they
 /// came, until the stop batch (or a malformed one).
 pub fn follow(rank: &Rank, local: &impl Local, timeout: Duration) {
-    let mut wanted = vec![(0, TAG_WRITE)];
+    let mut wanted = vec![(0, TAG_WRITE), (0, TAG_ADMIN)];
     wanted.extend(rank.batch_source());
     while let Some((_, tag, bytes)) = rank.receive_any(&wanted, Instant::now() + IDLE) {
         if tag == TAG_WRITE {
@@ -223,6 +275,14 @@ pub fn follow(rank: &Rank, local: &impl Local, timeout: Duration) {
                     local.apply(&request.collection, request.operation, request.wait),
                 ),
                 Err(error) => (0, Err(format!("malformed write request: {error}"))),
+            };
+            rank.send(0, TAG_ACK, &encode_ack(number, &result));
+            continue;
+        }
+        if tag == TAG_ADMIN {
+            let (number, result) = match decode_admin(&bytes) {
+                Ok((number, admin)) => (number, local.admin(&admin)),
+                Err(error) => (0, Err(format!("malformed admin request: {error}"))),
             };
             rank.send(0, TAG_ACK, &encode_ack(number, &result));
             continue;

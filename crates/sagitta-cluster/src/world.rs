@@ -25,6 +25,8 @@ const TAG_BATCH: i32 = 10;
 /// A write request from rank 0 to an owner, and the owner's acknowledgement.
 pub const TAG_WRITE: i32 = 13;
 pub const TAG_ACK: i32 = 14;
+/// A change every rank makes (rank 0 to each), acknowledged with `TAG_ACK`.
+pub const TAG_ADMIN: i32 = 15;
 const TAG_REDUCE: i32 = 11;
 const TAG_GATHER: i32 = 12;
 

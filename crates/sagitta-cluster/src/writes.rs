@@ -3,7 +3,7 @@
 //! and after its fsync when the caller waits).
 
 use sagitta_engine::codec::{self, Operation};
-use sagitta_engine::PointId;
+use sagitta_engine::{CollectionConfig, PointId, VectorSpaces};
 use sagitta_storage::codec::{DecodeError, Reader, Writer};
 
 use crate::owner::owner_rank;
@@ -107,6 +107,69 @@ impl WriteRequest {
     }
 }
 
+/// A change every rank makes: a collection created or dropped.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Admin {
+    Create {
+        name: String,
+        config: CollectionConfig,
+        spaces: VectorSpaces,
+    },
+    Drop {
+        name: String,
+    },
+}
+
+/// An [`Admin`] change as rank 0 sends it to every rank: `version u8 = 1 | number u64 |
+/// kind u8 (0 create, 1 drop) | name_length u16 | name | for create: config_length u32 |
+/// config (the collection manifest's encoding, without schema or settings)`.
+pub fn encode_admin(number: u64, admin: &Admin) -> Vec<u8> {
+    let mut out = Writer::new();
+    out.u8(WIRE_VERSION).u64(number);
+    match admin {
+        Admin::Create {
+            name,
+            config,
+            spaces,
+        } => {
+            out.u8(0)
+                .str_u16(name, "collection name")
+                .bytes_u32(&config.to_bytes(spaces), "config");
+        }
+        Admin::Drop { name } => {
+            out.u8(1).str_u16(name, "collection name");
+        }
+    }
+    out.into_bytes()
+}
+
+/// Reads [`encode_admin`]'s bytes: the change's number and the change.
+pub fn decode_admin(bytes: &[u8]) -> Result<(u64, Admin), DecodeError> {
+    let mut reader = Reader::new(bytes);
+    reader.version_u8("version", "admin request", WIRE_VERSION)?;
+    let number = reader.u64("number")?;
+    let create = reader.code("kind", |code| match code {
+        0 => Some(true),
+        1 => Some(false),
+        _ => None,
+    })?;
+    let name = reader.str_u16("collection name")?.to_string();
+    let admin = if create {
+        let at = reader.offset() + 4;
+        let (config, spaces) = CollectionConfig::from_bytes(reader.bytes_u32("config")?)
+            .map_err(|error| Reader::invalid_at(at, "config", error.to_string()))?;
+        Admin::Create {
+            name,
+            config,
+            spaces,
+        }
+    } else {
+        Admin::Drop { name }
+    };
+    reader.expect_end("end of the admin request")?;
+    Ok((number, admin))
+}
+
 /// An owner's answer to a [`WriteRequest`]: `version u8 = 1 | number u64 | ok u8 |
 /// error (text u32-length, when not ok)`.
 pub fn encode_ack(number: u64, result: &Result<(), String>) -> Vec<u8> {
@@ -202,5 +265,37 @@ mod tests {
         assert_eq!(decode_ack(&encode_ack(3, &failed)), Ok((3, failed)));
         assert_eq!(decode_ack(&encode_ack(4, &Ok(()))), Ok((4, Ok(()))));
         assert!(decode_ack(&[1, 0]).is_err());
+    }
+
+    #[test]
+    fn admin_changes_round_trip_and_damage_is_named() {
+        let config = sagitta_engine::CollectionConfig {
+            dim: 4,
+            distance: sagitta_engine::Distance::Dot,
+            shard_count: 3,
+            storage: sagitta_engine::StorageConfig::default(),
+        };
+        let create = super::Admin::Create {
+            name: "made".to_string(),
+            config,
+            spaces: sagitta_engine::VectorSpaces::default(),
+        };
+        let bytes = super::encode_admin(7, &create);
+        assert_eq!(super::decode_admin(&bytes), Ok((7, create)));
+        let drop = super::Admin::Drop {
+            name: "made".to_string(),
+        };
+        assert_eq!(
+            super::decode_admin(&super::encode_admin(8, &drop)),
+            Ok((8, drop))
+        );
+        let mut kind = bytes.clone();
+        kind[9] = 4;
+        let error = super::decode_admin(&kind).unwrap_err().to_string();
+        assert_eq!(error, "at byte 9: kind: unknown code 4");
+        let mut config = bytes;
+        config[20] = 99; // the config's version byte
+        let error = super::decode_admin(&config).unwrap_err().to_string();
+        assert!(error.starts_with("at byte 20: config:"), "{error}");
     }
 }

@@ -452,6 +452,18 @@ impl CollectionConfig {
         out.into_bytes()
     }
 
+    /// The configuration and named vectors as a collection manifest holds them (without
+    /// payload schema or settings): how a scale-out job sends a new collection to every
+    /// rank ([`CollectionConfig::from_bytes`] reads it back).
+    pub fn to_bytes(&self, spaces: &VectorSpaces) -> Vec<u8> {
+        self.encode_with(&PayloadSchema::new(), spaces)
+    }
+
+    /// Reads [`CollectionConfig::to_bytes`]'s bytes; errors name the byte and the field.
+    pub fn from_bytes(bytes: &[u8]) -> Result<(CollectionConfig, VectorSpaces), DecodeError> {
+        CollectionConfig::try_decode_with(bytes).map(|(config, _, spaces, _)| (config, spaces))
+    }
+
     /// [`CollectionConfig::try_decode_with`] without the named vectors.
     #[cfg(test)]
     pub(super) fn try_decode(
