@@ -74,7 +74,7 @@ pub fn lead(rank: &Rank, window: &Window<Job, Outcome>, local: &impl Local, time
     while let Some(waiting) = window.next_batch() {
         let mut searches = Vec::new();
         for one in waiting {
-            match one.query {
+            match one.job {
                 Job::Write {
                     collection,
                     wait,

@@ -33,9 +33,9 @@ impl Default for Bounds {
     }
 }
 
-/// A query waiting in the window with where its answer goes.
+/// A job (a query, a write) waiting in the window with where its answer goes.
 pub struct Waiting<Q, A> {
-    pub query: Q,
+    pub job: Q,
     pub reply: mpsc::Sender<A>,
 }
 
@@ -75,7 +75,7 @@ impl<Q, A> Window<Q, A> {
         if !state.closed {
             state
                 .queue
-                .push_back((Instant::now(), Waiting { query, reply }));
+                .push_back((Instant::now(), Waiting { job: query, reply }));
             self.arrived.notify_one();
         }
         answer
@@ -126,20 +126,15 @@ mod tests {
             .map(|_| {
                 let batch = window.next_batch().unwrap();
                 for waiting in &batch {
-                    waiting.reply.send(waiting.query * 10).unwrap();
+                    waiting.reply.send(waiting.job * 10).unwrap();
                 }
-                batch.iter().map(|waiting| waiting.query).collect()
+                batch.iter().map(|waiting| waiting.job).collect()
             })
             .collect();
         assert_eq!(sizes, vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]]);
         // the last two wait for company an hour; closing hands them out now
         window.close();
-        let rest: Vec<usize> = window
-            .next_batch()
-            .unwrap()
-            .iter()
-            .map(|w| w.query)
-            .collect();
+        let rest: Vec<usize> = window.next_batch().unwrap().iter().map(|w| w.job).collect();
         assert_eq!(rest, vec![8, 9]);
         assert!(window.next_batch().is_none());
         for (query, answer) in answers.iter().enumerate().take(8) {
@@ -160,7 +155,7 @@ mod tests {
         let lone = window.submit(7);
         let batch = window.next_batch().unwrap();
         assert_eq!(batch.len(), 1);
-        batch[0].reply.send(batch[0].query + 1).unwrap();
+        batch[0].reply.send(batch[0].job + 1).unwrap();
         assert_eq!(lone.recv().unwrap(), 8);
         // 8 threads × 50 queries, answered by a server thread: everyone gets query + 1
         let server = {
@@ -170,7 +165,7 @@ mod tests {
                 while let Some(batch) = window.next_batch() {
                     assert!(!batch.is_empty() && batch.len() <= 1_000);
                     for waiting in batch {
-                        waiting.reply.send(waiting.query + 1).unwrap();
+                        waiting.reply.send(waiting.job + 1).unwrap();
                         served += 1;
                     }
                 }
