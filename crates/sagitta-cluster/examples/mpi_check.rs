@@ -241,6 +241,18 @@ impl sagitta_cluster::service::Local for Local {
         ))
     }
 
+    fn check(&self, collection: &str, operation: &Operation) -> Result<(), String> {
+        let collection = self.collection(collection)?;
+        if let Operation::Upsert(points) = operation {
+            for point in points {
+                collection
+                    .check_point(point)
+                    .map_err(|error| error.to_string())?;
+            }
+        }
+        Ok(())
+    }
+
     fn apply(&self, collection: &str, operation: Operation, wait: bool) -> Result<(), String> {
         apply(&*self.collection(collection)?, operation, wait)
     }
@@ -296,6 +308,24 @@ fn admin_through_the_window(window: &Window<Job, Outcome>, database: &Database, 
     };
     assert_eq!(submit(write), Outcome::Written(Ok(())));
     apply(&single, operation, true).expect("one process");
+    // one bad point (3 values for 4 dimensions): the whole write refused, nothing stored
+    let mixed: Vec<Point> = (100..110_u64)
+        .map(|id| Point {
+            id: PointId::Number(id),
+            vector: vec![9.0; if id == 107 { 3 } else { 4 }],
+            payload: None,
+            side: Vec::new(),
+        })
+        .collect();
+    let bad = Job::Write {
+        collection: "made".to_string(),
+        wait: true,
+        operation: Operation::Upsert(mixed),
+    };
+    let Outcome::Written(Err(error)) = submit(bad) else {
+        panic!("a bad point was taken")
+    };
+    assert!(error.contains("107") && error.contains("dim"), "{error}");
     let query = Query {
         collection: "made".to_string(),
         limit: 5,

@@ -38,6 +38,10 @@ pub trait Local {
     /// This rank's best `batch.limit` hits for each query of `batch`, with the
     /// collection's distance (which orders the merge).
     fn search(&self, batch: &QueryBatch) -> Result<(Vec<Vec<Hit>>, Distance), String>;
+    /// Checks a whole write as this rank's copy of the collection would take it (every
+    /// point's vectors and payload), storing nothing: rank 0 refuses a write with one bad
+    /// point before any owner stores any of it.
+    fn check(&self, collection: &str, operation: &Operation) -> Result<(), String>;
     /// Applies this rank's part of a write; with `wait`, returns after it is durable.
     fn apply(&self, collection: &str, operation: Operation, wait: bool) -> Result<(), String>;
     /// Makes a change every rank makes (a collection created or dropped).
@@ -156,6 +160,7 @@ fn write(
     operation: Operation,
     timeout: Duration,
 ) -> Result<(), String> {
+    local.check(collection, &operation)?;
     let mut sent = Vec::new();
     let mut own = None;
     for (owner, part) in split_by_owner(operation, rank.size())
