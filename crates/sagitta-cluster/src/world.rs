@@ -21,14 +21,15 @@ use sagitta_engine::Distance;
 use crate::topk::Partial;
 use crate::tree;
 
+/// A query batch down the tree, partial lists up it, and (the baseline) straight to rank 0.
 const TAG_BATCH: i32 = 10;
+const TAG_REDUCE: i32 = 11;
+const TAG_GATHER: i32 = 12;
 /// A write request from rank 0 to an owner, and the owner's acknowledgement.
 pub const TAG_WRITE: i32 = 13;
 pub const TAG_ACK: i32 = 14;
 /// A change every rank makes (rank 0 to each), acknowledged with `TAG_ACK`.
 pub const TAG_ADMIN: i32 = 15;
-const TAG_REDUCE: i32 = 11;
-const TAG_GATHER: i32 = 12;
 
 /// What went wrong between ranks.
 #[derive(Debug, thiserror::Error)]
