@@ -90,3 +90,18 @@ def test_one_point_count_is_refused(tmp_path: Path) -> None:
     path.write_text(json.dumps(document(1, 100.0, 0.5)))
     with pytest.raises(SystemExit, match="two point counts"):
         mpi_model.report([path])
+
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+
+def test_the_committed_runs_follow_the_schema_and_the_model_reads_them() -> None:
+    from bench.report import validate
+
+    runs = sorted(RESULTS.glob("mpi-debian-minilm-r[124].json"))
+    assert len(runs) == 3
+    for path in sorted(RESULTS.glob("mpi-*.json")):
+        assert validate(json.loads(path.read_text())) == [], path.name
+    report = mpi_model.report(runs)
+    assert 0.0 < report["fitted"]["p"] < 1.0
+    assert {row["ranks"] for row in report["measured"]} == {1, 2, 4}

@@ -32,6 +32,8 @@ struct Args {
     ef: usize,
     limit: usize,
     seconds: f64,
+    /// When the run began, seconds since the Unix epoch.
+    started_at: u64,
 }
 
 fn args() -> Args {
@@ -54,6 +56,9 @@ fn args() -> Args {
         ef: number("--ef", 64),
         limit: number("--limit", 10),
         seconds: value("--seconds").map_or(5.0, |v| v.parse().expect("--seconds")),
+        started_at: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_secs()),
     }
 }
 
@@ -287,7 +292,7 @@ fn main() {
         }
     }
     if rank.rank() == 0 {
-        write_report(&args, dim, base_len(&args), &results);
+        write_report(&args, (dim, base_len(&args), queries.len() / dim), &results);
     }
 }
 
@@ -348,16 +353,20 @@ fn report(
     })
 }
 
-fn write_report(args: &Args, dim: usize, n: u64, results: &[serde_json::Value]) {
+fn write_report(
+    args: &Args,
+    (dim, n, queries): (usize, u64, usize),
+    results: &[serde_json::Value],
+) {
     let command: Vec<String> = std::env::args().collect();
     let document = serde_json::json!({
         "schema": "sagitta-bench/1",
         "suite": "mpi-scaleout",
-        "started_at": null,
+        "started_at": sagitta_storage::utc::utc_timestamp(args.started_at),
         "command": command.join(" "),
         "machine": machine(),
         "dataset": {"name": args.base.parent().and_then(Path::file_name).map(|name| name.to_string_lossy().to_string()),
-                    "n": n, "dim": dim, "metric": "cosine", "k": args.limit},
+                    "n": n, "dim": dim, "metric": "cosine", "queries": queries, "k": args.limit},
         "results": results,
     });
     std::fs::write(&args.out, serde_json::to_string_pretty(&document).unwrap()).expect("write");
@@ -375,5 +384,37 @@ fn machine() -> serde_json::Value {
         .lines()
         .find_map(|line| line.strip_prefix("model name"))
         .map(|rest| rest.trim_start_matches([' ', '\t', ':']).to_string());
-    serde_json::json!({"cpu_model": model, "cores": cores.max(1)})
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let memory_bytes = meminfo
+        .lines()
+        .find_map(|line| line.strip_prefix("MemTotal:"))
+        .and_then(|rest| {
+            rest.trim()
+                .trim_end_matches(" kB")
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .map(|kib| kib * 1024);
+    serde_json::json!({"cpu_model": model, "cores": cores.max(1), "simd": simd(),
+                       "memory_bytes": memory_bytes})
+}
+
+/// The widest vector instructions this CPU has (the kernels pick them at run time).
+fn simd() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            return "avx512";
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            return "avx2";
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        return "neon";
+    }
+    #[allow(unreachable_code)]
+    "scalar"
 }
