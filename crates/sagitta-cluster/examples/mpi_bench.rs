@@ -11,12 +11,10 @@ use std::time::{Duration, Instant};
 
 use sagitta_cluster::batch::QueryBatch;
 use sagitta_cluster::owner::owner_rank;
-use sagitta_cluster::topk::{Hit, Partial};
 use sagitta_cluster::world::{complete, Rank};
 use sagitta_engine::database::DatabaseOptions;
 use sagitta_engine::{
-    Collection, CollectionConfig, Database, Distance, Point, PointId, SearchRequest, StorageConfig,
-    Strategy,
+    Collection, CollectionConfig, Database, Distance, Point, PointId, StorageConfig,
 };
 use sagitta_storage::fs::OsFileSystem;
 
@@ -115,32 +113,6 @@ fn build(rank: &Rank, database: &Database, base: &[f64], dim: usize) -> (Arc<Col
     (collection, started.elapsed().as_secs_f64())
 }
 
-fn search(collection: &Collection, batch: &QueryBatch, number: u64) -> Partial {
-    let requests: Vec<SearchRequest<'_>> = (0..batch.len())
-        .map(|i| SearchRequest {
-            strategy: Strategy::Beam(batch.ef),
-            ..SearchRequest::new(batch.query(i), batch.limit)
-        })
-        .collect();
-    let hits = collection.query_batch(&requests).expect("search");
-    let lists = hits
-        .into_iter()
-        .map(|list| {
-            list.iter()
-                .map(|hit| Hit {
-                    id: hit.id,
-                    score: hit.score,
-                })
-                .collect()
-        })
-        .collect();
-    Partial {
-        batch: number,
-        lists,
-        missing: Vec::new(),
-    }
-}
-
 /// What one mode measured on rank 0.
 #[derive(Default)]
 struct Measured {
@@ -193,7 +165,7 @@ fn run_mode(
             break;
         }
         let searched = Instant::now();
-        let mine = search(collection, &batch, number);
+        let mine = batch.search(collection).expect("search");
         measured.search_ms += searched.elapsed().as_secs_f64() * 1e3;
         let merged = if tree {
             rank.reduce_tree(mine, batch.limit, Distance::Cosine, TIMEOUT)

@@ -69,35 +69,7 @@ fn collection(database: &Database, name: &str, points: &[Point]) -> Arc<Collecti
 
 /// This rank's answers to `batch` from `collection`.
 fn search(collection: &Collection, batch: &QueryBatch) -> Partial {
-    let strategy = if batch.ef == 0 {
-        Strategy::Exact
-    } else {
-        Strategy::Beam(batch.ef)
-    };
-    let requests: Vec<SearchRequest<'_>> = (0..batch.len())
-        .map(|i| SearchRequest {
-            strategy,
-            ..SearchRequest::new(batch.query(i), batch.limit)
-        })
-        .collect();
-    let lists = collection
-        .query_batch(&requests)
-        .expect("search")
-        .into_iter()
-        .map(|hits| {
-            hits.into_iter()
-                .map(|hit| Hit {
-                    id: hit.id,
-                    score: hit.score,
-                })
-                .collect()
-        })
-        .collect();
-    Partial {
-        batch: 0,
-        lists,
-        missing: Vec::new(),
-    }
+    batch.search(collection).expect("search")
 }
 
 fn recall(found: &Partial, truth: &Partial) -> f64 {

@@ -1,6 +1,9 @@
 //! A batch of queries as rank 0 sends it to every rank.
 
+use sagitta_engine::{Collection, EngineError, SearchRequest, Strategy};
 use sagitta_storage::codec::{DecodeError, Reader, Writer};
+
+use crate::topk::{Hit, Partial};
 
 /// Queries against one collection, each for its best `limit` hits, searched with `ef`
 /// (0: exact). A batch with `limit` 0 tells the ranks to stop.
@@ -31,6 +34,39 @@ impl QueryBatch {
     /// Query `i`'s vector.
     pub fn query(&self, i: usize) -> &[f32] {
         &self.vectors[i * self.dim..(i + 1) * self.dim]
+    }
+
+    /// This batch searched in `collection` (a rank's own points): each query's best
+    /// `limit` hits, exact when `ef` is 0, numbered as the batch.
+    pub fn search(&self, collection: &Collection) -> Result<Partial, EngineError> {
+        let strategy = if self.ef == 0 {
+            Strategy::Exact
+        } else {
+            Strategy::Beam(self.ef)
+        };
+        let requests: Vec<SearchRequest<'_>> = (0..self.len())
+            .map(|i| SearchRequest {
+                strategy,
+                ..SearchRequest::new(self.query(i), self.limit)
+            })
+            .collect();
+        let lists = collection
+            .query_batch(&requests)?
+            .into_iter()
+            .map(|hits| {
+                hits.iter()
+                    .map(|hit| Hit {
+                        id: hit.id,
+                        score: hit.score,
+                    })
+                    .collect()
+            })
+            .collect();
+        Ok(Partial {
+            batch: self.number,
+            lists,
+            missing: Vec::new(),
+        })
     }
 
     /// `version u8 = 1 | number u64 | name_length u16 | name | limit u32 | ef u32 |
@@ -107,5 +143,45 @@ mod tests {
             error,
             "at byte 23: dim: 4 values are not whole queries of 3"
         );
+    }
+
+    #[test]
+    fn a_batch_searches_a_collection_exactly_and_keeps_its_number() {
+        use sagitta_engine::{Collection, CollectionConfig, Distance, Point, PointId};
+        let fs = sagitta_storage::sim::SimFileSystem::new();
+        let config = CollectionConfig {
+            dim: 2,
+            distance: Distance::Dot,
+            shard_count: 2,
+            storage: sagitta_engine::StorageConfig::default(),
+        };
+        let collection = Collection::create(&fs, std::path::Path::new("/c"), config).unwrap();
+        let points: Vec<Point> = (1..=5_u64)
+            .map(|id| Point {
+                id: PointId::Number(id),
+                vector: vec![id as f32, 0.0],
+                payload: None,
+                side: Vec::new(),
+            })
+            .collect();
+        collection.upsert(points, true).unwrap();
+        let batch = QueryBatch {
+            number: 4,
+            collection: "c".to_string(),
+            limit: 2,
+            ef: 0,
+            dim: 2,
+            vectors: vec![1.0, 0.0, -1.0, 0.0],
+        };
+        let partial = batch.search(&collection).unwrap();
+        assert_eq!(partial.batch, 4);
+        let ids: Vec<Vec<PointId>> = partial
+            .lists
+            .iter()
+            .map(|hits| hits.iter().map(|hit| hit.id).collect())
+            .collect();
+        let n = PointId::Number;
+        assert_eq!(ids, vec![vec![n(5), n(4)], vec![n(1), n(2)]]);
+        assert_eq!(partial.lists[0][0].score, 5.0);
     }
 }

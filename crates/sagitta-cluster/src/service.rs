@@ -187,15 +187,7 @@ fn write(
             errors.push(format!("rank {}: {error}", rank.rank()));
         }
     }
-    let deadline = Instant::now() + timeout;
-    let mut silent = Vec::new();
-    for owner in sent {
-        match acknowledgement(rank, owner, number, deadline) {
-            Some(Ok(())) => {}
-            Some(Err(error)) => errors.push(format!("rank {owner}: {error}")),
-            None => silent.push(owner),
-        }
-    }
+    let silent = acknowledgements(rank, &sent, number, timeout, &mut errors);
     if !silent.is_empty() {
         errors.push(format!(
             "ranks {silent:?} did not acknowledge within {timeout:?}; their shards are unavailable"
@@ -228,15 +220,7 @@ fn everywhere(
     if let Err(error) = local.admin(admin) {
         errors.push(format!("rank {}: {error}", rank.rank()));
     }
-    let deadline = Instant::now() + timeout;
-    let mut silent = Vec::new();
-    for other in others {
-        match acknowledgement(rank, other, number, deadline) {
-            Some(Ok(())) => {}
-            Some(Err(error)) => errors.push(format!("rank {other}: {error}")),
-            None => silent.push(other),
-        }
-    }
+    let silent = acknowledgements(rank, &others, number, timeout, &mut errors);
     if !silent.is_empty() {
         errors.push(format!(
             "ranks {silent:?} did not acknowledge within {timeout:?}"
@@ -247,6 +231,27 @@ fn everywhere(
     } else {
         Err(errors.join("; "))
     }
+}
+
+/// Every one of `ranks`' acknowledgements of request `number`, awaited until `timeout`
+/// from now: each refusal added to `errors` naming its rank; the silent ranks returned.
+fn acknowledgements(
+    rank: &Rank,
+    ranks: &[usize],
+    number: u64,
+    timeout: Duration,
+    errors: &mut Vec<String>,
+) -> Vec<usize> {
+    let deadline = Instant::now() + timeout;
+    let mut silent = Vec::new();
+    for &owner in ranks {
+        match acknowledgement(rank, owner, number, deadline) {
+            Some(Ok(())) => {}
+            Some(Err(error)) => errors.push(format!("rank {owner}: {error}")),
+            None => silent.push(owner),
+        }
+    }
+    silent
 }
 
 /// `owner`'s acknowledgement of write `number` (older ones, arriving late, are dropped),

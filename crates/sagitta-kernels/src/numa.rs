@@ -13,18 +13,18 @@ const MPOL_MF_MOVE: libc::c_ulong = 1 << 1;
 /// Most node ids the calls take (the manifest's limit on node ids is 1023).
 pub const MAX_NODES: usize = 1024;
 
-/// The whole pages inside `[start, start + len)`: their first address and byte length
-/// (none when the range holds no whole page). Partial pages at either end belong to other
+/// The whole pages inside `[start, start + len)`: their first address, byte length and
+/// the page size (none when the range holds no whole page). Partial pages at either end belong to other
 /// memory too and are left alone.
 #[cfg(target_os = "linux")]
-fn whole_pages(start: usize, len: usize) -> Option<(usize, usize)> {
+fn whole_pages(start: usize, len: usize) -> Option<(usize, usize, usize)> {
     // SAFETY: sysconf takes an integer and reads no memory of ours.
     let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
         .ok()
         .filter(|&page| page.is_power_of_two())?;
     let first = start.checked_next_multiple_of(page)?;
     let end = (start.checked_add(len)?) / page * page;
-    (end > first).then(|| (first, end - first))
+    (end > first).then(|| (first, end - first, page))
 }
 
 /// Makes NUMA node `node` the preferred home of the whole pages of `[start, start + len)`:
@@ -40,7 +40,7 @@ pub unsafe fn prefer_node(start: *const u8, len: usize, node: usize) -> Result<(
     }
     #[cfg(target_os = "linux")]
     {
-        let Some((first, bytes)) = whole_pages(start as usize, len) else {
+        let Some((first, bytes, _)) = whole_pages(start as usize, len) else {
             return Ok(());
         };
         let mut mask = [0_u64; MAX_NODES / 64];
@@ -85,11 +85,9 @@ pub unsafe fn prefer_node(start: *const u8, len: usize, node: usize) -> Result<(
 pub unsafe fn resident_pages(start: *const u8, len: usize) -> Result<Vec<(usize, usize)>, String> {
     #[cfg(target_os = "linux")]
     {
-        let Some((first, bytes)) = whole_pages(start as usize, len) else {
+        let Some((first, bytes, page)) = whole_pages(start as usize, len) else {
             return Ok(Vec::new());
         };
-        // SAFETY: as in `whole_pages`.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
         let pages: Vec<*const libc::c_void> = (first..first + bytes)
             .step_by(page)
             .map(|address| address as *const libc::c_void)
