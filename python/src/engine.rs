@@ -77,7 +77,9 @@ fn to_python_error(error: EngineError) -> PyErr {
             FormatError::new_err(message)
         }
         EngineError::Storage(_) => StorageError::new_err(message),
-        EngineError::Index(_) | EngineError::Cancelled { .. } => SagittaError::new_err(message),
+        EngineError::Index(_) | EngineError::Cancelled { .. } | EngineError::Unavailable { .. } => {
+            SagittaError::new_err(message)
+        }
     }
 }
 
@@ -495,7 +497,7 @@ impl Collection {
             None => Vec::new(),
         };
         if let Some(filter) = self.bound_filter(filter)? {
-            targets.extend(self.inner.matching_ids(&filter));
+            targets.extend(self.inner.matching_ids(&filter).map_err(to_python_error)?);
         }
         Ok(targets)
     }
@@ -833,11 +835,12 @@ impl Collection {
     #[pyo3(signature = (filter = None))]
     fn count(&self, py: Python<'_>, filter: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
         let filter = self.bound_filter(filter)?;
-        Ok(py.allow_threads(|| self.inner.count(filter.as_ref())))
+        py.allow_threads(|| self.inner.count(filter.as_ref()))
+            .map_err(to_python_error)
     }
 
-    fn __len__(&self) -> usize {
-        self.inner.count(None)
+    fn __len__(&self) -> PyResult<usize> {
+        self.inner.count(None).map_err(to_python_error)
     }
 
     /// Seals the write buffers into HNSW segments (SQ8 traversal); returns the number of
@@ -987,7 +990,10 @@ impl Collection {
             self.name,
             self.dim(),
             self.distance(),
-            self.inner.count(None)
+            self.inner.count(None).map_or_else(
+                |error| format!("unknown ({error})"),
+                |count| count.to_string()
+            )
         )
     }
 }

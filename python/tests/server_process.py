@@ -46,10 +46,20 @@ def binary_path() -> Path:
 class SagittaServer:
     """One `sagitta serve` process on a data directory; restartable on the same directory."""
 
-    def __init__(self, data_dir: Path, *flags: str, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *flags: str,
+        host: str = "127.0.0.1",
+        binary: Path | None = None,
+        launcher: tuple[str, ...] = (),
+    ) -> None:
+        """`launcher` runs the binary (e.g. `mpirun -n 4`); `binary` replaces the default."""
         self.data_dir = Path(data_dir)
         self.flags = list(flags)
         self.host = host
+        self.binary = binary
+        self.launcher = list(launcher)
         self.process: subprocess.Popen | None = None
         self.url: str | None = None
         self.starts = 0
@@ -61,13 +71,14 @@ class SagittaServer:
         """Starts the server and waits until it is ready; returns its base URL."""
         if self.process is not None and self.process.poll() is None:
             raise RuntimeError("the server is already running")
-        binary = binary_path()
+        binary = self.binary or binary_path()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.starts += 1
         self._log_path = (
             self.data_dir.parent / f"{self.data_dir.name}-stderr-{self.starts}.log"
         )
         command = [
+            *self.launcher,
             str(binary),
             "serve",
             "--data-dir",
@@ -146,8 +157,10 @@ class SagittaServer:
         return self._log_path.read_text(errors="replace")
 
     def _fail_start(self, reason: str) -> None:
+        binary = self.binary or BINARY
         command = " ".join(
-            [str(BINARY), "serve", "--data-dir", str(self.data_dir), *self.flags]
+            [*self.launcher, str(binary), "serve", "--data-dir", str(self.data_dir)]
+            + self.flags
         )
         pytest.fail(
             f"{reason}\ncommand: {command}\nserver output:\n{self.output() or '(nothing)'}",

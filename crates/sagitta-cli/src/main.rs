@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use sagitta_cli::logger;
@@ -185,6 +186,15 @@ struct ServeArgs {
     /// Seconds an idle keep-alive connection stays open [default: 60].
     #[arg(long, value_name = "SECONDS")]
     keep_alive_timeout_secs: Option<u64>,
+    /// Run as one rank of an MPI job (`mpirun -n N sagitta serve --mpi`): rank K keeps
+    /// the points it owns in DATA_DIR/rank-K; rank 0 serves the API for the whole job
+    /// (needs a build with `--features mpi`).
+    #[arg(long)]
+    mpi: bool,
+    /// With --mpi: milliseconds rank 0 waits for another rank's answer before it names
+    /// that rank unavailable (a search waits this once per level of the tree).
+    #[arg(long, value_name = "MS", default_value_t = 10_000, requires = "mpi")]
+    rank_timeout_ms: u64,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -324,6 +334,9 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig, Failure> {
         body_read_timeout_secs,
         min_body_bytes_per_sec,
         keep_alive_timeout_secs,
+        // how the process runs, not a server setting
+        mpi: _,
+        rank_timeout_ms: _,
     } = args;
     if let Some(value) = data_dir {
         config.data_dir.clone_from(value);
@@ -365,14 +378,90 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig, Failure> {
 /// Opens the database and serves until SIGINT or SIGTERM, then flushes.
 fn serve(args: &ServeArgs) -> Result<(), Failure> {
     let config = server_config(args)?;
-    let data_failure = |message: String| Failure {
-        usage: false,
-        message,
-    };
     logger::install(logger::level_from_env().map_err(|message| Failure {
         usage: true,
         message,
     })?);
+    if args.mpi {
+        return serve_mpi(config, Duration::from_millis(args.rank_timeout_ms));
+    }
+    let data_dir = config.data_dir.clone();
+    let state = AppState::open(config).map_err(|error| {
+        data_failure(format!(
+            "cannot open the database in {}: {error}",
+            data_dir.display()
+        ))
+    })?;
+    http(state)
+}
+
+#[cfg(not(feature = "mpi"))]
+fn serve_mpi(_: ServerConfig, _: Duration) -> Result<(), Failure> {
+    Err(usage_failure(
+        "--mpi needs a sagitta built with MPI: `cargo build --release -p sagitta-cli \
+         --features mpi` (Debian: apt-get install openmpi-bin libopenmpi-dev libclang-dev)"
+            .to_string(),
+    ))
+}
+
+/// This process as one rank of an MPI job: rank 0 serves the API over a database linked
+/// to the other ranks (its main thread sends their work), the others serve rank 0.
+#[cfg(feature = "mpi")]
+fn serve_mpi(config: ServerConfig, timeout: Duration) -> Result<(), Failure> {
+    use sagitta_cluster::{link::Link, local::DatabaseLocal, service, window, world::Rank};
+    use sagitta_engine::collection::peers::Linked;
+    use sagitta_engine::database::DatabaseOptions;
+    let rank = Rank::init().map_err(|error| data_failure(error.to_string()))?;
+    let mut config = config;
+    config.data_dir = config.data_dir.join(format!("rank-{}", rank.rank()));
+    let window = Arc::new(window::Window::new(window::Bounds::default()));
+    let peers = (rank.rank() == 0).then(|| {
+        let link = Link::new(Arc::clone(&window), rank.size());
+        Linked(Arc::new(link))
+    });
+    let options = DatabaseOptions {
+        stripe_dirs: config.stripe_dirs.clone(),
+        peers,
+        ..DatabaseOptions::default()
+    };
+    let database = Database::open_with(Arc::new(OsFileSystem), &config.data_dir, options).map_err(
+        |error| {
+            data_failure(format!(
+                "rank {}: cannot open the database in {}: {error}",
+                rank.rank(),
+                config.data_dir.display()
+            ))
+        },
+    )?;
+    let database = Arc::new(database);
+    let local = DatabaseLocal(Arc::clone(&database));
+    if rank.rank() != 0 {
+        eprintln!(
+            "sagitta serve --mpi: rank {} of {}, data in {}",
+            rank.rank(),
+            rank.size(),
+            config.data_dir.display()
+        );
+        service::follow(&rank, &local, timeout);
+        return database
+            .flush()
+            .map_err(|error| data_failure(format!("rank {}: flush: {error}", rank.rank())));
+    }
+    // the API on its own threads; MPI from this one, the thread that initialised it
+    let state = AppState::new(database, config);
+    let closing = Arc::clone(&window);
+    let api = std::thread::spawn(move || {
+        let served = http(state);
+        closing.close();
+        served
+    });
+    service::lead(&rank, &window, &local, timeout);
+    api.join().expect("the API thread does not panic")
+}
+
+/// Serves `state` over HTTP until SIGINT or SIGTERM, then flushes.
+fn http(state: AppState) -> Result<(), Failure> {
+    let config = state.config.clone();
     // Each client connection is a file descriptor; a soft limit of 1,024 (a common
     // default) would make the 1,025th client wait unanswered.
     let open_files = rlimit::increase_nofile_limit(u64::MAX).map_or_else(
@@ -391,12 +480,6 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
     let data_dir = config.data_dir.clone();
     // After the open-file limit is raised: the cap is at most 3/4 of it.
     let max_connections = sagitta_server::effective_max_connections(&config);
-    let state = AppState::open(config).map_err(|error| {
-        data_failure(format!(
-            "cannot open the database in {}: {error}",
-            data_dir.display()
-        ))
-    })?;
     runtime.block_on(async move {
         let listener = sagitta_server::bind(&address)
             .await
@@ -415,6 +498,13 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         eprintln!("sagitta serve: stopped; every acknowledged write is flushed");
         Ok(())
     })
+}
+
+fn data_failure(message: String) -> Failure {
+    Failure {
+        usage: false,
+        message,
+    }
 }
 
 /// Checks the command line, reads the source and imports it; returns the summary line.

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sagitta_cluster::batch::QueryBatch;
+use sagitta_cluster::local::{apply, DatabaseLocal};
 use sagitta_cluster::owner::owner_rank;
 use sagitta_cluster::service::{follow, lead, Job, Outcome, Query};
 use sagitta_cluster::topk::{Hit, Partial};
@@ -195,56 +196,6 @@ fn main() {
     serve_through_the_window(&rank, &database, whole.as_ref(), &vectors);
 }
 
-/// This rank's database as the service searches, writes and changes it.
-struct Local(Arc<Database>);
-
-impl Local {
-    fn collection(&self, name: &str) -> Result<Arc<Collection>, String> {
-        self.0.collection(name).map_err(|error| error.to_string())
-    }
-}
-
-impl sagitta_cluster::service::Local for Local {
-    fn search(&self, batch: &QueryBatch) -> Result<(Vec<Vec<Hit>>, Distance), String> {
-        let collection = self.collection(&batch.collection)?;
-        Ok((
-            search(&collection, batch).lists,
-            collection.config().distance,
-        ))
-    }
-
-    fn check(&self, collection: &str, operation: &Operation) -> Result<(), String> {
-        let collection = self.collection(collection)?;
-        if let Operation::Upsert(points) = operation {
-            for point in points {
-                collection
-                    .check_point(point)
-                    .map_err(|error| error.to_string())?;
-            }
-        }
-        Ok(())
-    }
-
-    fn apply(&self, collection: &str, operation: Operation, wait: bool) -> Result<(), String> {
-        apply(&*self.collection(collection)?, operation, wait)
-    }
-
-    fn admin(&self, admin: &Admin) -> Result<(), String> {
-        match admin {
-            Admin::Create {
-                name,
-                config,
-                spaces,
-            } => self
-                .0
-                .create_collection_with_spaces(name, *config, spaces.clone())
-                .map(drop),
-            Admin::Drop { name } => self.0.drop_collection(name),
-        }
-        .map_err(|error| error.to_string())
-    }
-}
-
 /// A collection made, written, searched and dropped through the job; made twice, every
 /// rank refuses, each named.
 fn admin_through_the_window(window: &Window<Job, Outcome>, database: &Database, ranks: usize) {
@@ -339,21 +290,6 @@ fn admin_through_the_window(window: &Window<Job, Outcome>, database: &Database, 
     assert_eq!(submit(drop_made), Outcome::Written(Ok(())));
 }
 
-fn apply(collection: &Collection, operation: Operation, wait: bool) -> Result<(), String> {
-    match operation {
-        Operation::Upsert(points) => collection.upsert(points, wait),
-        Operation::Delete(ids) => collection.delete(&ids, wait),
-        Operation::SetPayload { ids, payload } => collection.set_payload(&ids, &payload, wait),
-        Operation::OverwritePayload { ids, payload } => {
-            collection.overwrite_payload(&ids, &payload, wait)
-        }
-        Operation::DeletePayloadKeys { ids, keys } => {
-            collection.delete_payload_keys(&ids, &keys, wait)
-        }
-    }
-    .map_err(|error| error.to_string())
-}
-
 /// Writes through the job, the same writes to the one-process collection: every point
 /// a multiple of 7 deleted, 300 new ones upserted (a third replacing deleted ids).
 fn write_through_the_window(window: &Window<Job, Outcome>, whole: &Collection) {
@@ -395,7 +331,7 @@ fn serve_through_the_window(
     whole: Option<&Arc<Collection>>,
     vectors: &[f32],
 ) {
-    let served = Local(Arc::clone(database));
+    let served = DatabaseLocal(Arc::clone(database));
     let Some(whole) = whole else {
         follow(rank, &served, TIMEOUT);
         return;

@@ -12,7 +12,11 @@
 #![deny(unsafe_code)]
 
 pub mod batch;
+pub mod jobs;
+pub mod link;
+pub mod local;
 pub mod owner;
+pub mod probe;
 #[cfg(feature = "mpi")]
 pub mod service;
 pub mod topk;

@@ -10,63 +10,18 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use sagitta_engine::codec::Operation;
+use sagitta_engine::collection::peers::{Probe, SILENCE};
 use sagitta_engine::Distance;
 
 use crate::batch::QueryBatch;
+pub use crate::jobs::{Answer, Job, Local, Outcome, Query};
+use crate::probe::ProbeBatch;
 use crate::topk::{Hit, Partial};
 use crate::window::Window;
-use crate::world::{complete, Rank, TAG_ACK, TAG_ADMIN, TAG_WRITE};
+use crate::world::{complete, Rank, TAG_ACK, TAG_ADMIN, TAG_CALL, TAG_REPLY, TAG_WRITE};
 use crate::writes::{
     decode_ack, decode_admin, encode_ack, encode_admin, split_by_owner, Admin, WriteRequest,
 };
-
-/// One query as a caller submits it to the window.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Query {
-    pub collection: String,
-    pub limit: usize,
-    /// HNSW beam; 0 searches exactly.
-    pub ef: usize,
-    pub vector: Vec<f32>,
-}
-
-/// A query's merged best hits, or why the job could not answer it.
-pub type Answer = Result<Vec<Hit>, String>;
-
-/// What a rank keeps: the points it owns.
-pub trait Local {
-    /// This rank's best `batch.limit` hits for each query of `batch`, with the
-    /// collection's distance (which orders the merge).
-    fn search(&self, batch: &QueryBatch) -> Result<(Vec<Vec<Hit>>, Distance), String>;
-    /// Checks a whole write as this rank's copy of the collection would take it (every
-    /// point's vectors and payload), storing nothing: rank 0 refuses a write with one bad
-    /// point before any owner stores any of it.
-    fn check(&self, collection: &str, operation: &Operation) -> Result<(), String>;
-    /// Applies this rank's part of a write; with `wait`, returns after it is durable.
-    fn apply(&self, collection: &str, operation: Operation, wait: bool) -> Result<(), String>;
-    /// Makes a change every rank makes (a collection created or dropped).
-    fn admin(&self, admin: &Admin) -> Result<(), String>;
-}
-
-/// What a caller asks of the job.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Job {
-    Search(Query),
-    Write {
-        collection: String,
-        wait: bool,
-        operation: Operation,
-    },
-    /// A change made on every rank; answered as [`Outcome::Written`].
-    Admin(Admin),
-}
-
-/// What the job answers.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Outcome {
-    Hits(Answer),
-    Written(Result<(), String>),
-}
 
 /// How long a rank that is not rank 0 waits for the next batch: as long as the job runs.
 const IDLE: Duration = Duration::from_secs(365 * 24 * 3600);
@@ -77,6 +32,7 @@ pub fn lead(rank: &Rank, window: &Window<Job, Outcome>, local: &impl Local, time
     let (mut batches, mut writes) = (0, 0);
     while let Some(waiting) = window.next_batch() {
         let mut searches = Vec::new();
+        let mut probes = Vec::new();
         for one in waiting {
             match one.job {
                 Job::Write {
@@ -94,12 +50,22 @@ pub fn lead(rank: &Rank, window: &Window<Job, Outcome>, local: &impl Local, time
                     let done = everywhere(rank, local, writes, &admin, timeout);
                     let _ = one.reply.send(Outcome::Written(done));
                 }
+                Job::Ask(calls) => {
+                    writes += 1;
+                    let answers = ask(rank, writes, calls, timeout);
+                    let _ = one.reply.send(Outcome::Answers(answers));
+                }
                 Job::Search(query) => searches.push((query, one.reply)),
+                Job::Probe { collection, probe } => probes.push((collection, probe, one.reply)),
             }
         }
         for group in by_kind(searches) {
             batches += 1;
             search_batch(rank, local, batches, group, timeout);
+        }
+        for group in probe_groups(probes) {
+            batches += 1;
+            probe_batch(rank, local, batches, group, timeout);
         }
     }
     let stop = QueryBatch {
@@ -148,6 +114,42 @@ fn search_batch(
         // a caller that gave up has dropped its receiver: nothing to do
         let _ = reply.send(Outcome::Hits(answer));
     }
+}
+
+/// Rank 0's calls: each sent to its rank, every answer awaited until `timeout`; a rank
+/// that stays silent is named as such.
+fn ask(
+    rank: &Rank,
+    number: u64,
+    calls: Vec<(usize, Vec<u8>)>,
+    timeout: Duration,
+) -> Vec<Result<Vec<u8>, String>> {
+    let mut ranks = Vec::with_capacity(calls.len());
+    for (to, call) in calls {
+        let mut message = number.to_le_bytes().to_vec();
+        message.extend_from_slice(&call);
+        rank.send(to, TAG_CALL, &message);
+        ranks.push(to);
+    }
+    let deadline = Instant::now() + timeout;
+    ranks
+        .into_iter()
+        .map(|from| {
+            reply(rank, from, number, deadline)
+                .ok_or_else(|| format!("rank {from} (waited {timeout:?}) {SILENCE}"))
+        })
+        .collect()
+}
+
+/// `from`'s answer to call `number` (older ones, arriving late, are dropped), or `None`
+/// by `deadline`.
+fn reply(rank: &Rank, from: usize, number: u64, deadline: Instant) -> Option<Vec<u8>> {
+    while let Some(bytes) = rank.receive(from, TAG_REPLY, deadline) {
+        if bytes.len() >= 8 && bytes[..8] == number.to_le_bytes() {
+            return Some(bytes[8..].to_vec());
+        }
+    }
+    None
 }
 
 /// Rank 0's write: each owner's part sent (its own applied here), then every owner's
@@ -275,9 +277,16 @@ fn acknowledgement(
 /// Every other rank: applies rank 0's writes and answers batches, in the order they
 /// came, until the stop batch (or a malformed one).
 pub fn follow(rank: &Rank, local: &impl Local, timeout: Duration) {
-    let mut wanted = vec![(0, TAG_WRITE), (0, TAG_ADMIN)];
+    let mut wanted = vec![(0, TAG_WRITE), (0, TAG_ADMIN), (0, TAG_CALL)];
     wanted.extend(rank.batch_source());
     while let Some((_, tag, bytes)) = rank.receive_any(&wanted, Instant::now() + IDLE) {
+        if tag == TAG_CALL {
+            let (number, call) = bytes.split_at(8.min(bytes.len()));
+            let mut message = number.to_vec();
+            message.extend_from_slice(&local.call(call));
+            rank.send(0, TAG_REPLY, &message);
+            continue;
+        }
         if tag == TAG_WRITE {
             let (number, result) = match WriteRequest::decode(&bytes) {
                 Ok(request) => (
@@ -298,6 +307,15 @@ pub fn follow(rank: &Rank, local: &impl Local, timeout: Duration) {
             continue;
         }
         rank.forward_down(&bytes);
+        if ProbeBatch::is_probe_batch(&bytes) {
+            match ProbeBatch::decode(&bytes) {
+                Ok(batch) => {
+                    let _ = answer_probes(rank, local, &batch, timeout);
+                }
+                Err(_) => return,
+            }
+            continue;
+        }
         let Ok(batch) = QueryBatch::decode(&bytes) else {
             return;
         };
@@ -311,35 +329,104 @@ pub fn follow(rank: &Rank, local: &impl Local, timeout: Duration) {
 /// Searches `batch` here and merges up the tree; on rank 0, each query's answer. A rank
 /// whose own search fails reports itself missing, so rank 0 names it.
 fn answer(rank: &Rank, local: &impl Local, batch: &QueryBatch, timeout: Duration) -> Vec<Answer> {
-    let (mine, distance) = match local.search(batch) {
-        Ok((lists, distance)) => (
-            Partial {
-                batch: batch.number,
-                lists,
-                missing: Vec::new(),
-            },
-            distance,
-        ),
-        Err(_) => {
-            let lists = vec![Vec::new(); batch.len()];
-            (
-                Partial {
-                    batch: batch.number,
-                    lists,
-                    missing: vec![rank.rank()],
-                },
-                Distance::Cosine,
-            )
-        }
+    let (lists, distance) = match local.search(batch) {
+        Ok((lists, distance)) => (Ok(lists), distance),
+        Err(error) => (Err(error), Distance::Cosine),
     };
-    let merged = match rank.reduce_tree(mine, batch.limit, distance, timeout) {
+    let at = (batch.number, batch.len(), batch.limit);
+    merge_up(rank, at, lists, distance, timeout)
+}
+
+/// Searches probe `batch` here and merges up the tree (closest distance first); on rank
+/// 0, each probe's answer.
+fn answer_probes(
+    rank: &Rank,
+    local: &impl Local,
+    batch: &ProbeBatch,
+    timeout: Duration,
+) -> Vec<Answer> {
+    let lists = local.probe(batch);
+    let at = (batch.number, batch.probes.len(), batch.wanted);
+    // engine distances: lower is closer for every metric, as Euclid's scores are
+    merge_up(rank, at, lists, Distance::Euclid, timeout)
+}
+
+/// This rank's `lists` for batch `number` (of `len` queries, `limit` hits each) merged
+/// up the tree; a rank whose own search failed reports itself missing, so rank 0 names
+/// it. Rank 0 gets every query's answer; the others an empty list.
+fn merge_up(
+    rank: &Rank,
+    (number, len, limit): (u64, usize, usize),
+    lists: Result<Vec<Vec<Hit>>, String>,
+    distance: Distance,
+    timeout: Duration,
+) -> Vec<Answer> {
+    let mine = match lists {
+        Ok(lists) => Partial {
+            batch: number,
+            lists,
+            missing: Vec::new(),
+        },
+        Err(_) => Partial {
+            batch: number,
+            lists: vec![Vec::new(); len],
+            missing: vec![rank.rank()],
+        },
+    };
+    let merged = match rank.reduce_tree(mine, limit, distance, timeout) {
         Ok(Some(merged)) => complete(merged, timeout).map_err(|error| error.to_string()),
         Ok(None) => return Vec::new(),
         Err(error) => Err(error.to_string()),
     };
     match merged {
         Ok(merged) => merged.lists.into_iter().map(Ok).collect(),
-        Err(error) => vec![Err(error); batch.len()],
+        Err(error) => vec![Err(error); len],
+    }
+}
+
+/// A probe of a collection and where its outcome goes.
+type Prober = (String, Probe, mpsc::Sender<Outcome>);
+
+/// Probes grouped by what a batch shares (collection, hits wanted), groups in order of
+/// their first probe, probes in arrival order.
+fn probe_groups(probes: Vec<Prober>) -> Vec<Vec<Prober>> {
+    let mut groups: Vec<Vec<Prober>> = Vec::new();
+    for one in probes {
+        let alike =
+            |group: &&mut Vec<Prober>| group[0].0 == one.0 && group[0].1.wanted == one.1.wanted;
+        match groups.iter_mut().find(alike) {
+            Some(group) => group.push(one),
+            None => groups.push(vec![one]),
+        }
+    }
+    groups
+}
+
+/// One batch of probes from rank 0: down the tree, searched, merged, answered.
+fn probe_batch(
+    rank: &Rank,
+    local: &impl Local,
+    number: u64,
+    group: Vec<Prober>,
+    timeout: Duration,
+) {
+    let mut replies = Vec::with_capacity(group.len());
+    let mut probes = Vec::with_capacity(group.len());
+    let collection = group[0].0.clone();
+    for (_, probe, reply) in group {
+        probes.push(probe);
+        replies.push(reply);
+    }
+    let batch = ProbeBatch {
+        number,
+        collection,
+        wanted: probes[0].wanted,
+        probes,
+    };
+    rank.broadcast(batch.encode(), timeout);
+    let answers = answer_probes(rank, local, &batch, timeout);
+    for (reply, answer) in replies.into_iter().zip(answers) {
+        let _ = reply.send(Outcome::Hits(answer));
     }
 }
 

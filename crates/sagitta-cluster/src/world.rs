@@ -30,6 +30,9 @@ pub const TAG_WRITE: i32 = 13;
 pub const TAG_ACK: i32 = 14;
 /// A change every rank makes (rank 0 to each), acknowledged with `TAG_ACK`.
 pub const TAG_ADMIN: i32 = 15;
+/// A linked collection's call from rank 0 to one rank, and that rank's answer.
+pub const TAG_CALL: i32 = 16;
+pub const TAG_REPLY: i32 = 17;
 
 /// What went wrong between ranks.
 #[derive(Debug, thiserror::Error)]

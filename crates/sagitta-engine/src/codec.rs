@@ -31,7 +31,7 @@ const ID_BYTES_MIN: usize = 1 + 8;
 /// The fewest bytes a length-prefixed text takes (an empty one).
 const TEXT_BYTES_MIN: usize = 4;
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Operation {
     Upsert(Vec<Point>),
     Delete(Vec<PointId>),
@@ -50,6 +50,40 @@ pub enum Operation {
         ids: Vec<PointId>,
         keys: Vec<String>,
     },
+}
+
+impl Operation {
+    /// The ids an id-addressed operation names; `None` for an upsert.
+    pub fn ids(&self) -> Option<&[PointId]> {
+        match self {
+            Operation::Upsert(_) => None,
+            Operation::Delete(ids)
+            | Operation::SetPayload { ids, .. }
+            | Operation::OverwritePayload { ids, .. }
+            | Operation::DeletePayloadKeys { ids, .. } => Some(ids),
+        }
+    }
+
+    /// The same id-addressed operation on `ids` instead (an upsert is returned as it is).
+    #[must_use]
+    pub fn with_ids(&self, ids: Vec<PointId>) -> Operation {
+        match self {
+            Operation::Upsert(points) => Operation::Upsert(points.clone()),
+            Operation::Delete(_) => Operation::Delete(ids),
+            Operation::SetPayload { payload, .. } => Operation::SetPayload {
+                ids,
+                payload: payload.clone(),
+            },
+            Operation::OverwritePayload { payload, .. } => Operation::OverwritePayload {
+                ids,
+                payload: payload.clone(),
+            },
+            Operation::DeletePayloadKeys { keys, .. } => Operation::DeletePayloadKeys {
+                ids,
+                keys: keys.clone(),
+            },
+        }
+    }
 }
 
 fn put_ids(out: &mut Writer, ids: &[PointId]) {

@@ -11,6 +11,7 @@ use sagitta_storage::fs::{FileSystem, LockGuard};
 use sagitta_storage::manifest;
 
 use crate::aliases::{self, AliasAction, Aliases};
+use crate::collection::peers::{every_answer, is_silence, Linked, PeerAnswer, PeerCall};
 use crate::collection::{
     snapshot, Collection, CollectionConfig, ImportProgress, ImportReport, ImportSource,
 };
@@ -36,6 +37,8 @@ pub struct Database {
     importing: Mutex<HashSet<String>>,
     /// See [`DatabaseOptions::machine`].
     machine: Arc<Machine>,
+    /// See [`DatabaseOptions::peers`].
+    peers: Option<Linked>,
     /// Each stripe directory's lock, held as the root's is.
     _stripe_locks: Vec<LockGuard>,
     /// Last: released only after everything else is closed.
@@ -60,6 +63,10 @@ pub struct DatabaseOptions {
     /// ([`Machine::detected`]). [`Machine::new`] of a [`crate::topology::Topology::simulated`]
     /// one spreads shards over made-up nodes.
     pub machine: Option<Arc<Machine>>,
+    /// Rank 0 of a scale-out job: the other ranks, each holding its own database of the
+    /// same collections with the points it owns. Every collection is then linked
+    /// ([`Collection::linked`]), and creating or dropping one reaches every rank.
+    pub peers: Option<Linked>,
 }
 
 impl Default for DatabaseOptions {
@@ -69,6 +76,7 @@ impl Default for DatabaseOptions {
             policy: OptimizerPolicy::default(),
             stripe_dirs: Vec::new(),
             machine: None,
+            peers: None,
         }
     }
 }
@@ -111,6 +119,7 @@ impl Database {
                 &stripe_roots(&options.stripe_dirs, &name),
             )?
             .placed_on(Arc::clone(&machine));
+            let collection = link(collection, options.peers.as_ref(), &name);
             collection.set_policy(options.policy.clone());
             collections.insert(name, Arc::new(collection));
         }
@@ -128,6 +137,7 @@ impl Database {
             stripe_dirs: options.stripe_dirs,
             importing: Mutex::new(HashSet::new()),
             machine,
+            peers: options.peers,
             _stripe_locks: stripe_locks,
             _lock: lock,
         })
@@ -255,13 +265,31 @@ impl Database {
         let stripes = stripe_roots(&self.stripe_dirs, name);
         // Leftovers of a create that crashed before the database manifest listed it.
         Collection::remove_striped_files(self.fs.as_ref(), &directory, &stripes)?;
-        let collection = Arc::new(
-            Collection::create_with_spaces(self.fs.as_ref(), &directory, config, spaces, &stripes)?
-                .placed_on(Arc::clone(&self.machine)),
-        );
+        // the other ranks first: a rank that cannot make it leaves none made anywhere
+        let on_peers = config.to_bytes(&spaces);
+        let made_on = self.make_everywhere(name, &on_peers)?;
+        let made =
+            Collection::create_with_spaces(self.fs.as_ref(), &directory, config, spaces, &stripes)
+                .map(|collection| {
+                    link(
+                        collection.placed_on(Arc::clone(&self.machine)),
+                        self.peers.as_ref(),
+                        name,
+                    )
+                })
+                .and_then(|collection| {
+                    let names = collections.keys().map(String::as_str).chain([name]);
+                    self.publish(names, &self.aliases.read())?;
+                    Ok(collection)
+                });
+        let collection = match made {
+            Ok(collection) => Arc::new(collection),
+            Err(error) => {
+                self.unmake(name, &made_on);
+                return Err(error);
+            }
+        };
         collection.set_policy(self.policy.clone());
-        let names = collections.keys().map(String::as_str).chain([name]);
-        self.publish(names, &self.aliases.read())?;
         collections.insert(name.to_string(), Arc::clone(&collection));
         Ok(collection)
     }
@@ -327,6 +355,17 @@ impl Database {
         source: ImportSource<'_>,
         progress: &ImportProgress,
     ) -> Result<(Arc<Collection>, ImportReport)> {
+        if let Some(Linked(peers)) = &self.peers {
+            // each rank imports its own points from the source: `sagitta import --mpi`
+            return Err(EngineError::Unavailable {
+                reason: format!(
+                    "bulk import into a job of {} ranks runs on every rank at once \
+                     (`mpirun -n {} sagitta import --mpi`), not through rank 0",
+                    peers.ranks(),
+                    peers.ranks()
+                ),
+            });
+        }
         let directory = Self::directory(&self.root, name);
         Collection::remove_striped_files(
             self.fs.as_ref(),
@@ -422,14 +461,13 @@ impl Database {
         let policy = old.policy();
         let directory = old.directory().to_path_buf();
         drop(old);
-        let reopened = Arc::new(
-            Collection::open_striped(
-                self.fs.as_ref(),
-                &directory,
-                &stripe_roots(&self.stripe_dirs, name),
-            )?
-            .placed_on(Arc::clone(&self.machine)),
-        );
+        let reopened = Collection::open_striped(
+            self.fs.as_ref(),
+            &directory,
+            &stripe_roots(&self.stripe_dirs, name),
+        )?
+        .placed_on(Arc::clone(&self.machine));
+        let reopened = Arc::new(link(reopened, self.peers.as_ref(), name));
         reopened.set_policy(policy);
         collections.insert(name.to_string(), Arc::clone(&reopened));
         Ok(reopened)
@@ -442,6 +480,11 @@ impl Database {
                 path: name.to_string(),
             });
         };
+        // the other ranks first: while one of them cannot, rank 0 keeps it listed (a
+        // second drop finishes the job; ranks that dropped it already answer done)
+        self.everywhere(|| PeerCall::Drop {
+            name: name.to_string(),
+        })?;
         // the collection's aliases go with it, in the same publication
         let mut aliases = self.aliases.write();
         let mut kept = aliases.clone();
@@ -461,6 +504,112 @@ impl Database {
             &stripe_roots(&self.stripe_dirs, name),
         )?;
         Ok(())
+    }
+}
+
+impl Database {
+    /// `call()` asked of every other rank of the job (nothing without peers); each
+    /// rank's answer.
+    fn ask_everywhere(
+        &self,
+        call: impl Fn() -> PeerCall,
+    ) -> Vec<(usize, std::result::Result<PeerAnswer, String>)> {
+        let Some(Linked(peers)) = &self.peers else {
+            return Vec::new();
+        };
+        let ranks: Vec<usize> = (1..peers.ranks()).collect();
+        if ranks.is_empty() {
+            return Vec::new();
+        }
+        let answers = peers.ask(ranks.iter().map(|&rank| (rank, call())).collect());
+        ranks.into_iter().zip(answers).collect()
+    }
+
+    /// [`Database::ask_everywhere`], every rank's refusal or silence one error.
+    fn everywhere(&self, call: impl Fn() -> PeerCall) -> Result<()> {
+        let answers = self
+            .ask_everywhere(call)
+            .into_iter()
+            .map(|(_, answer)| answer);
+        every_answer(answers.collect()).map(drop)
+    }
+
+    /// Collection `name` made on every other rank with `config`; the ranks that may hold
+    /// it now (those that made it, or did not answer). When one refused, the others'
+    /// are dropped again and its refusal returned.
+    fn make_everywhere(&self, name: &str, config: &[u8]) -> Result<Vec<usize>> {
+        let answers = self.ask_everywhere(|| PeerCall::Create {
+            name: name.to_string(),
+            config: config.to_vec(),
+        });
+        let failed = answers.iter().any(|(_, answer)| answer.is_err());
+        // a rank that refused keeps what it had; the others may have made it
+        let (made_on, refusals): (Vec<usize>, Vec<String>) = (
+            answers
+                .iter()
+                .filter(|(_, answer)| {
+                    answer.as_ref().is_ok() || answer.as_ref().is_err_and(|e| is_silence(e))
+                })
+                .map(|(rank, _)| *rank)
+                .collect(),
+            answers
+                .into_iter()
+                .filter_map(|(_, answer)| answer.err())
+                .collect(),
+        );
+        if failed {
+            self.unmake(name, &made_on);
+            return Err(EngineError::Unavailable {
+                reason: refusals.join("; "),
+            });
+        }
+        Ok(made_on)
+    }
+
+    /// Collection `name` dropped again on `ranks` (best effort: a rank that fails keeps
+    /// it, and a later create of the name there is refused, naming it).
+    fn unmake(&self, name: &str, ranks: &[usize]) {
+        let Some(Linked(peers)) = &self.peers else {
+            return;
+        };
+        let drops = ranks
+            .iter()
+            .map(|&rank| {
+                let name = name.to_string();
+                (rank, PeerCall::Drop { name })
+            })
+            .collect();
+        let _ = peers.ask(drops);
+    }
+
+    /// Answers rank 0's `call` on a rank other than 0 (its database is not linked).
+    pub fn answer(&self, call: PeerCall) -> Result<PeerAnswer> {
+        match call {
+            PeerCall::Create { name, config } => {
+                let (config, spaces) = CollectionConfig::from_bytes(&config).map_err(|error| {
+                    EngineError::Corrupt {
+                        reason: format!("collection config from rank 0: {error}"),
+                    }
+                })?;
+                self.create_collection_with_spaces(&name, config, spaces)?;
+                Ok(PeerAnswer::Done)
+            }
+            PeerCall::Drop { name } => match self.drop_collection(&name) {
+                Ok(()) | Err(EngineError::CollectionNotFound { .. }) => Ok(PeerAnswer::Done),
+                Err(error) => Err(error),
+            },
+            call => self
+                .collection(call.collection())?
+                .answer(self.fs.as_ref(), call),
+        }
+    }
+}
+
+/// `collection` linked to `peers` (as is without).
+fn link(collection: Collection, peers: Option<&Linked>, name: &str) -> Collection {
+    match peers {
+        Some(Linked(peers)) => collection.linked(Arc::clone(peers), name),
+        None => collection,
     }
 }
 

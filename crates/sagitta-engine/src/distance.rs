@@ -2,7 +2,7 @@
 
 /// Qdrant's distance names. Scores: similarity for Cosine and Dot (higher is closer),
 /// Euclidean distance for Euclid (lower is closer).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Distance {
     Cosine,
     Dot,

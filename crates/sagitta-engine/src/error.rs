@@ -75,6 +75,10 @@ pub enum EngineError {
     Corrupt { reason: String },
     #[error("{operation} cancelled before it finished; nothing was published")]
     Cancelled { operation: &'static str },
+    /// Ranks of a scale-out job that refused or did not answer (see
+    /// [`crate::collection::peers`]); `reason` names each of them.
+    #[error("scale-out: {reason}")]
+    Unavailable { reason: String },
     #[error(transparent)]
     Storage(#[from] sagitta_storage::StorageError),
     #[error("segment index: {0}")]

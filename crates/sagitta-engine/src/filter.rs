@@ -75,7 +75,7 @@ pub const MAX_FILTER_DEPTH: usize = 16;
 /// The clauses of a filter object; a condition holding one of them is a nested filter.
 const FILTER_CLAUSES: [&str; 4] = ["must", "should", "must_not", "min_should"];
 
-#[derive(Clone, Debug, PartialEq, Default)]
+#[derive(Clone, Debug, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Filter {
     pub must: Vec<Condition>,
     /// `None` when absent (or null); an empty list matches nothing, as in Qdrant.
@@ -85,7 +85,7 @@ pub struct Filter {
     pub min_should: Option<MinShould>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MinShould {
     pub conditions: Vec<Condition>,
     pub min_count: usize,
@@ -103,14 +103,14 @@ fn value_count(value: &Value) -> u64 {
 /// Mean Earth radius in meters (IUGG), for `geo_radius`.
 pub const EARTH_RADIUS_METERS: f64 = 6_371_008.8;
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Scalar {
     Keyword(String),
     Integer(i64),
     Bool(bool),
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Condition {
     MatchValue {
         key: KeyPath,
@@ -195,7 +195,7 @@ pub enum Condition {
 
 /// The list of a `match.any` or `match.except`: strings or integers (as Qdrant's), held as
 /// a set so that checking a value costs the same however long the list is.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum ValueSet {
     Keywords(HashSet<String>),
     Integers(HashSet<i64>),
@@ -224,7 +224,7 @@ impl ValueSet {
 
 /// Bounds of a `range` (numbers, or datetimes as epoch seconds) or of a `values_count`
 /// (counts).
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Range<T = f64> {
     pub gt: Option<T>,
     pub gte: Option<T>,
@@ -905,7 +905,7 @@ fn parse_id(value: &Value, path: &str) -> Result<PointId> {
 }
 
 /// One step of a [`KeyPath`].
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum PathItem {
     /// `.name` (or the first name): a key of an object.
     Key(String),
@@ -920,7 +920,7 @@ pub enum PathItem {
 /// (`"a.b"` is one key). A step that does not fit the value it meets (a key of an array, an
 /// index of an object, an index past the end) reaches nothing: arrays are only entered
 /// through `[N]` and `[]`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct KeyPath {
     items: Vec<PathItem>,
 }

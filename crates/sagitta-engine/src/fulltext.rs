@@ -18,7 +18,9 @@
 use std::collections::HashSet;
 
 /// How a text index cuts strings.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum Tokenizer {
     #[default]
     Word,
@@ -58,7 +60,7 @@ impl Tokenizer {
 }
 
 /// The settings of a text index.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct TextIndex {
     pub tokenizer: Tokenizer,
     pub lowercase: bool,
@@ -83,7 +85,7 @@ impl Default for TextIndex {
 }
 
 /// How a query's tokens must appear.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum TextMode {
     /// `match.text`: every token.
     All,
@@ -95,7 +97,7 @@ pub enum TextMode {
 
 /// A `match.text` / `text_any` / `phrase` on a field with a text index, its text cut as
 /// the index cuts queries.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TextQuery {
     pub index: TextIndex,
     pub mode: TextMode,

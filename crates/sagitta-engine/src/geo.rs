@@ -70,7 +70,7 @@ fn fields<'a>(
     Ok(object)
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BoundingBox {
     top_left: Point,
     bottom_right: Point,
@@ -114,7 +114,7 @@ impl BoundingBox {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Polygon {
     exterior: Vec<Point>,
     interiors: Vec<Vec<Point>>,

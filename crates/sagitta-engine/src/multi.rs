@@ -15,7 +15,7 @@ use crate::distance::Distance;
 pub const MAX_MULTI_VALUES: usize = 1 << 20;
 
 /// A multivector: `values.len() / dim` rows of `dim` finite values, at least one row.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MultiVector {
     dim: usize,
     values: Vec<f32>,

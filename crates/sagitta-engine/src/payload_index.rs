@@ -31,7 +31,7 @@ use crate::filter::{
 use crate::fulltext::{TextIndex, TextMode, TextQuery};
 use crate::point::parse_uuid;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum FieldType {
     Keyword,
     Integer,

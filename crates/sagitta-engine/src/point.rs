@@ -7,7 +7,9 @@ use crate::multi::MultiVector;
 use crate::sparse::SparseVector;
 
 /// A point id: an unsigned integer or a UUID (stored as its 128-bit value).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum PointId {
     Number(u64),
     Uuid(u128),
@@ -89,7 +91,7 @@ fn hex_digits(digits: &[u8]) -> Option<u128> {
 /// A point as stored: vector (normalized for Cosine), payload as JSON text, and its
 /// vectors beside the dense one — none, or one entry per side space of the collection
 /// ([`crate::spaces::VectorSpaces::side`]), `None` where the point has no vector there.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Point {
     pub id: PointId,
     pub vector: Vec<f32>,
@@ -99,7 +101,7 @@ pub struct Point {
 
 /// A vector kept beside a point's dense stored vector: a sparse vector or a multivector,
 /// as its space is ([`crate::spaces::SideSpace`]).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum SideVector {
     Sparse(SparseVector),
     Multi(MultiVector),

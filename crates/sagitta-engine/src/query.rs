@@ -36,7 +36,7 @@ pub struct SearchRequest<'a> {
 }
 
 /// How segments are searched.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Strategy {
     /// HNSW with the default beam (at least 128 and twice the results wanted), or an
     /// exact scan when the filter is selective.

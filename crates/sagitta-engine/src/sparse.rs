@@ -16,7 +16,7 @@ use std::collections::HashMap;
 pub const MAX_SPARSE_ENTRIES: usize = 1 << 20;
 
 /// A sparse vector: ascending, distinct indices and their finite weights.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SparseVector {
     indices: Vec<u32>,
     values: Vec<f32>,

@@ -119,14 +119,14 @@ fn check(collection: &Collection, model: &Model, moment: &str) {
     eprintln!("{moment}: recall {recall}");
     assert!(recall >= 0.95, "{moment}: recall {recall}");
     assert_eq!(
-        collection.count(None),
+        collection.count(None).unwrap(),
         model.len(),
         "{moment}: every point kept"
     );
     let bound = collection.bind_filter(&has_vector()).unwrap().unwrap();
     let having = model.values().filter(|vector| vector.is_some()).count();
     assert_eq!(
-        collection.count(Some(&bound)),
+        collection.count(Some(&bound)).unwrap(),
         having,
         "{moment}: has_vector"
     );
@@ -244,7 +244,7 @@ fn disk_segments_refuse_points_without_their_vector_by_name() {
         .unwrap_err()
         .to_string();
     assert!(error.contains("point 7 has no vector"), "{error}");
-    assert_eq!(collection.count(None), 0);
+    assert_eq!(collection.count(None).unwrap(), 0);
     // a vector with some NaNs is an error in any collection, not a point without one
     let mut partial = vec![0.5; DIM];
     partial[2] = f32::NAN;

@@ -96,7 +96,7 @@ fn reopens_holding(
     model: &HashMap<u64, Vec<f32>>,
 ) -> Collection {
     let reopened = Collection::open(fs, directory).unwrap();
-    assert_eq!(reopened.count(None), model.len());
+    assert_eq!(reopened.count(None).unwrap(), model.len());
     for point in reopened.points().unwrap() {
         let PointId::Number(id) = point.id else {
             unreachable!()

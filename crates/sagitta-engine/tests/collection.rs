@@ -57,7 +57,7 @@ fn search_matches_brute_force_across_shards() {
                 false,
             )
             .unwrap();
-        assert_eq!(collection.count(None), 301);
+        assert_eq!(collection.count(None).unwrap(), 301);
         let query = vector_for(5, 3);
         let hits = collection.search(&query, 10, None).unwrap();
         assert_eq!(hits.len(), 10);
@@ -132,7 +132,7 @@ fn search_spans_sealed_segments_and_the_buffer() {
         .delete(&[PointId::Number(12), PointId::Number(3_001)], true)
         .unwrap();
     assert_eq!(collection.point_counts(), (2_997, 501));
-    assert_eq!(collection.count(None), 3_498);
+    assert_eq!(collection.count(None).unwrap(), 3_498);
 
     let hits = collection.search(&vector(9_999), 2, None).unwrap();
     let ids: HashSet<PointId> = hits.iter().map(|hit| hit.id).collect();
@@ -230,14 +230,14 @@ fn a_failed_seal_never_loses_later_acknowledged_writes() {
             }
         };
         assert_eq!(
-            collection.count(None),
+            collection.count(None).unwrap(),
             50 + usize::from(accepted),
             "reads still work"
         );
         drop(collection);
         let reopened = Collection::open(&fs, directory).unwrap();
         assert_eq!(
-            reopened.count(None),
+            reopened.count(None).unwrap(),
             50 + usize::from(accepted),
             "k={failing_write}: an acknowledged write was lost"
         );
@@ -357,7 +357,7 @@ fn writes_during_maintenance_are_kept_exactly(
         state
     };
     assert_eq!(state(&collection), expected);
-    assert_eq!(collection.count(None), expected.len());
+    assert_eq!(collection.count(None).unwrap(), expected.len());
     collection.optimize(&fs).unwrap();
     drop(collection);
     let reopened = Collection::open(&fs, directory).unwrap();
@@ -468,7 +468,7 @@ fn bad_input_is_rejected_and_nothing_is_stored() {
         collection.upsert(batch, true),
         Err(EngineError::InvalidPayload { .. })
     ));
-    assert_eq!(collection.count(None), 0);
+    assert_eq!(collection.count(None).unwrap(), 0);
     assert!(matches!(
         collection.search(&[0.0; 3], 5, None),
         Err(EngineError::WrongVectorDimension { .. })
@@ -495,7 +495,13 @@ fn bad_input_is_rejected_and_nothing_is_stored() {
     ));
     // a reopen after all of that still finds nothing
     drop(collection);
-    assert_eq!(Collection::open(&fs, directory).unwrap().count(None), 0);
+    assert_eq!(
+        Collection::open(&fs, directory)
+            .unwrap()
+            .count(None)
+            .unwrap(),
+        0
+    );
 }
 
 /// Vectors up to the norm limit score finitely under every distance, exact and through a

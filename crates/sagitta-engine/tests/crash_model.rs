@@ -156,6 +156,7 @@ impl Simulation {
             // the filter finds what the model finds, wherever the points are
             let mut matched: Vec<u64> = collection
                 .matching_ids(&group_filter(group))
+                .unwrap()
                 .iter()
                 .map(|id| match id {
                     PointId::Number(number) => *number,
@@ -210,7 +211,7 @@ impl Simulation {
             panic!("seed {}: {moment}: {violation}", self.seed);
         }
         let status = collection.status();
-        let exact = collection.count(None);
+        let exact = collection.count(None).unwrap();
         assert!(
             status.points == exact,
             "seed {}: {moment}: status counts {} points ({} indexed), exactly {exact} live ({:?})",

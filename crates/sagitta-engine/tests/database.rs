@@ -59,7 +59,7 @@ fn collections_are_listed_reopened_and_dropped() {
 
     let database = Database::open(Arc::clone(&shared), root).unwrap();
     assert_eq!(database.list(), vec!["chat-history.v1", "docs"]);
-    assert_eq!(database.collection("docs").unwrap().count(None), 1);
+    assert_eq!(database.collection("docs").unwrap().count(None).unwrap(), 1);
     database.drop_collection("docs").unwrap();
     assert!(matches!(
         database.collection("docs"),
@@ -71,10 +71,10 @@ fn collections_are_listed_reopened_and_dropped() {
     ));
     // a new collection of the same name starts empty: the old logs are gone
     let docs = database.create_collection("docs", config()).unwrap();
-    assert_eq!(docs.count(None), 0);
+    assert_eq!(docs.count(None).unwrap(), 0);
     drop((docs, database));
     let database = Database::open(shared, root).unwrap();
-    assert_eq!(database.collection("docs").unwrap().count(None), 0);
+    assert_eq!(database.collection("docs").unwrap().count(None).unwrap(), 0);
 }
 
 #[test]

@@ -465,7 +465,7 @@ fn check_every_point(
         };
         assert_eq!(got.payload.unwrap(), expected, "{context}: payload");
     }
-    assert_eq!(collection.count(None), all.len() - 1, "{context}");
+    assert_eq!(collection.count(None).unwrap(), all.len() - 1, "{context}");
     collection.check_invariants().unwrap();
 }
 

@@ -294,7 +294,7 @@ fn match_except_needs_a_value_outside_the_list() {
         })
         .collect();
     collection.upsert(points, true).unwrap();
-    assert_eq!(collection.count(Some(&filter)), 1);
+    assert_eq!(collection.count(Some(&filter)).unwrap(), 1);
 }
 
 /// An empty `should` matches nothing; an empty `must` or `must_not` matches everything;
@@ -340,8 +340,16 @@ fn empty_clauses_and_min_should_follow_qdrant() {
         })
         .collect();
     collection.upsert(points, true).unwrap();
-    assert_eq!(collection.count(Some(&parse(json!({"should": []})))), 0);
-    assert_eq!(collection.count(Some(&parse(json!({"must": []})))), 10);
+    assert_eq!(
+        collection
+            .count(Some(&parse(json!({"should": []}))))
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        collection.count(Some(&parse(json!({"must": []})))).unwrap(),
+        10
+    );
 }
 
 /// A condition that is a filter object may hold any of the clauses alone, `min_should`
@@ -503,7 +511,10 @@ fn indexes_on_array_paths_agree_with_filters() {
     .map(parse)
     .collect();
     let counts = |collection: &Collection| -> Vec<usize> {
-        filters.iter().map(|f| collection.count(Some(f))).collect()
+        filters
+            .iter()
+            .map(|f| collection.count(Some(f)).unwrap())
+            .collect()
     };
     let before = counts(&collection);
     assert_eq!(before, vec![94, 60, 0, 100, 300, 100]);
@@ -988,7 +999,7 @@ fn filtered_search_count_scroll_and_delete_match_brute_force() {
             payload["group"] != "green" && payload["rank"].as_u64().unwrap() < 8
         })
         .collect();
-    assert_eq!(collection.count(Some(&filter)), expected.len());
+    assert_eq!(collection.count(Some(&filter)).unwrap(), expected.len());
 
     let hits = collection
         .search(&[100.0, 2.0, 1.0, 0.0], 20, Some(&filter))
@@ -1024,11 +1035,11 @@ fn filtered_search_count_scroll_and_delete_match_brute_force() {
     // delete by filter, then reopen: replay gives the same state
     let deleted = collection.delete_by_filter(&filter, true).unwrap();
     assert_eq!(deleted, expected.len());
-    assert_eq!(collection.count(None), 500 - expected.len());
+    assert_eq!(collection.count(None).unwrap(), 500 - expected.len());
     drop(collection);
     let reopened = Collection::open(&fs, directory).unwrap();
-    assert_eq!(reopened.count(None), 500 - expected.len());
-    assert_eq!(reopened.count(Some(&filter)), 0);
+    assert_eq!(reopened.count(None).unwrap(), 500 - expected.len());
+    assert_eq!(reopened.count(Some(&filter)).unwrap(), 0);
 }
 
 /// Equally close points are ranked by id wherever they are stored (write buffer or

@@ -112,7 +112,7 @@ fn the_golden_database_opens_with_exactly_its_points() {
                 .is_some_and(|text| text.contains(r#""kind":"k3""#))
         })
         .count();
-    assert_eq!(collection.count(Some(&filter)), passing);
+    assert_eq!(collection.count(Some(&filter)).unwrap(), passing);
     drop(collection);
     drop(database);
     std::fs::remove_dir_all(&root).unwrap();

@@ -60,7 +60,7 @@ fn sealed(fs: &SimFileSystem, directory: &Path) -> Collection {
 /// Every point is there with its vector and payload, and an exact search agrees with a
 /// brute-force ranking.
 fn check_points(collection: &Collection) {
-    assert_eq!(collection.count(None), POINTS as usize);
+    assert_eq!(collection.count(None).unwrap(), POINTS as usize);
     for id in 0..POINTS {
         let point = collection.get(&PointId::Number(id)).unwrap().expect("kept");
         assert_eq!(point.vector, vector(id), "id {id}");

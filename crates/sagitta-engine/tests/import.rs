@@ -100,7 +100,7 @@ fn an_import_is_indexed_at_once_and_searches_exactly() {
     drop(database);
     let database = Database::open_with(fs, Path::new("/db"), quiet()).unwrap();
     let reopened = database.collection("imported").unwrap();
-    assert_eq!(reopened.count(None), 2_999);
+    assert_eq!(reopened.count(None).unwrap(), 2_999);
     assert!(matches!(
         database.import_collection("imported", config(), random_points(5, 2)),
         Err(EngineError::CollectionExists { .. })
@@ -222,7 +222,7 @@ fn import_progress_counts_linked_rows_over_every_shard_and_ends_at_the_total() {
             .unwrap();
         finished.store(true, Ordering::Release);
         assert_eq!((report.points, report.segments), (3_000, 2));
-        assert_eq!(collection.count(None), 3_000);
+        assert_eq!(collection.count(None).unwrap(), 3_000);
         watcher.join().unwrap()
     });
     assert_eq!(samples.last(), Some(&(3_000, 3_000)));
@@ -329,7 +329,7 @@ fn a_crash_during_an_import_leaves_nothing_or_everything() {
                     imported.is_ok(),
                     "k={failing_write}: listed after a failure"
                 );
-                assert_eq!(collection.count(None), 1_200, "k={failing_write}");
+                assert_eq!(collection.count(None).unwrap(), 1_200, "k={failing_write}");
                 let point = collection.get(&PointId::Number(777)).unwrap().unwrap();
                 assert_eq!(point, points[777]);
             }
@@ -339,7 +339,7 @@ fn a_crash_during_an_import_leaves_nothing_or_everything() {
                 database
                     .import_collection("c", config(), points[..50].to_vec())
                     .unwrap();
-                assert_eq!(database.collection("c").unwrap().count(None), 50);
+                assert_eq!(database.collection("c").unwrap().count(None).unwrap(), 50);
             }
             Err(other) => panic!("k={failing_write}: {other}"),
         }
@@ -440,7 +440,7 @@ fn rows_lent_in_place_build_a_disk_collection_with_half_precision_records() {
             .vector,
         rounded(&rows[2_999 * DIM..])
     );
-    assert_eq!(reopened.count(None), 3_001);
+    assert_eq!(reopened.count(None).unwrap(), 3_001);
 }
 
 /// Lent rows are checked like points: a short slice, a non-finite value and repeated ids

@@ -251,7 +251,7 @@ fn has_vector_finds_the_points_that_have_each_vector() {
     let count = |name: &str, clause: &str| {
         let filter = Filter::parse(&json!({ clause: [{"has_vector": name}] }), "f").unwrap();
         let bound = collection.bind_filter(&filter).unwrap().expect("bound");
-        collection.count(Some(&bound))
+        collection.count(Some(&bound)).unwrap()
     };
     let having = |space: usize| points.iter().filter(|p| p.side[space].is_some()).count();
     assert_eq!(count("dense", "must"), 40);

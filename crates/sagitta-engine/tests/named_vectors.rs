@@ -176,7 +176,7 @@ fn check_searches(collection: &Collection, model: &[(u64, Vec<Option<Vec<f32>>>)
 }
 
 fn check_points(collection: &Collection, model: &[(u64, Vec<Option<Vec<f32>>>)], moment: &str) {
-    assert_eq!(collection.count(None), model.len(), "{moment}");
+    assert_eq!(collection.count(None).unwrap(), model.len(), "{moment}");
     let spaces = spaces();
     for (id, parts) in model.iter().step_by(37) {
         let got = collection.get(&PointId::Number(*id)).unwrap().unwrap();
@@ -300,7 +300,7 @@ fn bad_named_vector_input_is_refused_naming_the_vector() {
     let mut short = point(1, &good);
     short.vector.pop();
     assert!(collection.upsert(vec![short], true).is_err());
-    assert_eq!(collection.count(None), 0, "nothing stored");
+    assert_eq!(collection.count(None).unwrap(), 0, "nothing stored");
     let query = vec![0.5; 12];
     let error = collection
         .query(&SearchRequest {

@@ -102,7 +102,10 @@ fn the_background_optimizer_indexes_everything_and_keeps_segments_bounded() {
     drop(collection);
     drop(database);
     let reopened = Database::open(fs, Path::new("/db")).unwrap();
-    assert_eq!(reopened.collection("c").unwrap().count(None), expected);
+    assert_eq!(
+        reopened.collection("c").unwrap().count(None).unwrap(),
+        expected
+    );
 }
 
 /// Yellow while points wait in a write buffer, green once sealed; counts follow.
@@ -174,7 +177,7 @@ fn an_optimizer_failure_shows_in_the_status() {
     sim.fail_directory_sync_after(2);
     let status = wait_for_error();
     assert_eq!(status.health, Health::Red, "{status:?}");
-    assert_eq!(collection.count(None), 20, "reads keep working");
+    assert_eq!(collection.count(None).unwrap(), 20, "reads keep working");
     // Which shard's seal met the fault depends on which went idle first: a batch that
     // touches both shards reaches the poisoned one either way.
     assert!(collection.upsert(points(20..40), true).is_err());

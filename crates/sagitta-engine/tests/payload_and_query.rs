@@ -63,7 +63,7 @@ fn payload_updates_apply_and_replay() {
         "filter",
     )
     .unwrap();
-    let matched = collection.matching_ids(&filter);
+    let matched = collection.matching_ids(&filter).unwrap();
     collection
         .set_payload(&matched, r#"{"late": 1}"#, false)
         .unwrap();

@@ -63,11 +63,11 @@ fn answers(collection: &Collection, query: &[f32]) -> Vec<(usize, Vec<PointId>, 
     filters()
         .iter()
         .map(|filter| {
-            let mut ids = collection.matching_ids(filter);
+            let mut ids = collection.matching_ids(filter).unwrap();
             ids.sort_unstable();
             let hits = collection.search(query, 10, Some(filter)).unwrap();
             let found = hits.iter().map(|hit| hit.id).collect();
-            (collection.count(Some(filter)), ids, found)
+            (collection.count(Some(filter)).unwrap(), ids, found)
         })
         .collect()
 }

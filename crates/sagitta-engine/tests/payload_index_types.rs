@@ -64,9 +64,9 @@ fn filter(value: &Value) -> Filter {
 fn answer(collection: &Collection, filter: &Filter) -> Vec<PointId> {
     let bound = collection.bind_filter(filter).unwrap();
     let filter = bound.as_ref().unwrap_or(filter);
-    let mut ids = collection.matching_ids(filter);
+    let mut ids = collection.matching_ids(filter).unwrap();
     ids.sort_unstable();
-    assert_eq!(collection.count(Some(filter)), ids.len());
+    assert_eq!(collection.count(Some(filter)).unwrap(), ids.len());
     let hits = collection.search(&[0.5; DIM], 2_000, Some(filter)).unwrap();
     let mut found: Vec<PointId> = hits.iter().map(|hit| hit.id).collect();
     found.sort_unstable();

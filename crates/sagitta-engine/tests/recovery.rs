@@ -79,7 +79,7 @@ fn crashes_during_seals_do_not_pile_up_logs() {
             "after {} crashed seals the shard has {logs} logs",
             round + 1
         );
-        assert_eq!(collection.count(None), 50);
+        assert_eq!(collection.count(None).unwrap(), 50);
         assert_eq!(
             collection.get(&PointId::Number(7)).unwrap().unwrap(),
             point(7, round)
@@ -93,7 +93,7 @@ fn crashes_during_seals_do_not_pile_up_logs() {
     assert_eq!(collection.optimize(&fs).unwrap(), 50);
     drop(collection);
     let reopened = Collection::open(&fs, directory).unwrap();
-    assert_eq!(reopened.count(None), 50);
+    assert_eq!(reopened.count(None).unwrap(), 50);
     assert_eq!(
         reopened.get(&PointId::Number(49)).unwrap().unwrap(),
         point(49, 19)
@@ -202,5 +202,5 @@ fn a_log_that_breaks_the_sequence_is_refused_at_open() {
     // restored, the shard opens with every point
     fs.write_synced(&live, &original).unwrap();
     let reopened = Collection::open(&fs, directory).unwrap();
-    assert_eq!(reopened.count(None), 20);
+    assert_eq!(reopened.count(None).unwrap(), 20);
 }

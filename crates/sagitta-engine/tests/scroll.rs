@@ -181,7 +181,7 @@ fn paging_through_a_collection_evaluates_each_point_a_bounded_number_of_times() 
     )
     .unwrap();
     let before = Filter::work_on_this_thread();
-    let matches = collection.count(Some(&filter));
+    let matches = collection.count(Some(&filter)).unwrap();
     let one_count = Filter::work_on_this_thread() - before;
     assert!(matches > model.len() / 2 && one_count > 0);
 

@@ -124,7 +124,7 @@ fn source() -> (Database, Vec<u8>) {
         .unwrap();
     let mut snapshot = Vec::new();
     let written = collection.write_snapshot(&mut snapshot).unwrap();
-    assert_eq!(written as usize, collection.count(None));
+    assert_eq!(written as usize, collection.count(None).unwrap());
     (database, snapshot)
 }
 

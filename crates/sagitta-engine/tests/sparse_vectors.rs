@@ -180,7 +180,11 @@ fn check(collection: &Collection, model: &Model, moment: &str) {
         let got = collection.get(&PointId::Number(*id)).unwrap().unwrap();
         assert_eq!(got.side, point.side, "{moment}: get({id})");
     }
-    assert_eq!(collection.count(None), model.len(), "{moment}: count");
+    assert_eq!(
+        collection.count(None).unwrap(),
+        model.len(),
+        "{moment}: count"
+    );
 }
 
 fn run(dense: bool, directory: &Path) {

@@ -81,7 +81,7 @@ impl ApiError {
             EngineError::AliasNotFound { alias } => {
                 ApiError::not_found(format!("Not found: Alias `{alias}` does not exist!"))
             }
-            EngineError::Storage(StorageError::Locked { .. }) => {
+            EngineError::Storage(StorageError::Locked { .. }) | EngineError::Unavailable { .. } => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, error.to_string())
             }
             // The server cancels nothing: a cancelled operation is an internal failure. The

@@ -86,7 +86,8 @@ async fn matrix(state: &SharedState, name: String, request: MatrixRequest) -> Ap
         let mut candidates = match &filter {
             Some(filter) => target.matching_ids(filter),
             None => target.matching_ids(&Filter::default()),
-        };
+        }
+        .map_err(engine)?;
         candidates.shuffle(&mut rand::thread_rng());
         let mut sampled = Vec::with_capacity(sample);
         for id in candidates {

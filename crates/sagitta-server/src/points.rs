@@ -830,7 +830,9 @@ pub async fn count(
     let filter = parse_filter(request.filter.as_ref(), "filter")?;
     let count = read(&state, move || {
         let filter = crate::wire::bound_filter(&target, filter, &name)?;
-        Ok(target.count(filter.as_ref()))
+        target
+            .count(filter.as_ref())
+            .map_err(|error| ApiError::from_engine(error, &name))
     })
     .await?;
     Ok(ok(json!({ "count": count }), started))
@@ -925,7 +927,14 @@ pub(crate) fn selected_ids(
         (None, Some(filter)) => {
             let filter = parse_filter(Some(filter), "filter")?;
             let filter = crate::wire::bound_filter(collection, filter, "")?;
-            Ok(filter.map_or_else(Vec::new, |filter| collection.matching_ids(&filter)))
+            filter.map_or_else(
+                || Ok(Vec::new()),
+                |filter| {
+                    collection
+                        .matching_ids(&filter)
+                        .map_err(|error| ApiError::from_engine(error, ""))
+                },
+            )
         }
     }
 }

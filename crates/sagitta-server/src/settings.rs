@@ -297,7 +297,7 @@ pub(crate) fn check_query(
 pub(crate) fn check_upsert(
     strict: &StrictMode,
     points: usize,
-    stored: impl FnOnce() -> usize,
+    stored: impl FnOnce() -> ApiResult<usize>,
 ) -> ApiResult<()> {
     if let Some(max) = strict.upsert_max_batchsize.filter(|max| points > *max) {
         return Err(ApiError::bad_request(format!(
@@ -307,7 +307,7 @@ pub(crate) fn check_upsert(
     let Some(max) = strict.max_points_count else {
         return Ok(());
     };
-    let stored = stored();
+    let stored = stored()?;
     if stored >= max {
         return Err(ApiError::bad_request(format!(
             "Forbidden: Max points count exceeded: the collection holds {stored}, the limit is \
@@ -359,7 +359,11 @@ pub(crate) fn admit_upsert(
     let Some(strict) = settings.strict() else {
         return Ok(());
     };
-    check_upsert(strict, points, || target.count(None))?;
+    check_upsert(strict, points, || {
+        target
+            .count(None)
+            .map_err(|error| ApiError::from_engine(error, name))
+    })?;
     let key = budget_key(state, name);
     state.rate_limits.spend(&key, strict, Spend::Write, points)
 }
@@ -404,8 +408,8 @@ mod tests {
         );
         assert!(check_query(strict, 6, None, false).is_err());
         assert!(check_query(strict, 5, None, false).is_ok());
-        assert!(check_upsert(strict, 1, || 10).is_err());
-        assert!(check_upsert(strict, 1, || 9).is_ok());
+        assert!(check_upsert(strict, 1, || Ok(10)).is_err());
+        assert!(check_upsert(strict, 1, || Ok(9)).is_ok());
         let off = second.updated(
             None,
             Some(StrictMode {

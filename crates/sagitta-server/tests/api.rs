@@ -764,5 +764,5 @@ async fn graceful_shutdown_flushes_unsynced_writes() {
     fs.crash(&mut StepRng::new(0, 0));
     let database = open();
     let collection = database.collection("docs").unwrap();
-    assert_eq!(collection.count(None), 20);
+    assert_eq!(collection.count(None).unwrap(), 20);
 }

@@ -68,14 +68,11 @@ impl Collection {
             reason: "is not a valid key path".to_string(),
         })?;
         // without a filter, every live id: no empty filter evaluated on each point
-        let ids: Vec<_> = self
-            .shards
-            .iter()
-            .flat_map(|shard| shard.matching_ids(filter))
-            .collect();
+        let ids = self.ids(filter)?;
+        let mut points = self.get_many(&ids)?;
         let mut counts: HashMap<FacetValue, u64> = HashMap::new();
         for id in ids {
-            let Some(point) = self.get(&id)? else {
+            let Some(point) = points.remove(&id) else {
                 continue; // deleted since the ids were listed
             };
             let Some(payload) = point.payload.as_deref() else {

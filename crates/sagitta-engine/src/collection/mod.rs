@@ -4,6 +4,7 @@
 mod config;
 mod facet;
 mod import;
+pub mod peers;
 mod read;
 pub mod snapshot;
 
@@ -60,6 +61,8 @@ pub struct Collection {
     /// The worker pools its shards run on, and which shard runs where.
     machine: Arc<Machine>,
     placement: ShardPlacement,
+    /// Set on rank 0 of a scale-out job: the other ranks, which hold the other points.
+    link: Option<peers::PeerLink>,
 }
 
 /// The optimizer's last failure and when it may try again.
@@ -204,6 +207,7 @@ impl Collection {
             maintenance: Mutex::new(MaintenanceState::default()),
             machine,
             placement,
+            link: None,
         }
     }
 
@@ -475,7 +479,8 @@ impl Collection {
         self.shards
             .iter()
             .for_each(|shard| shard.set_payload_index(field, Some(kind)));
-        Ok(())
+        drop(schema);
+        self.index_everywhere(field, Some(kind))
     }
 
     /// Drops the payload index of `field` (a no-op if there is none).
@@ -494,7 +499,21 @@ impl Collection {
         self.shards
             .iter()
             .for_each(|shard| shard.set_payload_index(field, None));
-        Ok(())
+        drop(schema);
+        self.index_everywhere(field, None)
+    }
+
+    /// A payload index change made on the other ranks too, when linked.
+    fn index_everywhere(&self, field: &str, kind: Option<FieldType>) -> Result<()> {
+        let Some(link) = &self.link else {
+            return Ok(());
+        };
+        link.ask_all(|| peers::PeerCall::Index {
+            collection: link.name.clone(),
+            field: field.to_string(),
+            kind,
+        })
+        .map(|_| ())
     }
 
     /// The indexed payload fields.
@@ -613,7 +632,7 @@ impl Collection {
         // The reason names files relative to the collection: messages reach clients, and
         // the server's absolute paths are not theirs to see.
         let prefix = format!("{}/", self.directory.display());
-        let write_error = self.shards.iter().enumerate().find_map(|(index, shard)| {
+        let mut write_error = self.shards.iter().enumerate().find_map(|(index, shard)| {
             shard.write_failure().map(|cause| {
                 format!(
                     "shard {index} refuses writes: {}",
@@ -621,6 +640,15 @@ impl Collection {
                 )
             })
         });
+        // the other ranks' points count too; ranks that cannot say make the status red
+        let others = match self.link.as_ref().map(|link| self.count_others(link, None)) {
+            None => 0,
+            Some(Ok(others)) => others,
+            Some(Err(error)) => {
+                write_error.get_or_insert(error.to_string());
+                0
+            }
+        };
         let health = if write_error.is_some() {
             Health::Red
         } else if self
@@ -635,7 +663,7 @@ impl Collection {
         let (indexed, buffered) = self.point_counts();
         CollectionStatus {
             health,
-            points: indexed + buffered,
+            points: indexed + buffered + others,
             indexed,
             segments: self.shards.iter().map(Shard::segment_count).sum(),
             stale_segments: self.shards.iter().map(Shard::stale_segment_count).sum(),
@@ -731,7 +759,10 @@ impl Collection {
             .into_iter()
             .map(|point| self.config.prepare(&self.spaces, point))
             .collect::<Result<Vec<Point>>>()?;
-        self.write_points(prepared, wait)
+        match &self.link {
+            Some(link) => self.write_linked(link, Operation::Upsert(prepared), wait),
+            None => self.write_points(prepared, wait),
+        }
     }
 
     /// [`Collection::upsert`] of points as this collection stores them (read back from it,
@@ -741,7 +772,10 @@ impl Collection {
         for point in &points {
             self.config.prepare(&self.spaces, point.clone())?;
         }
-        self.write_points(points, false)
+        match &self.link {
+            Some(link) => self.write_linked(link, Operation::Upsert(points), false),
+            None => self.write_points(points, false),
+        }
     }
 
     /// Logs and applies the upsert of `points` (validated), each shard's part as one record.
@@ -795,9 +829,23 @@ impl Collection {
         })
     }
 
+    /// Logs `operation(ids)` at the points' owners: in the shards of this rank's points
+    /// (see [`Collection::write_by_id_here`]) and, when linked, the other ranks' for theirs.
+    fn write_by_id(
+        &self,
+        ids: &[PointId],
+        wait: bool,
+        operation: impl Fn(Vec<PointId>) -> Operation,
+    ) -> Result<()> {
+        match &self.link {
+            Some(link) => self.write_linked(link, operation(ids.to_vec()), wait),
+            None => self.write_by_id_here(ids, wait, operation),
+        }
+    }
+
     /// Splits `ids` by shard and logs `operation(ids of that shard)` in each shard that
     /// has any.
-    fn write_by_id(
+    fn write_by_id_here(
         &self,
         ids: &[PointId],
         wait: bool,
@@ -851,7 +899,7 @@ impl Collection {
     /// Deletes every point passing `filter`; returns how many were matched. The matched ids
     /// are logged (not the filter), so replay is deterministic.
     pub fn delete_by_filter(&self, filter: &Filter, wait: bool) -> Result<usize> {
-        let ids = self.matching_ids(filter);
+        let ids = self.matching_ids(filter)?;
         self.delete(&ids, wait)?;
         Ok(ids.len())
     }

@@ -12,6 +12,7 @@ use crate::query::{
 use crate::sparse::{idf, SparseVector};
 
 use super::config::{check_range, normalize, CollectionConfig, MAX_LIMIT};
+use super::peers::{unexpected, PeerAnswer, PeerCall, PeerLink, Probe, ProbeKind};
 use super::{Collection, SegmentKindName};
 use crate::shard::Shard;
 use crate::spaces::SpaceSlice;
@@ -82,28 +83,61 @@ impl Collection {
     /// point in memory at a time, not the collection).
     fn ids_with_vectors(&self) -> Result<std::collections::HashSet<PointId>> {
         let mut having = std::collections::HashSet::new();
-        for shard in &self.shards {
-            for id in shard.matching_ids(None) {
-                let point = self.get(&id)?;
-                if point.is_some_and(|point| !crate::spaces::is_absent(&point.vector)) {
-                    having.insert(id);
-                }
+        for id in self.ids(None)? {
+            let point = self.get(&id)?;
+            if point.is_some_and(|point| !crate::spaces::is_absent(&point.vector)) {
+                having.insert(id);
             }
         }
         Ok(having)
     }
 
-    /// Ids of every point passing `filter` (for payload updates addressed by filter).
-    pub fn matching_ids(&self, filter: &Filter) -> Vec<PointId> {
+    /// Ids of every point passing `filter` (for payload updates addressed by filter); an
+    /// error only when the other ranks of a linked collection fail.
+    pub fn matching_ids(&self, filter: &Filter) -> Result<Vec<PointId>> {
+        self.ids(Some(filter))
+    }
+
+    /// Ids of every live point passing `filter` (every one without), over every rank when
+    /// linked.
+    pub(super) fn ids(&self, filter: Option<&Filter>) -> Result<Vec<PointId>> {
+        let mut ids = self.ids_here(filter);
+        let Some(link) = &self.link else {
+            return Ok(ids);
+        };
+        for answer in link.ask_all(|| PeerCall::Ids {
+            collection: link.name.clone(),
+            filter: filter.cloned(),
+        })? {
+            let PeerAnswer::Ids(more) = answer else {
+                return Err(unexpected(&answer));
+            };
+            ids.extend(more);
+        }
+        Ok(ids)
+    }
+
+    /// [`Collection::ids`] among this rank's points alone.
+    pub(super) fn ids_here(&self, filter: Option<&Filter>) -> Vec<PointId> {
         self.shards
             .iter()
-            .flat_map(|shard| shard.matching_ids(Some(filter)))
+            .flat_map(|shard| shard.matching_ids(filter))
             .collect()
     }
 
     /// The live point `id`; an error only when a disk segment's read fails (I/O, or a
-    /// damaged page).
+    /// damaged page), or the rank owning it fails.
     pub fn get(&self, id: &PointId) -> Result<Option<Point>> {
+        match &self.link {
+            Some(link) if link.peers.owner(id) != 0 => {
+                Ok(self.get_many(std::slice::from_ref(id))?.remove(id))
+            }
+            _ => self.get_here(id),
+        }
+    }
+
+    /// [`Collection::get`] among this rank's points alone.
+    pub(super) fn get_here(&self, id: &PointId) -> Result<Option<Point>> {
         self.shards[self.shard_of(id)].get(id)
     }
 
@@ -131,8 +165,33 @@ impl Collection {
         Ok(())
     }
 
-    /// Exact count of live points (passing `filter` when given).
-    pub fn count(&self, filter: Option<&Filter>) -> usize {
+    /// Exact count of live points (passing `filter` when given), over every rank when
+    /// linked (an error only when they fail).
+    pub fn count(&self, filter: Option<&Filter>) -> Result<usize> {
+        let here = self.count_here(filter);
+        match &self.link {
+            Some(link) => Ok(here + self.count_others(link, filter)?),
+            None => Ok(here),
+        }
+    }
+
+    /// [`Collection::count`] over the other ranks' points.
+    pub(super) fn count_others(&self, link: &PeerLink, filter: Option<&Filter>) -> Result<usize> {
+        let mut count = 0;
+        for answer in link.ask_all(|| PeerCall::Count {
+            collection: link.name.clone(),
+            filter: filter.cloned(),
+        })? {
+            let PeerAnswer::Count(more) = answer else {
+                return Err(unexpected(&answer));
+            };
+            count += more;
+        }
+        Ok(count)
+    }
+
+    /// [`Collection::count`] among this rank's points alone.
+    pub(super) fn count_here(&self, filter: Option<&Filter>) -> usize {
         self.shards.iter().map(|shard| shard.count(filter)).sum()
     }
 
@@ -145,7 +204,26 @@ impl Collection {
         filter: Option<&Filter>,
     ) -> Result<(Vec<Point>, Option<PointId>)> {
         check_range("limit", limit, 1, MAX_LIMIT)?;
-        self.scroll_shards(&self.shards, offset, limit, filter)
+        let Some(link) = &self.link else {
+            return self.scroll_shards(&self.shards, offset, limit, filter);
+        };
+        // every rank's first limit + 1 from `offset`: the page, and where the next starts
+        let (mut points, _) = self.scroll_shards(&self.shards, offset, limit + 1, filter)?;
+        for answer in link.ask_all(|| PeerCall::Scroll {
+            collection: link.name.clone(),
+            offset,
+            limit: limit + 1,
+            filter: filter.cloned(),
+        })? {
+            let PeerAnswer::Points(more) = answer else {
+                return Err(unexpected(&answer));
+            };
+            points.extend(more);
+        }
+        points.sort_unstable_by_key(|point| point.id);
+        let next = points.get(limit).map(|point| point.id);
+        points.truncate(limit);
+        Ok((points, next))
     }
 
     /// [`Collection::scroll`] over `shards` alone (all of the collection's, or one).
@@ -171,8 +249,25 @@ impl Collection {
         Ok((page, next))
     }
 
-    /// Every live point (shard by shard).
+    /// Every live point (shard by shard, then rank by rank when linked).
     pub fn points(&self) -> Result<Vec<Point>> {
+        let mut points = self.points_here()?;
+        let Some(link) = &self.link else {
+            return Ok(points);
+        };
+        for answer in link.ask_all(|| PeerCall::Points {
+            collection: link.name.clone(),
+        })? {
+            let PeerAnswer::Points(more) = answer else {
+                return Err(unexpected(&answer));
+            };
+            points.extend(more);
+        }
+        Ok(points)
+    }
+
+    /// [`Collection::points`] of this rank alone.
+    pub(super) fn points_here(&self) -> Result<Vec<Point>> {
         let mut points = Vec::new();
         for shard in &self.shards {
             points.extend(shard.points()?);
@@ -199,6 +294,9 @@ impl Collection {
     /// shards' hits are then merged per request. Sparse and multivector requests run one
     /// after another, each over every shard at once.
     pub fn query_batch(&self, requests: &[SearchRequest<'_>]) -> Result<Vec<Vec<ScoredPoint>>> {
+        if let Some(link) = &self.link {
+            return self.query_linked(link, requests);
+        }
         let prepared = requests
             .iter()
             .map(|request| self.prepare_dense(request))
@@ -267,6 +365,10 @@ impl Collection {
     /// similarity ≥ threshold for Cosine/Dot, distance ≤ threshold for Euclid. The shards
     /// are searched at once, each on its node's pool.
     pub fn query(&self, request: &SearchRequest<'_>) -> Result<Vec<ScoredPoint>> {
+        if let Some(link) = &self.link {
+            let mut found = self.query_linked(link, std::slice::from_ref(request))?;
+            return Ok(found.pop().unwrap_or_default());
+        }
         if let Some(sparse) = request.sparse {
             return self.query_sparse(request, sparse);
         }
@@ -327,6 +429,17 @@ impl Collection {
         request: &SearchRequest<'_>,
         query: &SparseVector,
     ) -> Result<Vec<ScoredPoint>> {
+        let (query, space) = self.sparse_query(request, query)?;
+        self.query_side(request, (SideQuery::Sparse(&query), space), Distance::Dot)
+    }
+
+    /// A sparse query made ready for the shards: its side space, and its weights
+    /// multiplied by each index's IDF when the space asks for it.
+    fn sparse_query<'q>(
+        &self,
+        request: &SearchRequest<'_>,
+        query: &'q SparseVector,
+    ) -> Result<(std::borrow::Cow<'q, SparseVector>, usize)> {
         let name = request.using.unwrap_or("");
         let (space, idf) = self
             .spaces
@@ -335,14 +448,12 @@ impl Collection {
             .ok_or_else(|| EngineError::InvalidVectors {
                 reason: format!("Wrong input: Not existing sparse vector name error: {name}"),
             })?;
-        let weighted;
         let query = if idf {
-            weighted = self.idf_weighted(space, query);
-            &weighted
+            std::borrow::Cow::Owned(self.idf_weighted(space, query)?)
         } else {
-            query
+            std::borrow::Cow::Borrowed(query)
         };
-        self.query_side(request, (SideQuery::Sparse(query), space), Distance::Dot)
+        Ok((query, space))
     }
 
     /// [`Collection::query`] of a multivector query: the top hits by max_sim in the
@@ -352,6 +463,18 @@ impl Collection {
         request: &SearchRequest<'_>,
         query: &MultiVector,
     ) -> Result<Vec<ScoredPoint>> {
+        let (query, space, distance) = self.multi_query(request, query)?;
+        let side = (SideQuery::Multi(&query, distance), space);
+        self.query_side(request, side, distance)
+    }
+
+    /// A multivector query made ready for the shards: its side space and distance, its
+    /// rows unit length for Cosine.
+    fn multi_query<'q>(
+        &self,
+        request: &SearchRequest<'_>,
+        query: &'q MultiVector,
+    ) -> Result<(std::borrow::Cow<'q, MultiVector>, usize, Distance)> {
         let name = request.using.unwrap_or("");
         let (space, multi) = self
             .spaces
@@ -367,15 +490,12 @@ impl Collection {
                 received: query.dim(),
             });
         }
-        let normalized;
         let query = if multi.distance == Distance::Cosine {
-            normalized = query.clone().normalized();
-            &normalized
+            std::borrow::Cow::Owned(query.clone().normalized())
         } else {
-            query
+            std::borrow::Cow::Borrowed(query)
         };
-        let side = (SideQuery::Multi(query, multi.distance), space);
-        self.query_side(request, side, multi.distance)
+        Ok((query, space, multi.distance))
     }
 
     /// The top hits of a side-space query, merged over the shards.
@@ -398,7 +518,7 @@ impl Collection {
 
     /// `query` with each weight multiplied by its index's inverse document frequency in
     /// sparse space `space`, over the collection's live points.
-    fn idf_weighted(&self, space: usize, query: &SparseVector) -> SparseVector {
+    fn idf_weighted(&self, space: usize, query: &SparseVector) -> Result<SparseVector> {
         let mut counts = vec![0usize; query.len()];
         for shard in &self.shards {
             shard.sparse_frequencies(space, query.indices(), &mut counts);
@@ -406,11 +526,127 @@ impl Collection {
         // every live point, counted per part (exact: the crash model checks it against
         // a full count), not by listing them
         let (indexed, buffered) = self.point_counts();
-        let total = indexed + buffered;
-        query.reweighted(|index| {
+        let mut total = indexed + buffered;
+        if let Some(link) = &self.link {
+            for answer in link.ask_all(|| PeerCall::Frequencies {
+                collection: link.name.clone(),
+                space,
+                indices: query.indices().to_vec(),
+            })? {
+                let PeerAnswer::Frequencies {
+                    counts: more,
+                    total: points,
+                } = answer
+                else {
+                    return Err(unexpected(&answer));
+                };
+                counts
+                    .iter_mut()
+                    .zip(more)
+                    .for_each(|(count, more)| *count += more);
+                total += points;
+            }
+        }
+        Ok(query.reweighted(|index| {
             let at = query.indices().binary_search(&index).expect("own index");
             idf(counts[at], total)
-        })
+        }))
+    }
+
+    /// [`Collection::query_batch`] of a linked collection: every request prepared here,
+    /// searched on every rank at once, and the points of the hits kept fetched from their
+    /// owners.
+    fn query_linked(
+        &self,
+        link: &PeerLink,
+        requests: &[SearchRequest<'_>],
+    ) -> Result<Vec<Vec<ScoredPoint>>> {
+        let (probes, distances): (Vec<Probe>, Vec<Distance>) = requests
+            .iter()
+            .map(|request| self.probe_of(request))
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .unzip();
+        let found = link
+            .peers
+            .probe(&link.name, probes)
+            .map_err(super::peers::unavailable)?;
+        requests
+            .iter()
+            .zip(distances)
+            .zip(found)
+            .map(|((request, distance), hits)| self.scored(hits, request, distance))
+            .collect()
+    }
+
+    /// `request` as every rank searches it, and the distance its scores are in.
+    fn probe_of(&self, request: &SearchRequest<'_>) -> Result<(Probe, Distance)> {
+        check_range("limit", request.limit, 1, MAX_LIMIT)?;
+        check_range("offset", request.offset, 0, MAX_LIMIT)?;
+        let (kind, distance) = if let Some(sparse) = request.sparse {
+            let (query, space) = self.sparse_query(request, sparse)?;
+            let query = query.into_owned();
+            (ProbeKind::Sparse { query, space }, Distance::Dot)
+        } else if let Some(multi) = request.multi {
+            let (query, space, distance) = self.multi_query(request, multi)?;
+            let query = query.into_owned();
+            let kind = ProbeKind::Multi {
+                query,
+                space,
+                distance,
+            };
+            (kind, distance)
+        } else {
+            let dense = self.prepare_dense(request)?.expect("a dense request");
+            let kind = ProbeKind::Dense {
+                query: dense.query,
+                using: request.using.map(str::to_string),
+                strategy: request.strategy,
+            };
+            (kind, dense.space.distance)
+        };
+        let probe = Probe {
+            kind,
+            wanted: request.offset + request.limit,
+            filter: request.filter.cloned(),
+        };
+        Ok((probe, distance))
+    }
+
+    /// The job's best `(id, distance)` hits for `request` as it returns them: `offset`
+    /// skipped, scores as the user sees them, within the threshold, each with its point
+    /// (a point deleted since it was found is left out).
+    fn scored(
+        &self,
+        hits: Vec<(PointId, f32)>,
+        request: &SearchRequest<'_>,
+        distance: Distance,
+    ) -> Result<Vec<ScoredPoint>> {
+        let kept: Vec<(PointId, f32)> = hits
+            .into_iter()
+            .skip(request.offset)
+            .map(|(id, hit)| (id, user_score(hit, distance)))
+            .filter(|(_, score)| {
+                request
+                    .score_threshold
+                    .is_none_or(|threshold| within_threshold(*score, threshold, distance))
+            })
+            .collect();
+        let ids: Vec<PointId> = kept.iter().map(|(id, _)| *id).collect();
+        let mut points = self.get_many(&ids)?;
+        Ok(kept
+            .into_iter()
+            .filter_map(|(id, score)| {
+                let point = points.remove(&id)?;
+                Some(ScoredPoint {
+                    id,
+                    score,
+                    payload: point.payload,
+                    vector: point.vector,
+                    side: point.side,
+                })
+            })
+            .collect())
     }
 }
 

@@ -60,6 +60,16 @@ impl Collection {
 
     /// An error unless `shard` is one of this collection's shards.
     pub fn check_shard(&self, shard: usize) -> Result<()> {
+        if let Some(link) = &self.link {
+            return Err(EngineError::Unavailable {
+                reason: format!(
+                    "collection `{}` is spread over {} ranks, each with its own shard {shard}: \
+                     take the collection's snapshot instead",
+                    link.name,
+                    link.peers.ranks()
+                ),
+            });
+        }
         if shard < self.shards.len() {
             return Ok(());
         }
@@ -80,6 +90,8 @@ impl Collection {
     ) -> Result<(Vec<Point>, Option<PointId>)> {
         let shards = match shard {
             Some(shard) => std::slice::from_ref(&self.shards[shard]),
+            // a linked collection's snapshot holds every rank's points
+            None if self.link.is_some() => return self.scroll(offset, PAGE, None),
             None => &self.shards[..],
         };
         self.scroll_shards(shards, offset, PAGE, None)

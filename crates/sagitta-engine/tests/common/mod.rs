@@ -320,7 +320,7 @@ pub fn engine_state(collection: &Collection, context: &str) -> State {
         })
         .collect();
     assert_eq!(state.len(), count, "{context}: a point appears twice");
-    assert_eq!(collection.count(None), count, "{context}: count");
+    assert_eq!(collection.count(None).unwrap(), count, "{context}: count");
     for (id, stored) in &state {
         let got = collection
             .get(&PointId::Number(*id))
