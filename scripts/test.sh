@@ -18,8 +18,13 @@ echo "== cargo test"
 cargo test --workspace --exclude sagittadb-python --release
 echo "== MPI: sagitta-cluster's mpi feature, and mpirun -n 4 against one process"
 scripts/setup-mpi.sh
-cargo clippy -p sagitta-cluster --features mpi --all-targets --release -- -D warnings
+cargo clippy -p sagitta-cluster -p sagitta-cli --features sagitta-cluster/mpi,sagitta-cli/mpi \
+  --all-targets --release -- -D warnings
 cargo build -p sagitta-cluster --features mpi --example mpi_check --release
+# `sagitta serve --mpi`, run by python/tests/test_mpi_serve.py (it serves without --mpi too)
+cargo build -p sagitta-cli --features mpi --release
+cp target/release/sagitta target/release/sagitta-mpi
+export SAGITTA_MPI_BIN="$PWD/target/release/sagitta-mpi"
 # the CI machine runs as root; OpenMPI refuses that unless told twice
 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
   mpirun --oversubscribe -n 4 target/release/examples/mpi_check

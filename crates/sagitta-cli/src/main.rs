@@ -442,6 +442,20 @@ fn serve_mpi(config: ServerConfig, timeout: Duration) -> Result<(), Failure> {
             rank.size(),
             config.data_dir.display()
         );
+        // mpirun passes SIGINT and SIGTERM to every rank: this one keeps serving until
+        // rank 0, stopping, has sent its last work and the stop after it
+        std::thread::spawn(|| {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build();
+            if let Ok(runtime) = runtime {
+                runtime.block_on(async {
+                    loop {
+                        sagitta_server::shutdown_signal().await;
+                    }
+                });
+            }
+        });
         service::follow(&rank, &local, timeout);
         return database
             .flush()

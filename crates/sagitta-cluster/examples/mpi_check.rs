@@ -14,7 +14,7 @@ use sagitta_cluster::batch::QueryBatch;
 use sagitta_cluster::local::{apply, DatabaseLocal};
 use sagitta_cluster::owner::owner_rank;
 use sagitta_cluster::service::{follow, lead, Job, Outcome, Query};
-use sagitta_cluster::topk::{Hit, Partial};
+use sagitta_cluster::topk::Partial;
 use sagitta_cluster::window::{Bounds, Window};
 use sagitta_cluster::world::{complete, Rank};
 use sagitta_cluster::writes::Admin;
