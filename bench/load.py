@@ -114,9 +114,22 @@ def http_get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
         return error.code, error.read()
 
 
-def import_collection(executable: Path, db: Path, data_dir: Path, shards: int) -> None:
-    """``sagitta import`` of ``base.npy`` (ids = row numbers) into a new collection."""
+def mpirun(ranks: int) -> list[str]:
+    """``mpirun -n RANKS`` (none for 0 ranks: a plain process)."""
+    if not ranks:
+        return []
+    os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    return ["mpirun", "--oversubscribe", "-n", str(ranks)]
+
+
+def import_collection(
+    executable: Path, db: Path, data_dir: Path, shards: int, ranks: int = 0
+) -> None:
+    """``sagitta import`` of ``base.npy`` (ids = row numbers) into a new collection; with
+    ``ranks``, scattered over the ranks of an MPI job (``import --mpi``)."""
     command = [
+        *mpirun(ranks),
         str(executable),
         "import",
         "--data",
@@ -128,6 +141,7 @@ def import_collection(executable: Path, db: Path, data_dir: Path, shards: int) -
         "--shards",
         str(shards),
         str(data_dir / "base.npy"),
+        *(["--mpi"] if ranks else []),
     ]
     print("$ " + shlex.join(command), flush=True)
     subprocess.run(command, check=True)
@@ -137,18 +151,25 @@ class Server:
     """``sagitta serve`` in a child process, logging to a file."""
 
     def __init__(
-        self, data_dir: Path, log_path: Path, http_threads: int, executable: Path
+        self,
+        data_dir: Path,
+        log_path: Path,
+        http_threads: int,
+        executable: Path,
+        ranks: int = 0,
     ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
         command = [
+            *mpirun(ranks),
             str(executable),
             "serve",
             "--data-dir",
             str(data_dir),
             "--port",
             str(self.port),
+            *(["--mpi"] if ranks else []),
         ]
         if http_threads:
             command += ["--http-threads", str(http_threads)]
@@ -259,6 +280,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also run each level against GET /readyz",
     )
+    parser.add_argument(
+        "--mpi-ranks",
+        type=int,
+        default=0,
+        help="serve with `mpirun -n N sagitta serve --mpi` (the binary built with "
+        "--features mpi; N ranks on this machine); the server CPU reported is then "
+        "mpirun's, not the ranks'",
+    )
     parser.add_argument("--workdir", help="where the temporary files go")
     parser.add_argument("--out", help="result JSON (bench/results/load-<dataset>.json)")
     return parser
@@ -281,12 +310,15 @@ def main(argv: list[str] | None = None) -> int:
         data_dir.mkdir()
         write_npy_dir(dataset, data_dir)
         if args.load_by == "import":
-            import_collection(server_binary, tmp_path / "db", data_dir, args.shards)
+            import_collection(
+                server_binary, tmp_path / "db", data_dir, args.shards, args.mpi_ranks
+            )
         server = Server(
             tmp_path / "db",
             tmp_path / "server.log",
             args.server_http_threads,
             server_binary,
+            args.mpi_ranks,
         )
         try:
             server.wait_ready()

@@ -159,8 +159,14 @@ class SagittaServer:
     def _fail_start(self, reason: str) -> None:
         binary = self.binary or BINARY
         command = " ".join(
-            [*self.launcher, str(binary), "serve", "--data-dir", str(self.data_dir)]
-            + self.flags
+            [
+                *self.launcher,
+                str(binary),
+                "serve",
+                "--data-dir",
+                str(self.data_dir),
+                *self.flags,
+            ]
         )
         pytest.fail(
             f"{reason}\ncommand: {command}\nserver output:\n{self.output() or '(nothing)'}",

@@ -15,16 +15,16 @@ from __future__ import annotations
 import os
 import random
 import re
-import signal
 import shutil
+import signal
+import subprocess
 import time
 from pathlib import Path
 
 import httpx
 import pytest
-from qdrant_client import QdrantClient, models
-
 from oracle_checks import same_hits
+from qdrant_client import QdrantClient, models
 from server_process import SagittaServer
 
 MPI_BIN = os.environ.get("SAGITTA_MPI_BIN")
@@ -47,16 +47,17 @@ def launcher() -> tuple[str, ...]:
     return (mpirun, "--oversubscribe", "-n", str(RANKS))
 
 
-def job(data_dir: Path) -> SagittaServer:
+def job(data_dir: Path, *mpirun_flags: str) -> SagittaServer:
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    mpirun, *rest = launcher()
     return SagittaServer(
         data_dir,
         "--mpi",
         "--rank-timeout-ms",
         str(RANK_TIMEOUT_MS),
         binary=Path(MPI_BIN or ""),
-        launcher=launcher(),
+        launcher=(mpirun, *mpirun_flags, *rest),
     )
 
 
@@ -74,7 +75,11 @@ def points(rng: random.Random) -> list[models.PointStruct]:
 
 
 def both(
-    server: QdrantClient, oracle: QdrantClient, call: str, *args: object, **kwargs: object
+    server: QdrantClient,
+    oracle: QdrantClient,
+    call: str,
+    *args: object,
+    **kwargs: object,
 ) -> tuple[object, object]:
     return (
         getattr(server, call)(*args, **kwargs),
@@ -95,11 +100,15 @@ def all_pages(
             return found
 
 
-def same_everywhere(server: QdrantClient, oracle: QdrantClient, rng: random.Random) -> None:
+def same_everywhere(
+    server: QdrantClient, oracle: QdrantClient, rng: random.Random
+) -> None:
     reds = models.Filter(
         must=[models.FieldCondition(key="tag", match=models.MatchValue(value="red"))]
     )
-    low = models.Filter(must=[models.FieldCondition(key="n", range=models.Range(lt=300))])
+    low = models.Filter(
+        must=[models.FieldCondition(key="n", range=models.Range(lt=300))]
+    )
     for flt in (None, reds, low):
         mine, theirs = both(server, oracle, "count", NAME, count_filter=flt, exact=True)
         assert mine.count == theirs.count, flt
@@ -121,9 +130,7 @@ def same_everywhere(server: QdrantClient, oracle: QdrantClient, rng: random.Rand
             with_payload=True,
         )
         same_hits(mine.points, theirs.points)
-        assert [p.payload for p in mine.points] == [
-            p.payload for p in theirs.points
-        ], n
+        assert [p.payload for p in mine.points] == [p.payload for p in theirs.points], n
     requests = [
         models.QueryRequest(
             query=[rng.uniform(-1, 1) for _ in range(DIM)],
@@ -142,7 +149,9 @@ def same_everywhere(server: QdrantClient, oracle: QdrantClient, rng: random.Rand
         (p.id, p.payload) for p in theirs
     )
     for got, expected in zip(
-        sorted(mine, key=lambda p: p.id), sorted(theirs, key=lambda p: p.id), strict=True
+        sorted(mine, key=lambda p: p.id),
+        sorted(theirs, key=lambda p: p.id),
+        strict=True,
     ):
         assert got.vector == pytest.approx(expected.vector, abs=1e-5)
     mine, theirs = both(server, oracle, "facet", NAME, key="tag", limit=10, exact=True)
@@ -182,7 +191,9 @@ def test_a_job_of_four_ranks_answers_as_one_process(tmp_path: Path) -> None:
                 points_selector=models.FilterSelector(
                     filter=models.Filter(
                         must=[
-                            models.FieldCondition(key="n", range=models.Range(gte=1_100))
+                            models.FieldCondition(
+                                key="n", range=models.Range(gte=1_100)
+                            )
                         ]
                     )
                 ),
@@ -195,7 +206,11 @@ def test_a_job_of_four_ranks_answers_as_one_process(tmp_path: Path) -> None:
                 NAME,
                 {"flagged": 1},
                 points=models.Filter(
-                    must=[models.FieldCondition(key="group", match=models.MatchValue(value=3))]
+                    must=[
+                        models.FieldCondition(
+                            key="group", match=models.MatchValue(value=3)
+                        )
+                    ]
                 ),
                 wait=True,
             )
@@ -222,7 +237,9 @@ def test_a_job_of_four_ranks_answers_as_one_process(tmp_path: Path) -> None:
             oracle,
             "query_points",
             NAME,
-            query=models.RecommendQuery(recommend=models.RecommendInput(positive=[5, 9])),
+            query=models.RecommendQuery(
+                recommend=models.RecommendInput(positive=[5, 9])
+            ),
             limit=6,
             search_params=models.SearchParams(exact=True),
         )
@@ -279,3 +296,172 @@ def rank_pid(server_job: SagittaServer, rank: int) -> int:
         if f"OMPI_COMM_WORLD_RANK={rank}".encode() in environ:
             return int(entry.name)
     raise AssertionError(f"no process of rank {rank} under mpirun")
+
+
+def test_a_dead_rank_is_named_then_skipped_and_a_restart_has_every_write(
+    tmp_path: Path,
+) -> None:
+    """Under `mpirun --enable-recovery` the job outlives a killed rank: rank 0 names it
+    within the deadline (queries of 1,024 floats: messages over the 4,000-byte piece, which
+    a rendezvous send to a dead rank would never finish), and after three misses answers at
+    once; restarted whole, the job has every point acknowledged before the kill."""
+    data = tmp_path / "data"
+    server_job = job(data, "--enable-recovery")
+    url = server_job.start(timeout=90)
+    dim = 1_024
+    rng = random.Random(4)
+    try:
+        client = QdrantClient(url=url, timeout=60)
+        client.create_collection(
+            "wide",
+            vectors_config=models.VectorParams(size=dim, distance=models.Distance.DOT),
+        )
+        wide = [
+            models.PointStruct(id=n, vector=[rng.uniform(-1, 1) for _ in range(dim)])
+            for n in range(200)
+        ]
+        client.upsert("wide", wide, wait=True)
+        query = [rng.uniform(-1, 1) for _ in range(dim)]
+        assert len(client.query_points("wide", query=query, limit=3).points) == 3
+        os.kill(rank_pid(server_job, 2), signal.SIGKILL)
+        waits = []
+        for _ in range(5):
+            started = time.monotonic()
+            response = httpx.post(
+                f"{url}/collections/wide/points/query",
+                json={"query": query, "limit": 3},
+                timeout=60,
+            )
+            waits.append(time.monotonic() - started)
+            assert response.status_code == 503, response.text
+            error = response.json()["status"]["error"]
+            assert re.search(r"ranks \[2", error), error
+        # a search waits the deadline once per tree level; then the rank is skipped
+        assert max(waits) < 3 * RANK_TIMEOUT_MS / 1_000 + 1, waits
+        assert waits[-1] < RANK_TIMEOUT_MS / 1_000 / 2, waits
+        response = httpx.post(
+            f"{url}/collections/wide/points/count", json={}, timeout=60
+        )
+        assert response.status_code == 503, response.text
+        assert "rank 2" in response.json()["status"]["error"], response.text
+    finally:
+        server_job.stop()
+    restarted = job(data)
+    url = restarted.start(timeout=90)
+    try:
+        client = QdrantClient(url=url, timeout=60)
+        assert client.count("wide", exact=True).count == 200
+        found = client.query_points(
+            "wide", query=query, limit=5, search_params=models.SearchParams(exact=True)
+        ).points
+        best = sorted(
+            wide,
+            key=lambda p: -sum(a * b for a, b in zip(p.vector, query, strict=True)),
+        )
+        assert [p.id for p in found] == [p.id for p in best[:5]]
+    finally:
+        restarted.stop()
+
+
+def test_a_scattered_import_is_all_or_nothing_and_served_by_the_job(
+    tmp_path: Path,
+) -> None:
+    """`mpirun -n 4 sagitta import --mpi`: every rank imports the points it owns into its
+    own directory; when one rank cannot (it has the collection already), the others drop
+    theirs again. The job then serves the import as one process holding it would."""
+    import numpy as np
+
+    rng = np.random.default_rng(9)
+    vectors = rng.uniform(-1, 1, size=(500, DIM)).astype(np.float32)
+    np.save(tmp_path / "base.npy", vectors)
+    (tmp_path / "payloads.jsonl").write_text(
+        "".join(f'{{"n": {n}, "tag": "{TAGS[n % 4]}"}}\n' for n in range(500))
+    )
+    data = tmp_path / "data"
+    environment = {
+        **os.environ,
+        "OMPI_ALLOW_RUN_AS_ROOT": "1",
+        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+    }
+
+    def sagitta_import(
+        name: str, *launch: str, data_dir: Path = data
+    ) -> subprocess.CompletedProcess[str]:
+        mpi = ["--mpi"] if launch else []
+        return subprocess.run(
+            [
+                *launch,
+                str(MPI_BIN),
+                "import",
+                "--data",
+                str(data_dir),
+                "--collection",
+                name,
+                "--distance",
+                "Cosine",
+                "--payloads",
+                str(tmp_path / "payloads.jsonl"),
+                str(tmp_path / "base.npy"),
+                *mpi,
+            ],
+            capture_output=True,
+            text=True,
+            env=environment,
+            timeout=300,
+            check=False,
+        )
+
+    done = sagitta_import("imported", *launcher())
+    assert done.returncode == 0, done.stdout + done.stderr
+    for rank in range(RANKS):
+        assert f"rank {rank} of {RANKS}: imported" in done.stdout, done.stdout
+    # rank 2 has `taken` already: the scattered import of it fails on every rank
+    alone = sagitta_import("taken", data_dir=data / "rank-2")
+    assert alone.returncode == 0, alone.stdout + alone.stderr
+    refused = sagitta_import("taken", *launcher())
+    assert refused.returncode != 0
+    # whichever rank mpirun hears from first says which rank failed
+    assert "the import failed on ranks [2]" in refused.stderr, refused.stderr
+    for rank in (0, 1, 3):
+        left = (data / f"rank-{rank}" / "collections" / "taken").rglob("*")
+        assert not [path for path in left if path.is_file()], rank
+
+    oracle = QdrantClient(":memory:")
+    oracle.create_collection(
+        "imported",
+        vectors_config=models.VectorParams(size=DIM, distance=models.Distance.COSINE),
+    )
+    oracle.upsert(
+        "imported",
+        [
+            models.PointStruct(
+                id=n, vector=vectors[n].tolist(), payload={"n": n, "tag": TAGS[n % 4]}
+            )
+            for n in range(500)
+        ],
+    )
+    server_job = job(data)
+    url = server_job.start(timeout=90)
+    try:
+        server = QdrantClient(url=url, timeout=60)
+        assert server.count("imported", exact=True).count == 500
+        assert server.collection_exists("taken") is False
+        exact = models.SearchParams(exact=True)
+        for n in range(5):
+            query = rng.uniform(-1, 1, size=DIM).tolist()
+            mine, theirs = both(
+                server,
+                oracle,
+                "query_points",
+                "imported",
+                query=query,
+                limit=6,
+                search_params=exact,
+                with_payload=True,
+            )
+            same_hits(mine.points, theirs.points)
+            assert [p.payload for p in mine.points] == [
+                p.payload for p in theirs.points
+            ], n
+    finally:
+        server_job.stop()

@@ -6,7 +6,7 @@
 //! wrong, 1 when the data or the disk is.
 #![deny(unsafe_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -101,6 +101,12 @@ struct ImportArgs {
     /// memory-only NUMA node); the graph and codes stay in local DRAM.
     #[arg(long, conflicts_with = "on_disk")]
     far_vectors: bool,
+    /// Run as one rank of an MPI job (`mpirun -n N sagitta import --mpi`, the same
+    /// arguments on every rank): each rank reads the source, keeps the points it owns and
+    /// imports them into DATA/rank-K, for `sagitta serve --mpi`; all or nothing — when one
+    /// rank fails, the others drop what they imported (needs `--features mpi`).
+    #[arg(long)]
+    mpi: bool,
     /// Source format; by default taken from the extension (.npy, .fvecs, .bvecs, .parquet).
     #[arg(long, value_enum)]
     format: Option<FormatArg>,
@@ -546,11 +552,65 @@ fn import(args: &ImportArgs) -> Result<String, Failure> {
         vector_column: args.vector_column.clone(),
     };
     let read = read_points(&args.source, &options)?;
-    import_points(args, read)
+    if args.mpi {
+        return import_mpi(args, read);
+    }
+    import_points(args, &args.data, read)
+}
+
+#[cfg(not(feature = "mpi"))]
+fn import_mpi(_: &ImportArgs, _: ReadPoints) -> Result<String, Failure> {
+    Err(usage_failure(
+        "--mpi needs a sagitta built with MPI: `cargo build --release -p sagitta-cli \
+         --features mpi`"
+            .to_string(),
+    ))
+}
+
+/// This process's part of a scattered import: the points this rank owns into
+/// DATA/rank-K; then every rank learns whether all succeeded, and each drops its import
+/// again if one did not.
+#[cfg(feature = "mpi")]
+fn import_mpi(args: &ImportArgs, read: ReadPoints) -> Result<String, Failure> {
+    use sagitta_cluster::{owner::owner_rank, world::Rank};
+    let rank = Rank::init().map_err(|error| data_failure(error.to_string()))?;
+    let (me, ranks) = (rank.rank(), rank.size());
+    let ReadPoints {
+        points,
+        dim,
+        bytes_read,
+    } = read;
+    let mine = points
+        .into_iter()
+        .filter(|point| owner_rank(&point.id, ranks) == me)
+        .collect();
+    let data = args.data.join(format!("rank-{me}"));
+    let read = ReadPoints {
+        points: mine,
+        dim,
+        bytes_read,
+    };
+    let imported = import_points(args, &data, read);
+    let failed = rank.failed(imported.is_ok());
+    let at = |message: String| data_failure(format!("rank {me} of {ranks}: {message}"));
+    match imported {
+        Ok(summary) if failed.is_empty() => Ok(format!("rank {me} of {ranks}: {summary}")),
+        Ok(_) => {
+            let database = Database::open(Arc::new(OsFileSystem), &data)
+                .map_err(|error| at(error.to_string()))?;
+            database
+                .drop_collection(&args.collection)
+                .map_err(|error| at(format!("dropping the import again: {error}")))?;
+            Err(at(format!(
+                "imported, then dropped again: the import failed on ranks {failed:?}"
+            )))
+        }
+        Err(failure) => Err(at(failure.message)),
+    }
 }
 
 /// Creates the collection from the points read, published with one manifest swap.
-fn import_points(args: &ImportArgs, read: ReadPoints) -> Result<String, Failure> {
+fn import_points(args: &ImportArgs, data: &Path, read: ReadPoints) -> Result<String, Failure> {
     let ReadPoints {
         points,
         dim,
@@ -575,7 +635,7 @@ fn import_points(args: &ImportArgs, read: ReadPoints) -> Result<String, Failure>
         usage: false,
         message: error.to_string(),
     };
-    let database = Database::open(Arc::new(OsFileSystem), &args.data).map_err(data_failure)?;
+    let database = Database::open(Arc::new(OsFileSystem), data).map_err(data_failure)?;
     let (_, report) = database
         .import_collection(&args.collection, config, points)
         .map_err(data_failure)?;
@@ -585,7 +645,7 @@ fn import_points(args: &ImportArgs, read: ReadPoints) -> Result<String, Failure>
         report.points,
         config.distance,
         args.collection,
-        args.data.display(),
+        data.display(),
         report.segments,
         report.bytes_written,
     ))

@@ -135,8 +135,13 @@ fn ask(
     ranks
         .into_iter()
         .map(|from| {
-            reply(rank, from, number, deadline)
-                .ok_or_else(|| format!("rank {from} (waited {timeout:?}) {SILENCE}"))
+            reply(rank, from, number, deadline).ok_or_else(|| {
+                if rank.is_down(from) {
+                    format!("rank {from} (down: it missed its last deadlines) {SILENCE}")
+                } else {
+                    format!("rank {from} (waited {timeout:?}) {SILENCE}")
+                }
+            })
         })
         .collect()
 }

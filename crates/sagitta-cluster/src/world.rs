@@ -10,7 +10,7 @@
 //! its parent give up with the ranks it did not hear from, and a late answer is dropped.
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use mpi::point_to_point::MatchedReceiveVec;
@@ -33,6 +33,23 @@ pub const TAG_ADMIN: i32 = 15;
 /// A linked collection's call from rank 0 to one rank, and that rank's answer.
 pub const TAG_CALL: i32 = 16;
 pub const TAG_REPLY: i32 = 17;
+
+/// Bytes of the buffer MPI copies buffered sends into (`MPI_Buffer_attach`; pages are
+/// touched only as messages use them). A buffered send (`MPI_Bsend`) completes once
+/// copied there, whether or not the receiver ever takes the message in, so a dead rank
+/// cannot block the rank sending to it — an ordinary send of a message over the eager
+/// limit (4 KiB over shared memory) never completes when its receiver is dead.
+const SEND_BUFFER: usize = 256 << 20;
+
+/// Largest message sent buffered; larger ones (a big write or answer) are sent ordinarily.
+const BUFFERED_MAX: usize = 32 << 20;
+
+/// Deadlines a rank misses in a row before it counts as down.
+const MISSES_TO_DOWN: u32 = 3;
+
+/// How long a rank that is down is skipped (nothing sent to it, nothing awaited from
+/// it) before it gets another chance; anything it sends brings it back at once.
+pub const DOWN_FOR: Duration = Duration::from_secs(30);
 
 /// What went wrong between ranks.
 #[derive(Debug, thiserror::Error)]
@@ -63,16 +80,19 @@ pub struct Rank {
     size: usize,
     /// Messages taken in and not yet asked for: (source rank, tag, bytes), oldest first.
     mailbox: RefCell<VecDeque<(usize, i32, Vec<u8>)>>,
+    /// Ranks that missed deadlines: how many in a row, and when the last was missed.
+    misses: RefCell<HashMap<usize, (u32, Instant)>>,
     traffic: Cell<Traffic>,
-    /// Finalises MPI when dropped.
-    _universe: mpi::environment::Universe,
+    /// Finalises MPI when dropped (see `Drop for Rank`).
+    universe: Option<mpi::environment::Universe>,
 }
 
 impl Rank {
     /// Initialises MPI (once per process).
     pub fn init() -> Result<Rank, ClusterError> {
-        let (universe, _) =
+        let (mut universe, _) =
             mpi::initialize_with_threading(mpi::Threading::Funneled).ok_or(ClusterError::Init)?;
+        universe.set_buffer_size(SEND_BUFFER);
         let world = universe.world();
         let rank = usize::try_from(world.rank()).map_err(|_| ClusterError::Init)?;
         let size = usize::try_from(world.size()).map_err(|_| ClusterError::Init)?;
@@ -81,8 +101,9 @@ impl Rank {
             rank,
             size,
             mailbox: RefCell::default(),
+            misses: RefCell::default(),
             traffic: Cell::default(),
-            _universe: universe,
+            universe: Some(universe),
         })
     }
 
@@ -97,6 +118,16 @@ impl Rank {
     /// What this rank sent and merged since the last call.
     pub fn take_traffic(&self) -> Traffic {
         self.traffic.take()
+    }
+
+    /// The ranks where `ok` is false (each rank calls this with its own; it waits for
+    /// all), ascending.
+    pub fn failed(&self, ok: bool) -> Vec<usize> {
+        use mpi::collective::CommunicatorCollectives;
+        let mine = u8::from(ok);
+        let mut every = vec![0u8; self.size];
+        self.world.all_gather_into(&mine, &mut every[..]);
+        (0..self.size).filter(|&rank| every[rank] == 0).collect()
     }
 
     /// Waits until every rank has called this.
@@ -215,13 +246,40 @@ impl Rank {
         Ok(false)
     }
 
-    /// Sends `bytes` to `to`, taking in whatever arrives until the send has completed.
+    /// Whether `rank` is down: it missed [`MISSES_TO_DOWN`] deadlines in a row, the last
+    /// less than [`DOWN_FOR`] ago, and has sent nothing since.
+    pub fn is_down(&self, rank: usize) -> bool {
+        self.misses
+            .borrow()
+            .get(&rank)
+            .is_some_and(|(count, last)| *count >= MISSES_TO_DOWN && last.elapsed() < DOWN_FOR)
+    }
+
+    /// Notes that `rank` missed a deadline.
+    fn missed(&self, rank: usize) {
+        let mut misses = self.misses.borrow_mut();
+        let entry = misses.entry(rank).or_insert((0, Instant::now()));
+        *entry = (entry.0 + 1, Instant::now());
+    }
+
+    /// Sends `bytes` to `to`: buffered (returns once copied) up to [`BUFFERED_MAX`],
+    /// else taking in whatever arrives until the send has completed; nothing is sent to a
+    /// rank that is down.
     pub fn send(&self, to: usize, tag: i32, bytes: &[u8]) {
-        let destination = self.world.process_at_rank(as_mpi(to));
+        // late answers first: they bring a rank that was down back
+        self.take_in();
+        if self.is_down(to) {
+            return;
+        }
         let mut traffic = self.traffic.get();
         traffic.bytes_sent += bytes.len() as u64;
         traffic.messages_sent += 1;
         self.traffic.set(traffic);
+        let destination = self.world.process_at_rank(as_mpi(to));
+        if bytes.len() <= BUFFERED_MAX {
+            destination.buffered_send_with_tag(bytes, tag);
+            return;
+        }
         mpi::request::scope(|scope| {
             let mut request = destination.immediate_send_with_tag(scope, bytes, tag);
             let mut idle = Idle::default();
@@ -237,10 +295,22 @@ impl Rank {
         });
     }
 
-    /// The oldest message from `from` with `tag`, waiting for one until `deadline`.
+    /// The oldest message from `from` with `tag`, waiting for one until `deadline` (not
+    /// at all when `from` is down); a wait that ends empty counts as a miss for `from`.
     pub fn receive(&self, from: usize, tag: i32, deadline: Instant) -> Option<Vec<u8>> {
-        self.receive_any(&[(from, tag)], deadline)
-            .map(|(_, _, bytes)| bytes)
+        self.take_in();
+        let deadline = if self.is_down(from) {
+            Instant::now()
+        } else {
+            deadline
+        };
+        let received = self
+            .receive_any(&[(from, tag)], deadline)
+            .map(|(_, _, bytes)| bytes);
+        if received.is_none() {
+            self.missed(from);
+        }
+        received
     }
 
     /// The oldest message matching any of `wanted` (source rank, tag), with its source and
@@ -270,18 +340,36 @@ impl Rank {
         }
     }
 
-    /// Takes every message that has arrived into the mailbox; whether there was one.
+    /// Takes every message that has arrived into the mailbox; whether there was one. A
+    /// rank heard from is no longer missing deadlines.
     fn take_in(&self) -> bool {
         let mut any = false;
         while let Some(probed) = self.world.any_process().immediate_matched_probe() {
             let (bytes, status) = probed.matched_receive_vec::<u8>();
             let source = usize::try_from(status.source_rank()).expect("a rank");
+            self.misses.borrow_mut().remove(&source);
             self.mailbox
                 .borrow_mut()
                 .push_back((source, status.tag(), bytes));
             any = true;
         }
         any
+    }
+}
+
+impl Drop for Rank {
+    /// Finalises MPI, unless a rank is silent: detaching the send buffer waits until every
+    /// buffered message has gone out, which a message to a dead rank never does, so then
+    /// the process ends without finalising (mpirun reports it; the job was broken anyway).
+    fn drop(&mut self) {
+        if !self.misses.borrow().is_empty() {
+            eprintln!(
+                "rank {}: ranks {:?} are silent; leaving without MPI_Finalize",
+                self.rank,
+                self.misses.borrow().keys().collect::<Vec<_>>()
+            );
+            std::mem::forget(self.universe.take());
+        }
     }
 }
 
