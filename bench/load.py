@@ -120,7 +120,8 @@ def mpirun(ranks: int) -> list[str]:
         return []
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    return ["mpirun", "--oversubscribe", "-n", str(ranks)]
+    # every rank may use every core: mpirun binds each rank to one core by default
+    return ["mpirun", "--oversubscribe", "--bind-to", "none", "-n", str(ranks)]
 
 
 def import_collection(

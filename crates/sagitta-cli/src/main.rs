@@ -468,7 +468,9 @@ fn serve_mpi(config: ServerConfig, timeout: Duration) -> Result<(), Failure> {
             .map_err(|error| data_failure(format!("rank {}: flush: {error}", rank.rank())));
     }
     // the API on its own threads; MPI from this one, the thread that initialised it
-    let state = AppState::new(database, config);
+    // searches wait in the window together: up to a few batches' worth at once
+    let reads = 4 * window::Bounds::default().max_queries;
+    let state = AppState::new(database, config).with_read_slots(reads);
     let closing = Arc::clone(&window);
     let api = std::thread::spawn(move || {
         let served = http(state);

@@ -47,17 +47,17 @@ impl ProbeBatch {
     /// This rank's best hits for every probe in `collection` (an unlinked copy, or rank
     /// 0's own points): ids with engine distances as scores, closest first.
     pub fn search(&self, collection: &Collection) -> Result<Partial, String> {
-        let lists = self
-            .probes
-            .iter()
-            .map(|probe| {
-                let found = collection.probe_here(probe).map_err(|e| e.to_string())?;
-                Ok(found
-                    .into_iter()
+        let found = collection
+            .probe_batch_here(&self.probes)
+            .map_err(|error| error.to_string())?;
+        let lists = found
+            .into_iter()
+            .map(|hits| {
+                hits.into_iter()
                     .map(|(id, score)| Hit { id, score })
-                    .collect())
+                    .collect()
             })
-            .collect::<Result<Vec<Vec<Hit>>, String>>()?;
+            .collect();
         Ok(Partial {
             batch: self.number,
             lists,

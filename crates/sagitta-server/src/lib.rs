@@ -129,6 +129,15 @@ impl AppState {
         Ok(AppState::new(Arc::new(database), config))
     }
 
+    /// This state with `slots` reads at once instead of one per core: a database linked to
+    /// the other ranks of a job spends a read mostly waiting for them, and the
+    /// micro-batching window needs many reads waiting together to fill a batch.
+    #[must_use]
+    pub fn with_read_slots(mut self, slots: usize) -> AppState {
+        self.read_slots = Arc::new(Semaphore::new(slots.max(1)));
+        self
+    }
+
     /// The id reported for the next update operation.
     pub fn next_operation_id(&self) -> u64 {
         self.operation_counter.fetch_add(1, Ordering::Relaxed)

@@ -13,6 +13,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use parking_lot::Mutex;
+
 use serde::{Deserialize, Serialize};
 
 use crate::codec::Operation;
@@ -255,36 +257,78 @@ impl Collection {
     /// `probe`'s best hits among this rank's points alone: `(id, distance)`, closest
     /// first then lower id, at most `probe.wanted`.
     pub fn probe_here(&self, probe: &Probe) -> Result<Vec<(PointId, f32)>> {
-        let filter = probe.filter.as_ref();
-        let wanted = probe.wanted;
-        let hits: Vec<Vec<ShardHit>> = match &probe.kind {
+        let mut found = self.probe_batch_here(std::slice::from_ref(probe))?;
+        Ok(found.pop().unwrap_or_default())
+    }
+
+    /// [`Collection::probe_here`] of every probe: each shard's node pool searches its
+    /// shard for every probe, in chunks spread over the pool's threads (as
+    /// `query_batch` does), and each probe's hits are merged over the shards.
+    pub fn probe_batch_here(&self, probes: &[Probe]) -> Result<Vec<Vec<(PointId, f32)>>> {
+        let every: Vec<usize> = (0..probes.len()).collect();
+        // (shard, the probes of one chunk) per job, each filling its own slot
+        let mut parts: Vec<(usize, &[usize])> = Vec::new();
+        for (shard, &pool) in self.placement.pools.iter().enumerate() {
+            let chunks = 4 * self.machine.pool_threads(pool);
+            let chunk = every.len().div_ceil(chunks).max(1);
+            parts.extend(every.chunks(chunk).map(|at| (shard, at)));
+        }
+        type Found = Result<Vec<Vec<ShardHit>>>;
+        let slots: Vec<Mutex<Option<Found>>> = parts.iter().map(|_| Mutex::new(None)).collect();
+        let jobs = parts
+            .iter()
+            .zip(&slots)
+            .map(|(&(shard, at), slot)| {
+                let job: crate::machine::Job<'_> = Box::new(move || {
+                    let found = at
+                        .iter()
+                        .map(|&index| self.probe_shard(shard, &probes[index]))
+                        .collect();
+                    *slot.lock() = Some(found);
+                });
+                (self.placement.pools[shard], job)
+            })
+            .collect();
+        self.machine.run(jobs);
+        let mut hits: Vec<Vec<(PointId, f32)>> = probes.iter().map(|_| Vec::new()).collect();
+        for ((_, at), slot) in parts.iter().zip(slots) {
+            let found = slot.into_inner().expect("every chunk's job ran")?;
+            for (&index, shard_hits) in at.iter().zip(found) {
+                hits[index].extend(
+                    shard_hits
+                        .into_iter()
+                        .map(|hit| (hit.point.id, hit.distance)),
+                );
+            }
+        }
+        for (found, probe) in hits.iter_mut().zip(probes) {
+            found.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+            found.truncate(probe.wanted);
+        }
+        Ok(hits)
+    }
+
+    /// `probe`'s best hits in shard `shard`.
+    fn probe_shard(&self, shard: usize, probe: &Probe) -> Result<Vec<ShardHit>> {
+        let (filter, wanted, shard) = (probe.filter.as_ref(), probe.wanted, &self.shards[shard]);
+        match &probe.kind {
             ProbeKind::Dense {
                 query,
                 using,
                 strategy,
             } => {
                 let space = self.space_for(using.as_deref())?;
-                self.fan_out(|shard| shard.search(query, wanted, filter, *strategy, space))?
+                shard.search(query, wanted, filter, *strategy, space)
             }
-            ProbeKind::Sparse { query, space } => self.fan_out(|shard| {
+            ProbeKind::Sparse { query, space } => {
                 shard.search_side(SideQuery::Sparse(query), *space, wanted, filter)
-            })?,
+            }
             ProbeKind::Multi {
                 query,
                 space,
                 distance,
-            } => self.fan_out(|shard| {
-                shard.search_side(SideQuery::Multi(query, *distance), *space, wanted, filter)
-            })?,
-        };
-        let mut found: Vec<(PointId, f32)> = hits
-            .into_iter()
-            .flatten()
-            .map(|hit| (hit.point.id, hit.distance))
-            .collect();
-        found.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
-        found.truncate(wanted);
-        Ok(found)
+            } => shard.search_side(SideQuery::Multi(query, *distance), *space, wanted, filter),
+        }
     }
 
     /// Answers rank 0's `call` about this rank's points alone (an unlinked copy).
