@@ -237,6 +237,15 @@ fn a_linked_collection_answers_as_one_process_does() {
             "point {id}"
         );
     }
+    let asked: Vec<PointId> = [1, 2, 9, 3, 4_000, 5].map(PointId::Number).to_vec();
+    assert_eq!(
+        linked.first_missing(&asked).unwrap(),
+        Some(PointId::Number(9))
+    );
+    assert_eq!(
+        linked.first_missing(&asked).unwrap(),
+        single.first_missing(&asked).unwrap()
+    );
     let mut matched = linked.matching_ids(&reds).unwrap();
     matched.sort_unstable();
     let mut expected = single.matching_ids(&reds).unwrap();

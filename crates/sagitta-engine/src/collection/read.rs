@@ -145,6 +145,11 @@ impl Collection {
     /// check before a payload change addressed by id, which Qdrant refuses whole when a
     /// point is missing.
     pub fn first_missing(&self, ids: &[PointId]) -> Result<Option<PointId>> {
+        if self.link.is_some() {
+            // one question per rank, not one per id
+            let found = self.get_many(ids)?;
+            return Ok(ids.iter().find(|id| !found.contains_key(id)).copied());
+        }
         for id in ids {
             if self.get(id)?.is_none() {
                 return Ok(Some(*id));
