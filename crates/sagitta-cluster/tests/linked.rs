@@ -294,6 +294,15 @@ fn a_linked_collection_answers_as_one_process_does() {
         linked.query_batch(&requests).unwrap(),
         single.query_batch(&requests).unwrap()
     );
+    // graph settings reach every rank
+    let graph = sagitta_engine::GraphConfig {
+        m: 8,
+        ..linked.graph()
+    };
+    linked.set_graph(job.linked.file_system(), graph).unwrap();
+    for rank in &job.ranks {
+        assert_eq!(rank.collection("docs").unwrap().graph(), graph);
+    }
     // a collection snapshot of a linked collection holds every rank's points
     let mut snapshot = Vec::new();
     let written = linked.write_snapshot(&mut snapshot).unwrap();
@@ -322,6 +331,18 @@ fn a_bad_point_is_refused_before_any_rank_stores_any_of_the_write() {
     let error = linked.upsert(points, true).unwrap_err().to_string();
     assert!(error.contains("point 31"), "{error}");
     assert_eq!(linked.count(None).unwrap(), 0);
+    // a bad configuration is refused as one process refuses it, before any rank makes it
+    let bad = CollectionConfig { dim: 0, ..config };
+    let refused = match job.linked.create_collection("bad", bad) {
+        Ok(_) => panic!("a collection of dimension 0 was made"),
+        Err(error) => error,
+    };
+    let alone = match job.single.create_collection("bad", bad) {
+        Ok(_) => panic!("a collection of dimension 0 was made"),
+        Err(error) => error,
+    };
+    assert_eq!(refused, alone);
+    assert!(job.ranks[1].collection("bad").is_err());
     // a collection one rank already has cannot be made on any (and none is left behind)
     job.ranks[2].create_collection("taken", config).unwrap();
     let error = match job.linked.create_collection("taken", config) {

@@ -265,7 +265,10 @@ impl Database {
         let stripes = stripe_roots(&self.stripe_dirs, name);
         // Leftovers of a create that crashed before the database manifest listed it.
         Collection::remove_striped_files(self.fs.as_ref(), &directory, &stripes)?;
-        // the other ranks first: a rank that cannot make it leaves none made anywhere
+        // checked here first, so a bad configuration is refused as such, not by each rank
+        config.validate()?;
+        config.check_spaces(&spaces)?;
+        // the other ranks next: a rank that cannot make it leaves none made anywhere
         let on_peers = config.to_bytes(&spaces);
         let made_on = self.make_everywhere(name, &on_peers)?;
         let made =

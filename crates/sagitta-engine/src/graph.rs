@@ -10,7 +10,7 @@ use crate::error::{check_range, Result};
 /// carry extra links for indexed payload fields that SagittaDB's do not, and twice the
 /// beam gave at least Qdrant's recall at the same `hnsw_ef` (BENCHMARKS.md,
 /// VectorDBBench).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GraphConfig {
     pub m: usize,
     pub ef_construct: usize,

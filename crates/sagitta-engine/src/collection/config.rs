@@ -250,7 +250,7 @@ fn encode_placement(placement: Placement, out: &mut Writer) {
 }
 
 impl CollectionConfig {
-    pub(super) fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         // a collection of sparse vectors alone stores no dense values
         let min_dim = usize::from(self.storage.segment_kind != SegmentKindName::Spaces);
         check_range("dim", self.dim, min_dim, MAX_DIMENSION)?;

@@ -710,7 +710,15 @@ impl Collection {
         let encoded = config.encode_all(&schema, &self.spaces, &self.settings.read());
         manifest::publish(fs, &self.directory, &encoded)?;
         self.shards.iter().for_each(|shard| shard.set_graph(graph));
-        Ok(())
+        drop(schema);
+        let Some(link) = &self.link else {
+            return Ok(());
+        };
+        link.ask_all(|| peers::PeerCall::Graph {
+            collection: link.name.clone(),
+            graph,
+        })
+        .map(drop)
     }
 
     /// Checks `point` as an upsert would (its vectors, named ones each apart, and its

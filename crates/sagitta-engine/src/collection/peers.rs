@@ -95,6 +95,11 @@ pub enum PeerCall {
         field: String,
         kind: Option<FieldType>,
     },
+    /// The collection's graph settings changed ([`Collection::set_graph`]).
+    Graph {
+        collection: String,
+        graph: crate::graph::GraphConfig,
+    },
     /// A collection made with this configuration
     /// ([`super::CollectionConfig::to_bytes`]).
     Create { name: String, config: Vec<u8> },
@@ -113,7 +118,8 @@ impl PeerCall {
             | PeerCall::Points { collection }
             | PeerCall::Frequencies { collection, .. }
             | PeerCall::Write { collection, .. }
-            | PeerCall::Index { collection, .. } => collection,
+            | PeerCall::Index { collection, .. }
+            | PeerCall::Graph { collection, .. } => collection,
             PeerCall::Create { name, .. } | PeerCall::Drop { name } => name,
         }
     }
@@ -380,6 +386,10 @@ impl Collection {
                     Some(kind) => self.create_payload_index(fs, &field, kind)?,
                     None => self.delete_payload_index(fs, &field)?,
                 }
+                PeerAnswer::Done
+            }
+            PeerCall::Graph { graph, .. } => {
+                self.set_graph(fs, graph)?;
                 PeerAnswer::Done
             }
             PeerCall::Create { .. } | PeerCall::Drop { .. } => {
