@@ -333,13 +333,11 @@ fn a_bad_point_is_refused_before_any_rank_stores_any_of_the_write() {
     assert_eq!(linked.count(None).unwrap(), 0);
     // a bad configuration is refused as one process refuses it, before any rank makes it
     let bad = CollectionConfig { dim: 0, ..config };
-    let refused = match job.linked.create_collection("bad", bad) {
-        Ok(_) => panic!("a collection of dimension 0 was made"),
-        Err(error) => error,
+    let Err(refused) = job.linked.create_collection("bad", bad) else {
+        panic!("a collection of dimension 0 was made")
     };
-    let alone = match job.single.create_collection("bad", bad) {
-        Ok(_) => panic!("a collection of dimension 0 was made"),
-        Err(error) => error,
+    let Err(alone) = job.single.create_collection("bad", bad) else {
+        panic!("a collection of dimension 0 was made")
     };
     assert_eq!(refused, alone);
     assert!(job.ranks[1].collection("bad").is_err());
