@@ -344,8 +344,14 @@ def test_a_dead_rank_is_named_then_skipped_and_a_restart_has_every_write(
         )
         assert response.status_code == 503, response.text
         assert "rank 2" in response.json()["status"]["error"], response.text
+        survivors = [rank_pid(server_job, rank) for rank in (0, 1, 3)]
     finally:
         server_job.stop()
+    # every rank left, rank 3 too, whose tree parent (rank 2) died: none holds its
+    # directory's lock against the restart
+    for pid in survivors:
+        status = Path(f"/proc/{pid}/status")
+        assert not status.exists() or "zombie" in status.read_text(), pid
     restarted = job(data)
     url = restarted.start(timeout=90)
     try:

@@ -449,17 +449,18 @@ fn serve_mpi(config: ServerConfig, timeout: Duration) -> Result<(), Failure> {
             config.data_dir.display()
         );
         // mpirun passes SIGINT and SIGTERM to every rank: this one keeps serving until
-        // rank 0, stopping, has sent its last work and the stop after it
+        // rank 0, stopping, has sent its last work and the stop after it — or, if no stop
+        // comes (rank 0 is dead), leaves STOP_GRACE after the signal (every write it
+        // acknowledged is in its logs)
         std::thread::spawn(|| {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build();
             if let Ok(runtime) = runtime {
-                runtime.block_on(async {
-                    loop {
-                        sagitta_server::shutdown_signal().await;
-                    }
-                });
+                runtime.block_on(sagitta_server::shutdown_signal());
+                std::thread::sleep(STOP_GRACE);
+                eprintln!("sagitta serve --mpi: no stop from rank 0 {STOP_GRACE:?} after the signal; leaving");
+                std::process::exit(1);
             }
         });
         service::follow(&rank, &local, timeout);
@@ -480,6 +481,11 @@ fn serve_mpi(config: ServerConfig, timeout: Duration) -> Result<(), Failure> {
     service::lead(&rank, &window, &local, timeout);
     api.join().expect("the API thread does not panic")
 }
+
+/// How long a rank other than 0 waits, after mpirun passed it SIGINT or SIGTERM, for rank
+/// 0's stop.
+#[cfg(feature = "mpi")]
+const STOP_GRACE: Duration = Duration::from_secs(10);
 
 /// Serves `state` over HTTP until SIGINT or SIGTERM, then flushes.
 fn http(state: AppState) -> Result<(), Failure> {

@@ -18,7 +18,7 @@ pub use crate::jobs::{Answer, Job, Local, Outcome, Query};
 use crate::probe::ProbeBatch;
 use crate::topk::{Hit, Partial};
 use crate::window::Window;
-use crate::world::{complete, Rank, TAG_ACK, TAG_ADMIN, TAG_CALL, TAG_REPLY, TAG_WRITE};
+use crate::world::{complete, Rank, TAG_ACK, TAG_ADMIN, TAG_CALL, TAG_REPLY, TAG_STOP, TAG_WRITE};
 use crate::writes::{
     decode_ack, decode_admin, encode_ack, encode_admin, split_by_owner, Admin, WriteRequest,
 };
@@ -77,6 +77,10 @@ pub fn lead(rank: &Rank, window: &Window<Job, Outcome>, local: &impl Local, time
         vectors: Vec::new(),
     };
     rank.broadcast(stop.encode(), timeout);
+    // and to each rank directly: one under a dead parent hears no stop from the tree
+    for other in 1..rank.size() {
+        rank.send(other, TAG_STOP, &[]);
+    }
 }
 
 /// One batch of alike queries from rank 0: down the tree, searched, merged, answered.
@@ -282,9 +286,12 @@ fn acknowledgement(
 /// Every other rank: applies rank 0's writes and answers batches, in the order they
 /// came, until the stop batch (or a malformed one).
 pub fn follow(rank: &Rank, local: &impl Local, timeout: Duration) {
-    let mut wanted = vec![(0, TAG_WRITE), (0, TAG_ADMIN), (0, TAG_CALL)];
+    let mut wanted = vec![(0, TAG_WRITE), (0, TAG_ADMIN), (0, TAG_CALL), (0, TAG_STOP)];
     wanted.extend(rank.batch_source());
     while let Some((_, tag, bytes)) = rank.receive_any(&wanted, Instant::now() + IDLE) {
+        if tag == TAG_STOP {
+            return;
+        }
         if tag == TAG_CALL {
             let (number, call) = bytes.split_at(8.min(bytes.len()));
             let mut message = number.to_vec();

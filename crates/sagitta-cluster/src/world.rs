@@ -33,6 +33,9 @@ pub const TAG_ADMIN: i32 = 15;
 /// A linked collection's call from rank 0 to one rank, and that rank's answer.
 pub const TAG_CALL: i32 = 16;
 pub const TAG_REPLY: i32 = 17;
+/// Rank 0's stop, sent to every rank directly (a rank whose tree parent died would never
+/// get the stop batch down the tree).
+pub const TAG_STOP: i32 = 18;
 
 /// Bytes of the buffer MPI copies buffered sends into (`MPI_Buffer_attach`; pages are
 /// touched only as messages use them). A buffered send (`MPI_Bsend`) completes once
