@@ -3,7 +3,7 @@
 //! and after its fsync when the caller waits).
 
 use sagitta_engine::codec::{self, Operation};
-use sagitta_engine::{CollectionConfig, PointId, VectorSpaces};
+use sagitta_engine::{CollectionConfig, VectorSpaces};
 use sagitta_storage::codec::{DecodeError, Reader, Writer};
 
 use crate::owner::owner_rank;
@@ -11,51 +11,7 @@ use crate::owner::owner_rank;
 /// `operation` as each of `ranks` ranks applies it: the points (or ids) it owns, `None`
 /// for a rank that owns none of them. Payload texts and keys go to every part.
 pub fn split_by_owner(operation: Operation, ranks: usize) -> Vec<Option<Operation>> {
-    let mut parts: Vec<Option<Operation>> = vec![None; ranks];
-    let split_ids = |ids: Vec<PointId>| -> Vec<Vec<PointId>> {
-        let mut owned = vec![Vec::new(); ranks];
-        for id in ids {
-            owned[owner_rank(&id, ranks)].push(id);
-        }
-        owned
-    };
-    let each = |ids: Vec<Vec<PointId>>, make: &dyn Fn(Vec<PointId>) -> Operation| {
-        ids.into_iter()
-            .map(|ids| (!ids.is_empty()).then(|| make(ids)))
-            .collect::<Vec<_>>()
-    };
-    match operation {
-        Operation::Upsert(points) => {
-            let mut owned = vec![Vec::new(); ranks];
-            for point in points {
-                owned[owner_rank(&point.id, ranks)].push(point);
-            }
-            for (part, points) in parts.iter_mut().zip(owned) {
-                *part = (!points.is_empty()).then_some(Operation::Upsert(points));
-            }
-            return parts;
-        }
-        Operation::Delete(ids) => parts = each(split_ids(ids), &Operation::Delete),
-        Operation::SetPayload { ids, payload } => {
-            parts = each(split_ids(ids), &|ids| Operation::SetPayload {
-                ids,
-                payload: payload.clone(),
-            });
-        }
-        Operation::OverwritePayload { ids, payload } => {
-            parts = each(split_ids(ids), &|ids| Operation::OverwritePayload {
-                ids,
-                payload: payload.clone(),
-            });
-        }
-        Operation::DeletePayloadKeys { ids, keys } => {
-            parts = each(split_ids(ids), &|ids| Operation::DeletePayloadKeys {
-                ids,
-                keys: keys.clone(),
-            });
-        }
-    }
-    parts
+    operation.split_by(ranks, |id| owner_rank(id, ranks))
 }
 
 /// One rank's part of a write, as rank 0 sends it.

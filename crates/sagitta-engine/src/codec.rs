@@ -64,6 +64,34 @@ impl Operation {
         }
     }
 
+    /// This operation split into `parts` by `part_of` each point's id: part `i` holds the
+    /// points (or ids) `part_of` puts in `i`, in their order, `None` where there are none;
+    /// payload texts and keys go with every part.
+    pub fn split_by(
+        self,
+        parts: usize,
+        part_of: impl Fn(&PointId) -> usize,
+    ) -> Vec<Option<Operation>> {
+        if let Operation::Upsert(points) = self {
+            let mut split: Vec<Vec<Point>> = vec![Vec::new(); parts];
+            for point in points {
+                split[part_of(&point.id)].push(point);
+            }
+            return split
+                .into_iter()
+                .map(|points| (!points.is_empty()).then_some(Operation::Upsert(points)))
+                .collect();
+        }
+        let mut split: Vec<Vec<PointId>> = vec![Vec::new(); parts];
+        for id in self.ids().unwrap_or_default() {
+            split[part_of(id)].push(*id);
+        }
+        split
+            .into_iter()
+            .map(|ids| (!ids.is_empty()).then(|| self.with_ids(ids)))
+            .collect()
+    }
+
     /// The same id-addressed operation on `ids` instead (an upsert is returned as it is).
     #[must_use]
     pub fn with_ids(&self, ids: Vec<PointId>) -> Operation {

@@ -69,17 +69,14 @@ impl Collection {
         })?;
         // without a filter, every live id: no empty filter evaluated on each point
         let ids = self.ids(filter)?;
-        let mut points = self.get_many(&ids)?;
         let mut counts: HashMap<FacetValue, u64> = HashMap::new();
-        for id in ids {
-            let Some(point) = points.remove(&id) else {
-                continue; // deleted since the ids were listed
-            };
+        // a point deleted since the ids were listed is not visited
+        self.for_each_point(&ids, |point| {
             let Some(payload) = point.payload.as_deref() else {
-                continue;
+                return;
             };
             let Ok(payload) = serde_json::from_str::<Value>(payload) else {
-                continue;
+                return;
             };
             let mut values = Vec::new();
             values_at(&payload, &path, &mut values);
@@ -90,7 +87,7 @@ impl Collection {
             for value in distinct {
                 *counts.entry(value).or_default() += 1;
             }
-        }
+        })?;
         let mut hits: Vec<(FacetValue, u64)> = counts.into_iter().collect();
         hits.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         hits.truncate(limit);

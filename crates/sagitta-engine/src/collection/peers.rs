@@ -13,8 +13,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-
 use serde::{Deserialize, Serialize};
 
 use crate::codec::Operation;
@@ -24,6 +22,7 @@ use crate::multi::MultiVector;
 use crate::payload_index::FieldType;
 use crate::point::{Distance, Point, PointId};
 use crate::query::{ShardHit, SideQuery, Strategy};
+use crate::shard::Shard;
 use crate::sparse::SparseVector;
 
 use super::Collection;
@@ -272,51 +271,27 @@ impl Collection {
     /// `query_batch` does), and each probe's hits are merged over the shards.
     pub fn probe_batch_here(&self, probes: &[Probe]) -> Result<Vec<Vec<(PointId, f32)>>> {
         let every: Vec<usize> = (0..probes.len()).collect();
-        // (shard, the probes of one chunk) per job, each filling its own slot
-        let mut parts: Vec<(usize, &[usize])> = Vec::new();
-        for (shard, &pool) in self.placement.pools.iter().enumerate() {
-            let chunks = 4 * self.machine.pool_threads(pool);
-            let chunk = every.len().div_ceil(chunks).max(1);
-            parts.extend(every.chunks(chunk).map(|at| (shard, at)));
-        }
-        type Found = Result<Vec<Vec<ShardHit>>>;
-        let slots: Vec<Mutex<Option<Found>>> = parts.iter().map(|_| Mutex::new(None)).collect();
-        let jobs = parts
-            .iter()
-            .zip(&slots)
-            .map(|(&(shard, at), slot)| {
-                let job: crate::machine::Job<'_> = Box::new(move || {
-                    let found = at
-                        .iter()
-                        .map(|&index| self.probe_shard(shard, &probes[index]))
-                        .collect();
-                    *slot.lock() = Some(found);
-                });
-                (self.placement.pools[shard], job)
+        let hits = self.in_every_shard(probes.len(), &every, |shard, at| {
+            self.probe_shard(shard, &probes[at])
+        })?;
+        Ok(hits
+            .into_iter()
+            .zip(probes)
+            .map(|(hits, probe)| {
+                let mut found: Vec<(PointId, f32)> = hits
+                    .into_iter()
+                    .map(|hit| (hit.point.id, hit.distance))
+                    .collect();
+                found.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+                found.truncate(probe.wanted);
+                found
             })
-            .collect();
-        self.machine.run(jobs);
-        let mut hits: Vec<Vec<(PointId, f32)>> = probes.iter().map(|_| Vec::new()).collect();
-        for ((_, at), slot) in parts.iter().zip(slots) {
-            let found = slot.into_inner().expect("every chunk's job ran")?;
-            for (&index, shard_hits) in at.iter().zip(found) {
-                hits[index].extend(
-                    shard_hits
-                        .into_iter()
-                        .map(|hit| (hit.point.id, hit.distance)),
-                );
-            }
-        }
-        for (found, probe) in hits.iter_mut().zip(probes) {
-            found.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
-            found.truncate(probe.wanted);
-        }
-        Ok(hits)
+            .collect())
     }
 
-    /// `probe`'s best hits in shard `shard`.
-    fn probe_shard(&self, shard: usize, probe: &Probe) -> Result<Vec<ShardHit>> {
-        let (filter, wanted, shard) = (probe.filter.as_ref(), probe.wanted, &self.shards[shard]);
+    /// `probe`'s best hits in `shard`.
+    fn probe_shard(&self, shard: &Shard, probe: &Probe) -> Result<Vec<ShardHit>> {
+        let (filter, wanted) = (probe.filter.as_ref(), probe.wanted);
         match &probe.kind {
             ProbeKind::Dense {
                 query,
@@ -462,7 +437,7 @@ impl Collection {
         operation: Operation,
         wait: bool,
     ) -> Result<()> {
-        let parts = split_operation(link, operation);
+        let parts = operation.split_by(link.peers.ranks(), |id| link.peers.owner(id));
         let mut calls = Vec::new();
         let mut own = None;
         for (rank, part) in parts.into_iter().enumerate() {
@@ -486,20 +461,4 @@ impl Collection {
             here.and(remote.map(|_| ()))
         })
     }
-}
-
-/// `operation` split by the rank owning each of its points: `None` for a rank owning none.
-fn split_operation(link: &PeerLink, operation: Operation) -> Vec<Option<Operation>> {
-    if let Operation::Upsert(points) = operation {
-        return link
-            .by_owner(points, |point| point.id)
-            .into_iter()
-            .map(|points| (!points.is_empty()).then_some(Operation::Upsert(points)))
-            .collect();
-    }
-    let ids = operation.ids().unwrap_or_default().to_vec();
-    link.by_owner(ids, |id| *id)
-        .into_iter()
-        .map(|ids| (!ids.is_empty()).then(|| operation.with_ids(ids)))
-        .collect()
 }

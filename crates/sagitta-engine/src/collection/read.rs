@@ -79,17 +79,34 @@ impl Collection {
         })
     }
 
-    /// Ids of the live points that have the one unnamed vector, read point by point (one
-    /// point in memory at a time, not the collection).
+    /// Ids of the live points that have the one unnamed vector, read a page of points at a
+    /// time (not the collection).
     fn ids_with_vectors(&self) -> Result<std::collections::HashSet<PointId>> {
         let mut having = std::collections::HashSet::new();
-        for id in self.ids(None)? {
-            let point = self.get(&id)?;
-            if point.is_some_and(|point| !crate::spaces::is_absent(&point.vector)) {
-                having.insert(id);
+        self.for_each_point(&self.ids(None)?, |point| {
+            if !crate::spaces::is_absent(&point.vector) {
+                having.insert(point.id);
+            }
+        })?;
+        Ok(having)
+    }
+
+    /// `visit` of each live point among `ids`, in order, read a page at a time: never the
+    /// whole list in memory, and one question per rank and page when linked.
+    pub(super) fn for_each_point(
+        &self,
+        ids: &[PointId],
+        mut visit: impl FnMut(Point),
+    ) -> Result<()> {
+        for page in ids.chunks(super::snapshot::PAGE) {
+            let mut points = self.get_many(page)?;
+            for id in page {
+                if let Some(point) = points.remove(id) {
+                    visit(point);
+                }
             }
         }
-        Ok(having)
+        Ok(())
     }
 
     /// Ids of every point passing `filter` (for payload updates addressed by filter); an
@@ -323,31 +340,44 @@ impl Collection {
         let dense: Vec<usize> = (0..prepared.len())
             .filter(|&at| prepared[at].is_some())
             .collect();
+        self.in_every_shard(prepared.len(), &dense, |shard, at| {
+            let dense = prepared[at].as_ref().expect("a dense request");
+            shard.search(
+                &dense.query,
+                dense.wanted,
+                dense.request.filter,
+                dense.request.strategy,
+                dense.space,
+            )
+        })
+    }
+
+    /// `search(shard, at)` for each request `at` of `requests` in every shard, each
+    /// shard's on its node's pool, in chunks spread over the pool's threads; per request
+    /// (`count` of them, the others left empty), every shard's hits.
+    pub(super) fn in_every_shard(
+        &self,
+        count: usize,
+        requests: &[usize],
+        search: impl Fn(&Shard, usize) -> Result<Vec<ShardHit>> + Sync,
+    ) -> Result<Vec<Vec<ShardHit>>> {
         // (shard, the requests of one chunk) per job, each filling its own slot
         let mut parts: Vec<(usize, &[usize])> = Vec::new();
         for (shard, &pool) in self.placement.pools.iter().enumerate() {
             let chunks = 4 * self.machine.pool_threads(pool);
-            let chunk = dense.len().div_ceil(chunks).max(1);
-            parts.extend(dense.chunks(chunk).map(|requests| (shard, requests)));
+            let chunk = requests.len().div_ceil(chunks).max(1);
+            parts.extend(requests.chunks(chunk).map(|chunk| (shard, chunk)));
         }
         let slots: Vec<Mutex<Option<PartHits>>> = parts.iter().map(|_| Mutex::new(None)).collect();
+        let search = &search;
         let jobs = parts
             .iter()
             .zip(&slots)
-            .map(|(&(shard, requests), slot)| {
+            .map(|(&(shard, chunk), slot)| {
                 let job: crate::machine::Job<'_> = Box::new(move || {
-                    let found = requests
+                    let found = chunk
                         .iter()
-                        .map(|&at| {
-                            let dense = prepared[at].as_ref().expect("a dense request");
-                            self.shards[shard].search(
-                                &dense.query,
-                                dense.wanted,
-                                dense.request.filter,
-                                dense.request.strategy,
-                                dense.space,
-                            )
-                        })
+                        .map(|&at| search(&self.shards[shard], at))
                         .collect();
                     *slot.lock() = Some(found);
                 });
@@ -355,10 +385,10 @@ impl Collection {
             })
             .collect();
         self.machine.run(jobs);
-        let mut hits: Vec<Vec<ShardHit>> = prepared.iter().map(|_| Vec::new()).collect();
-        for ((_, requests), slot) in parts.iter().zip(slots) {
+        let mut hits: Vec<Vec<ShardHit>> = (0..count).map(|_| Vec::new()).collect();
+        for ((_, chunk), slot) in parts.iter().zip(slots) {
             let found = slot.into_inner().expect("every chunk's job ran")?;
-            for (&at, shard_hits) in requests.iter().zip(found) {
+            for (&at, shard_hits) in chunk.iter().zip(found) {
                 hits[at].extend(shard_hits);
             }
         }
