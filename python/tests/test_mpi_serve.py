@@ -170,7 +170,7 @@ def test_a_job_of_four_ranks_answers_as_one_process(tmp_path: Path) -> None:
         server = QdrantClient(url=url, timeout=60)
         params = models.VectorParams(size=DIM, distance=models.Distance.COSINE)
         for client in (server, oracle):
-            client.create_collection(NAME, vectors_config=params)
+            client.create_collection(NAME, vectors_config=params, shard_number=2)
             client.create_payload_index(NAME, "tag", models.PayloadSchemaType.KEYWORD)
         every = points(rng)
         for start in range(0, POINTS, 400):
@@ -271,6 +271,8 @@ def test_a_job_of_four_ranks_answers_as_one_process(tmp_path: Path) -> None:
         server_job.start(timeout=90)
         server = QdrantClient(url=server_job.url, timeout=60)
         same_everywhere(server, oracle, rng)
+        shard_snapshots_undo_later_writes(server, server_job.url, data / "rank-0")
+        same_everywhere(server, oracle, rng)
         server.delete_collection(NAME)
         assert not server.collection_exists(NAME)
         for rank in range(RANKS):
@@ -279,6 +281,42 @@ def test_a_job_of_four_ranks_answers_as_one_process(tmp_path: Path) -> None:
             assert not [path for path in left if path.is_file()], rank
     finally:
         server_job.stop()
+
+
+def shard_snapshots_undo_later_writes(
+    server: QdrantClient, url: str, rank_0: Path
+) -> None:
+    """Takes a snapshot of each shard (shard i of the job: shard i of every rank) over
+    REST, changes points on every rank, and recovers each shard from its snapshot."""
+    assert server.get_collection(NAME).config.params.shard_number == 2
+    taken = []
+    for shard in range(2):
+        made = httpx.post(
+            f"{url}/collections/{NAME}/shards/{shard}/snapshots", timeout=60
+        )
+        assert made.status_code == 200, made.text
+        taken.append(made.json()["result"]["name"])
+    rng = random.Random(7)
+    server.delete(NAME, points_selector=list(range(1, 400, 3)), wait=True)
+    # points the earlier deletes (every 11th id) left
+    kept = [n for n in range(500, 560) if n % 11]
+    server.set_payload(NAME, {"later": 1}, points=kept, wait=True)
+    server.upsert(
+        NAME,
+        [
+            models.PointStruct(id=n, vector=[rng.uniform(-1, 1) for _ in range(DIM)])
+            for n in range(5_000, 5_050)
+        ],
+        wait=True,
+    )
+    for shard, name in enumerate(taken):
+        location = rank_0 / "snapshots" / NAME / "shards" / str(shard) / name
+        recovered = httpx.put(
+            f"{url}/collections/{NAME}/shards/{shard}/snapshots/recover",
+            json={"location": location.as_uri()},
+            timeout=60,
+        )
+        assert recovered.status_code == 200, recovered.text
 
 
 def rank_pid(server_job: SagittaServer, rank: int) -> int:

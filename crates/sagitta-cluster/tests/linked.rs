@@ -307,7 +307,6 @@ fn a_linked_collection_answers_as_one_process_does() {
     let mut snapshot = Vec::new();
     let written = linked.write_snapshot(&mut snapshot).unwrap();
     assert_eq!(written as usize, single.count(None).unwrap());
-    assert!(linked.write_shard_snapshot(0, &mut Vec::new()).is_err());
     // dropping reaches every rank
     job.linked.drop_collection("docs").unwrap();
     for rank in &job.ranks {
@@ -354,4 +353,72 @@ fn a_bad_point_is_refused_before_any_rank_stores_any_of_the_write() {
         job.ranks[2].collection("taken").is_ok(),
         "the rank that refused keeps its own"
     );
+}
+
+#[test]
+fn a_shard_snapshot_of_a_linked_collection_holds_that_shard_of_every_rank() {
+    let job = job();
+    let config = CollectionConfig {
+        dim: DIM,
+        distance: Distance::Euclid,
+        shard_count: 2,
+        storage: StorageConfig::default(),
+    };
+    let linked = job.linked.create_collection("docs", config).unwrap();
+    let single = job.single.create_collection("docs", config).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let points: Vec<Point> = (0..1_300).map(|id| point(&mut rng, id)).collect();
+    linked.upsert(points.clone(), true).unwrap();
+    single.upsert(points, true).unwrap();
+    // shard i of the job is shard i of every rank: the same file one process writes
+    let mut taken = Vec::new();
+    for shard in 0..2 {
+        let (mut ours, mut alone) = (Vec::new(), Vec::new());
+        let written = linked.write_shard_snapshot(shard, &mut ours).unwrap();
+        single.write_shard_snapshot(shard, &mut alone).unwrap();
+        assert!(written > 500, "shard {shard} holds {written}");
+        assert!(ours == alone, "shard {shard}'s snapshot differs");
+        taken.push(ours);
+    }
+    assert!(linked.write_shard_snapshot(2, &mut Vec::new()).is_err());
+    // then shard 1 changes on every rank: points replaced, added and deleted
+    let changed: Vec<Point> = (1_200..1_400).map(|id| point(&mut rng, id)).collect();
+    let deleted: Vec<PointId> = (0..1_300).step_by(7).map(PointId::Number).collect();
+    for target in [&linked, &single] {
+        target.upsert(changed.clone(), true).unwrap();
+        target.delete(&deleted, true).unwrap();
+    }
+    assert_eq!(all_pages(&linked, 100, None), all_pages(&single, 100, None));
+    // recovering shard 1 brings back its points as they were, on the ranks that own them
+    let snapshot = &taken[1];
+    let verified = linked
+        .verify_shard_snapshot(1, &mut snapshot.as_slice())
+        .unwrap();
+    assert!(linked
+        .verify_shard_snapshot(0, &mut snapshot.as_slice())
+        .is_err());
+    for target in [&linked, &single] {
+        let recovered = target.recover_shard(1, &mut snapshot.as_slice()).unwrap();
+        assert_eq!(recovered, verified);
+    }
+    let after = all_pages(&linked, 100, None);
+    assert_eq!(after, all_pages(&single, 100, None));
+    let mut again = Vec::new();
+    linked.write_shard_snapshot(1, &mut again).unwrap();
+    assert!(&again == snapshot, "shard 1 is as the snapshot holds it");
+    // ranks 1 and 2 (unlinked copies) hold exactly the points they own
+    for rank in 1..RANKS {
+        let mut held = job.ranks[rank]
+            .collection("docs")
+            .unwrap()
+            .points()
+            .unwrap();
+        held.sort_unstable_by_key(|point| point.id);
+        let owned: Vec<Point> = after
+            .iter()
+            .filter(|point| owner_rank(&point.id, RANKS) == rank)
+            .cloned()
+            .collect();
+        assert_eq!(held, owned, "rank {rank}");
+    }
 }

@@ -68,7 +68,7 @@ impl Collection {
             reason: "is not a valid key path".to_string(),
         })?;
         // without a filter, every live id: no empty filter evaluated on each point
-        let ids = self.ids(filter)?;
+        let ids = self.ids(filter, None)?;
         let mut counts: HashMap<FacetValue, u64> = HashMap::new();
         // a point deleted since the ids were listed is not visited
         self.for_each_point(&ids, |point| {

@@ -427,11 +427,19 @@ impl Collection {
 
     /// Makes every write acknowledged so far durable (writes made with `wait = false`
     /// included): syncs every shard's log, all of them even if one fails (the first
-    /// error is returned).
+    /// error is returned); of a linked collection, on every rank.
     pub fn flush(&self) -> Result<()> {
         let mut first_error = None;
         for shard in &self.shards {
             if let Err(error) = shard.flush() {
+                first_error.get_or_insert(error);
+            }
+        }
+        if let Some(link) = &self.link {
+            // and on every rank: a recovery's writes go out unwaited, then this
+            if let Err(error) = link.ask_all(|| peers::PeerCall::Flush {
+                collection: link.name.clone(),
+            }) {
                 first_error.get_or_insert(error);
             }
         }

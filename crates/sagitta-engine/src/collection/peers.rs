@@ -60,18 +60,24 @@ pub enum PeerCall {
         collection: String,
         filter: Option<Filter>,
     },
-    /// The first `limit` live points passing `filter` from id `offset` on, in id order.
+    /// The first `limit` live points passing `filter` from id `offset` on, in id order
+    /// (of shard `shard` alone when given: shard i of a job is shard i of every rank).
     Scroll {
         collection: String,
         offset: Option<PointId>,
         limit: usize,
         filter: Option<Filter>,
+        shard: Option<usize>,
     },
-    /// The ids of the live points passing `filter` (every one without).
+    /// The ids of the live points passing `filter` (every one without), of shard `shard`
+    /// alone when given.
     Ids {
         collection: String,
         filter: Option<Filter>,
+        shard: Option<usize>,
     },
+    /// Every write acknowledged so far made durable ([`Collection::flush`]).
+    Flush { collection: String },
     /// Every live point.
     Points { collection: String },
     /// For each of `indices`, how many live points have it in sparse space `space`; and
@@ -115,6 +121,7 @@ impl PeerCall {
             | PeerCall::Scroll { collection, .. }
             | PeerCall::Ids { collection, .. }
             | PeerCall::Points { collection }
+            | PeerCall::Flush { collection }
             | PeerCall::Frequencies { collection, .. }
             | PeerCall::Write { collection, .. }
             | PeerCall::Index { collection, .. }
@@ -331,13 +338,20 @@ impl Collection {
                 offset,
                 limit,
                 filter,
+                shard,
                 ..
             } => {
-                let (points, _) =
-                    self.scroll_shards(&self.shards, offset, limit, filter.as_ref())?;
+                let shards = self.some_shards(shard)?;
+                let (points, _) = self.scroll_shards(shards, offset, limit, filter.as_ref())?;
                 PeerAnswer::Points(points)
             }
-            PeerCall::Ids { filter, .. } => PeerAnswer::Ids(self.ids_here(filter.as_ref())),
+            PeerCall::Ids { filter, shard, .. } => {
+                PeerAnswer::Ids(self.ids_here(self.some_shards(shard)?, filter.as_ref()))
+            }
+            PeerCall::Flush { .. } => {
+                self.flush()?;
+                PeerAnswer::Done
+            }
             PeerCall::Points { .. } => PeerAnswer::Points(self.points_here()?),
             PeerCall::Frequencies { space, indices, .. } => {
                 let mut counts = vec![0; indices.len()];

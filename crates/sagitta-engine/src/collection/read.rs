@@ -83,7 +83,7 @@ impl Collection {
     /// time (not the collection).
     fn ids_with_vectors(&self) -> Result<std::collections::HashSet<PointId>> {
         let mut having = std::collections::HashSet::new();
-        self.for_each_point(&self.ids(None)?, |point| {
+        self.for_each_point(&self.ids(None, None)?, |point| {
             if !crate::spaces::is_absent(&point.vector) {
                 having.insert(point.id);
             }
@@ -112,19 +112,24 @@ impl Collection {
     /// Ids of every point passing `filter` (for payload updates addressed by filter); an
     /// error only when the other ranks of a linked collection fail.
     pub fn matching_ids(&self, filter: &Filter) -> Result<Vec<PointId>> {
-        self.ids(Some(filter))
+        self.ids(Some(filter), None)
     }
 
-    /// Ids of every live point passing `filter` (every one without), over every rank when
-    /// linked.
-    pub(super) fn ids(&self, filter: Option<&Filter>) -> Result<Vec<PointId>> {
-        let mut ids = self.ids_here(filter);
+    /// Ids of every live point passing `filter` (every one without), of shard `shard`
+    /// alone when given, over every rank when linked.
+    pub(super) fn ids(
+        &self,
+        filter: Option<&Filter>,
+        shard: Option<usize>,
+    ) -> Result<Vec<PointId>> {
+        let mut ids = self.ids_here(self.some_shards(shard)?, filter);
         let Some(link) = &self.link else {
             return Ok(ids);
         };
         for answer in link.ask_all(|| PeerCall::Ids {
             collection: link.name.clone(),
             filter: filter.cloned(),
+            shard,
         })? {
             let PeerAnswer::Ids(more) = answer else {
                 return Err(unexpected(&answer));
@@ -134,12 +139,23 @@ impl Collection {
         Ok(ids)
     }
 
-    /// [`Collection::ids`] among this rank's points alone.
-    pub(super) fn ids_here(&self, filter: Option<&Filter>) -> Vec<PointId> {
-        self.shards
+    /// [`Collection::ids`] among `shards` of this rank alone.
+    pub(super) fn ids_here(&self, shards: &[Shard], filter: Option<&Filter>) -> Vec<PointId> {
+        shards
             .iter()
             .flat_map(|shard| shard.matching_ids(filter))
             .collect()
+    }
+
+    /// Shard `shard` of this rank (checked), or every one.
+    pub(super) fn some_shards(&self, shard: Option<usize>) -> Result<&[Shard]> {
+        match shard {
+            Some(shard) => {
+                self.check_shard(shard)?;
+                Ok(std::slice::from_ref(&self.shards[shard]))
+            }
+            None => Ok(&self.shards),
+        }
     }
 
     /// The live point `id`; an error only when a disk segment's read fails (I/O, or a
@@ -226,16 +242,30 @@ impl Collection {
         filter: Option<&Filter>,
     ) -> Result<(Vec<Point>, Option<PointId>)> {
         check_range("limit", limit, 1, MAX_LIMIT)?;
+        self.scroll_in(None, offset, limit, filter)
+    }
+
+    /// [`Collection::scroll`] of shard `shard` alone when given (shard i of every rank
+    /// when linked).
+    pub(super) fn scroll_in(
+        &self,
+        shard: Option<usize>,
+        offset: Option<PointId>,
+        limit: usize,
+        filter: Option<&Filter>,
+    ) -> Result<(Vec<Point>, Option<PointId>)> {
+        let shards = self.some_shards(shard)?;
         let Some(link) = &self.link else {
-            return self.scroll_shards(&self.shards, offset, limit, filter);
+            return self.scroll_shards(shards, offset, limit, filter);
         };
         // every rank's first limit + 1 from `offset`: the page, and where the next starts
-        let (mut points, _) = self.scroll_shards(&self.shards, offset, limit + 1, filter)?;
+        let (mut points, _) = self.scroll_shards(shards, offset, limit + 1, filter)?;
         for answer in link.ask_all(|| PeerCall::Scroll {
             collection: link.name.clone(),
             offset,
             limit: limit + 1,
             filter: filter.cloned(),
+            shard,
         })? {
             let PeerAnswer::Points(more) = answer else {
                 return Err(unexpected(&answer));

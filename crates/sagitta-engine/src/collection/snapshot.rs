@@ -58,18 +58,10 @@ impl Collection {
         self.write_pages(out, Some(shard))
     }
 
-    /// An error unless `shard` is one of this collection's shards.
+    /// An error unless `shard` is one of this collection's shards (of a linked
+    /// collection's, shard i is shard i of every rank: the points of any rank that the
+    /// hash routes to it).
     pub fn check_shard(&self, shard: usize) -> Result<()> {
-        if let Some(link) = &self.link {
-            return Err(EngineError::Unavailable {
-                reason: format!(
-                    "collection `{}` is spread over {} ranks, each with its own shard {shard}: \
-                     take the collection's snapshot instead",
-                    link.name,
-                    link.peers.ranks()
-                ),
-            });
-        }
         if shard < self.shards.len() {
             return Ok(());
         }
@@ -88,13 +80,8 @@ impl Collection {
         offset: Option<PointId>,
         shard: Option<usize>,
     ) -> Result<(Vec<Point>, Option<PointId>)> {
-        let shards = match shard {
-            Some(shard) => std::slice::from_ref(&self.shards[shard]),
-            // a linked collection's snapshot holds every rank's points
-            None if self.link.is_some() => return self.scroll(offset, PAGE, None),
-            None => &self.shards[..],
-        };
-        self.scroll_shards(shards, offset, PAGE, None)
+        // a linked collection's snapshot holds every rank's points
+        self.scroll_in(shard, offset, PAGE, None)
     }
 
     fn write_pages(&self, out: &mut dyn Write, shard: Option<usize>) -> Result<u64> {
@@ -250,8 +237,8 @@ impl Collection {
             kept.extend(page.iter().map(|point| point.id));
             self.upsert_stored(page)
         })?;
-        let stale: Vec<PointId> = self.shards[shard]
-            .matching_ids(None)
+        let stale: Vec<PointId> = self
+            .ids(None, Some(shard))?
             .into_iter()
             .filter(|id| !kept.contains(id))
             .collect();
