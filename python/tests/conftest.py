@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import sagittadb
+from oracle_checks import remote_client
 from qdrant_client import QdrantClient, models
 from server_process import running_server
 
@@ -30,10 +31,17 @@ def database(request, tmp_path, server):
     return sagittadb.connect(server.url)
 
 
+@pytest.fixture(scope="module", params=["rest", "grpc"])
+def api(request) -> str:
+    """The API an oracle test reaches the server by: every such test runs over REST,
+    then over gRPC (Qdrant's services on the gRPC port), unchanged."""
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def clients(server):
-    """qdrant-client on the module's server, and on its local mode (the oracle)."""
-    remote = QdrantClient(url=server.url, prefer_grpc=False, timeout=30)
+def clients(server, api):
+    """qdrant-client on the module's server over `api`, and on its local mode (the oracle)."""
+    remote = remote_client(server, api)
     local = QdrantClient(":memory:")
     yield remote, local
     remote.close()

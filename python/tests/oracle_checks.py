@@ -7,11 +7,44 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+import grpc
 import httpx
 import pytest
 from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import UnexpectedResponse
 
 TOLERANCE = 1e-4
+
+# What qdrant-client raises when the server refuses a request: over REST and over gRPC.
+REFUSED = (UnexpectedResponse, grpc.RpcError)
+
+# The HTTP status of each gRPC status the server answers with (Qdrant's pairing).
+_HTTP_OF_GRPC = {
+    grpc.StatusCode.INVALID_ARGUMENT: 400,
+    grpc.StatusCode.UNAUTHENTICATED: 401,
+    grpc.StatusCode.PERMISSION_DENIED: 403,
+    grpc.StatusCode.NOT_FOUND: 404,
+    grpc.StatusCode.ALREADY_EXISTS: 409,
+    grpc.StatusCode.UNAVAILABLE: 503,
+}
+
+
+def remote_client(server: object, api: str) -> QdrantClient:
+    """qdrant-client on a running `SagittaServer`, over REST (`api == "rest"`) or gRPC."""
+    return QdrantClient(
+        url=server.url,
+        grpc_port=server.grpc_port or 6334,
+        prefer_grpc=api == "grpc",
+        timeout=30,
+    )
+
+
+def refused_as(error: BaseException) -> tuple[int, str]:
+    """The HTTP status and the message of a refusal, whichever API carried it."""
+    if isinstance(error, UnexpectedResponse):
+        return error.status_code, str(error.content)
+    assert isinstance(error, grpc.Call), error
+    return _HTTP_OF_GRPC.get(error.code(), 500), error.details() or ""
 
 
 def close(mine: float, theirs: float) -> bool:
@@ -120,11 +153,14 @@ def same_has_vector(
 
 
 def paired_clients(
-    url: str, create: Callable[[QdrantClient], None], names: tuple[str, ...]
+    server: object,
+    api: str,
+    create: Callable[[QdrantClient], None],
+    names: tuple[str, ...],
 ) -> Iterator[tuple[QdrantClient, QdrantClient]]:
-    """A client of the server at `url` and a local-mode oracle, each with `create`'s
+    """A client of `server` over `api` and a local-mode oracle, each with `create`'s
     collections; the server's collections `names` are dropped afterwards."""
-    remote = QdrantClient(url=url, prefer_grpc=False, timeout=30)
+    remote = remote_client(server, api)
     oracle = QdrantClient(":memory:")
     for client in (remote, oracle):
         create(client)

@@ -2,8 +2,10 @@
 
 `SagittaServer` starts `target/release/sagitta serve` on a port the OS picks (`--port 0`;
 the port is read back from the server's "listening on" line, so no two tests can race for
-one), waits until `GET /readyz` answers 200, and stops it with SIGTERM (SIGKILL if it does
-not exit in time). `running_server` wraps that in a context manager for fixtures.
+one) and its gRPC API on a port free when it starts (`grpc_port`; `--grpc-port 0` in the
+flags turns it off), waits until `GET /readyz` answers 200, and stops it with SIGTERM
+(SIGKILL if it does not exit in time). `running_server` wraps that in a context manager
+for fixtures.
 
 A missing binary fails the test (it is never skipped): build it with
 `cargo build --release -p sagitta-cli`.
@@ -15,6 +17,7 @@ import contextlib
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -29,6 +32,14 @@ READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 15.0
 
 _LISTENING = re.compile(r"listening on (http://\S+?),")
+_GRPC = re.compile(r"gRPC on \S+?:(\d+),")
+
+
+def free_port(host: str) -> int:
+    """A port no one listens on now (the gRPC port: 0 would turn gRPC off)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
 
 
 def binary_path() -> Path:
@@ -62,6 +73,7 @@ class SagittaServer:
         self.launcher = list(launcher)
         self.process: subprocess.Popen | None = None
         self.url: str | None = None
+        self.grpc_port: int | None = None
         self.starts = 0
         self._log_path: Path | None = None
 
@@ -87,6 +99,11 @@ class SagittaServer:
             self.host,
             "--port",
             "0",
+            *(
+                ()
+                if "--grpc-port" in self.flags
+                else ("--grpc-port", str(free_port(self.host)))
+            ),
             *self.flags,
         ]
         # Only the process's own settings: SAGITTA_* from the environment would override
@@ -113,6 +130,8 @@ class SagittaServer:
                 match = _LISTENING.search(self.output())
                 if match:
                     self.url = match.group(1)
+                    grpc = _GRPC.search(self.output())
+                    self.grpc_port = int(grpc.group(1)) if grpc else None
             if self.url is not None:
                 try:
                     response = httpx.get(f"{self.url}/readyz", timeout=2.0)

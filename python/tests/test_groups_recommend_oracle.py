@@ -16,8 +16,8 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from oracle_checks import REFUSED, remote_client
 from qdrant_client import QdrantClient, models
-from qdrant_client.http.exceptions import UnexpectedResponse
 
 COLLECTION = "grouped"
 LOOKUP = "grouped_lookup"
@@ -26,8 +26,8 @@ EXACT = models.SearchParams(exact=True)
 
 
 @pytest.fixture()
-def both(server) -> Iterator[tuple[QdrantClient, QdrantClient]]:
-    remote = QdrantClient(url=server.url, prefer_grpc=False, timeout=30)
+def both(server, api) -> Iterator[tuple[QdrantClient, QdrantClient]]:
+    remote = remote_client(server, api)
     oracle = QdrantClient(":memory:")
     rng = random.Random(20)
     points = []
@@ -172,7 +172,7 @@ def test_grouped_search_matches_qdrant_local_mode(both) -> None:
     ]
     assert lookups[0] == lookups[1]
     assert any(payload is not None for payload in lookups[0].values())
-    with pytest.raises(UnexpectedResponse, match="group_size"):
+    with pytest.raises(REFUSED, match="group_size"):
         remote.query_points_groups(
             COLLECTION, group_by="g", query=[1.0] * DIM, group_size=0
         )
@@ -253,7 +253,7 @@ def test_recommendations_match_qdrant_local_mode(both) -> None:
         for client in (remote, oracle)
     ]
     _same_hits(*answers)
-    with pytest.raises(UnexpectedResponse, match="no examples"):
+    with pytest.raises(REFUSED, match="no examples"):
         remote.query_points(
             COLLECTION,
             query=models.RecommendQuery(recommend=models.RecommendInput(negative=[1])),

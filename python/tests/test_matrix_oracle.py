@@ -62,8 +62,8 @@ def _create(client: QdrantClient) -> None:
 
 
 @pytest.fixture()
-def matrix_clients(server) -> Iterator[tuple[QdrantClient, QdrantClient]]:
-    yield from paired_clients(server.url, _create, (UNNAMED, NAMED))
+def matrix_clients(server, api) -> Iterator[tuple[QdrantClient, QdrantClient]]:
+    yield from paired_clients(server, api, _create, (UNNAMED, NAMED))
 
 
 def _group(value: int) -> models.Filter:

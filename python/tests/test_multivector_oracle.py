@@ -55,8 +55,8 @@ def _create(client: QdrantClient) -> None:
 
 
 @pytest.fixture()
-def multi_clients(server) -> Iterator[tuple[QdrantClient, QdrantClient]]:
-    yield from paired_clients(server.url, _create, (NAMED, UNNAMED))
+def multi_clients(server, api) -> Iterator[tuple[QdrantClient, QdrantClient]]:
+    yield from paired_clients(server, api, _create, (NAMED, UNNAMED))
 
 
 def _matrix(rng: random.Random) -> list[list[float]]:

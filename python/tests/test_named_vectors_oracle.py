@@ -13,8 +13,8 @@ import random
 from collections.abc import Iterator
 
 import pytest
+from oracle_checks import REFUSED, remote_client
 from qdrant_client import QdrantClient, models
-from qdrant_client.http.exceptions import UnexpectedResponse
 
 COLLECTION = "named"
 SIZES = {"text": 5, "image": 7, "code": 3}
@@ -27,8 +27,8 @@ TOLERANCE = 1e-4
 
 
 @pytest.fixture()
-def named_clients(server) -> Iterator[tuple[QdrantClient, QdrantClient]]:
-    remote = QdrantClient(url=server.url, prefer_grpc=False, timeout=30)
+def named_clients(server, api) -> Iterator[tuple[QdrantClient, QdrantClient]]:
+    remote = remote_client(server, api)
     oracle = QdrantClient(":memory:")
     for client in (remote, oracle):
         if client.collection_exists(COLLECTION):
@@ -219,9 +219,9 @@ def test_named_vectors_match_qdrant_local_mode(named_clients) -> None:
 
     # a name the collection does not have is refused, by both
     for client in (remote, oracle):
-        with pytest.raises((UnexpectedResponse, ValueError)):
+        with pytest.raises((*REFUSED, ValueError)):
             client.query_points(COLLECTION, query=[1.0] * 5, using="audio", limit=3)
-        with pytest.raises((UnexpectedResponse, ValueError)):
+        with pytest.raises((*REFUSED, ValueError)):
             client.upsert(
                 COLLECTION,
                 [models.PointStruct(id=99, vector={"audio": [1.0]})],
@@ -229,7 +229,7 @@ def test_named_vectors_match_qdrant_local_mode(named_clients) -> None:
             )
     assert remote.count(COLLECTION).count == 40
     # a vector of the wrong size names the vector
-    with pytest.raises(UnexpectedResponse, match="expected dim: 5, got 2"):
+    with pytest.raises(REFUSED, match="expected dim: 5, got 2"):
         remote.upsert(
             COLLECTION, [models.PointStruct(id=98, vector={"text": [1.0, 2.0]})]
         )

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from oracle_checks import remote_client
 from qdrant_client import QdrantClient, models
 from qdrant_client.local import local_collection
 from qdrant_client.local.payload_value_setter import set_value_by_key
@@ -53,8 +54,8 @@ def _payload_copies() -> Iterator[None]:
 
 
 @pytest.fixture()
-def both(server, _payload_copies) -> Iterator[tuple[QdrantClient, QdrantClient]]:
-    remote = QdrantClient(url=server.url, prefer_grpc=False, timeout=30)
+def both(server, api, _payload_copies) -> Iterator[tuple[QdrantClient, QdrantClient]]:
+    remote = remote_client(server, api)
     oracle = QdrantClient(":memory:")
     for client in (remote, oracle):
         if client.collection_exists(COLLECTION):

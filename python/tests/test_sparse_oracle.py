@@ -53,8 +53,8 @@ def _create(client: QdrantClient) -> None:
 
 
 @pytest.fixture()
-def sparse_clients(server) -> Iterator[tuple[QdrantClient, QdrantClient]]:
-    yield from paired_clients(server.url, _create, (HYBRID, SPARSE_ONLY))
+def sparse_clients(server, api) -> Iterator[tuple[QdrantClient, QdrantClient]]:
+    yield from paired_clients(server, api, _create, (HYBRID, SPARSE_ONLY))
 
 
 def _sparse(rng: random.Random, most: int = 8) -> models.SparseVector:
@@ -211,9 +211,11 @@ def test_hybrid_collection_matches_qdrant_local_mode(sparse_clients) -> None:
         client.upsert(HYBRID, points, wait=True)
     info = remote.get_collection(HYBRID)
     assert isinstance(info.config.params.vectors, models.VectorParams)
-    assert info.config.params.sparse_vectors == {
-        "text": models.SparseVectorParams(modifier=models.Modifier.IDF)
-    }
+    sparse = info.config.params.sparse_vectors
+    assert sparse is not None and set(sparse) == {"text"}, sparse
+    assert sparse["text"].modifier == models.Modifier.IDF
+    # over gRPC qdrant-client always fills `index`, with nothing set
+    assert sparse["text"].index in (None, models.SparseIndexParams()), sparse
     _check_records(remote, oracle, HYBRID, list(range(60)))
     _check_queries(remote, oracle, HYBRID, "text", rng)
     # the dense vector is still searched as the unnamed one

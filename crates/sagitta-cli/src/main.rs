@@ -147,6 +147,9 @@ struct ServeArgs {
     /// Port [default: 6333].
     #[arg(long)]
     port: Option<u16>,
+    /// Port of the gRPC API (Qdrant's services); 0 turns it off [default: 6334].
+    #[arg(long)]
+    grpc_port: Option<u16>,
     /// Read-write API key (`api-key` header) [default: none, everything allowed].
     #[arg(long, value_name = "KEY")]
     api_key: Option<String>,
@@ -326,6 +329,7 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig, Failure> {
         stripe_dirs,
         host,
         port,
+        grpc_port,
         api_key,
         read_only_api_key,
         max_request_bytes,
@@ -340,9 +344,8 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig, Failure> {
         body_read_timeout_secs,
         min_body_bytes_per_sec,
         keep_alive_timeout_secs,
-        // how the process runs, not a server setting
-        mpi: _,
-        rank_timeout_ms: _,
+        mpi: _,             // how the process runs,
+        rank_timeout_ms: _, // not server settings
     } = args;
     if let Some(value) = data_dir {
         config.data_dir.clone_from(value);
@@ -360,6 +363,7 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig, Failure> {
         config.read_only_api_key.clone_from(read_only_api_key);
     }
     config.port = port.unwrap_or(config.port);
+    config.grpc_port = grpc_port.unwrap_or(config.grpc_port);
     config.max_request_bytes = max_request_bytes.unwrap_or(config.max_request_bytes);
     config.max_batch_points = max_batch_points.unwrap_or(config.max_batch_points);
     config.max_json_depth = max_json_depth.unwrap_or(config.max_json_depth);
@@ -515,12 +519,29 @@ fn http(state: AppState) -> Result<(), Failure> {
         let local = listener
             .local_addr()
             .map_or_else(|_| address.clone(), |a| a.to_string());
+        let grpc = match config.grpc_port {
+            0 => None,
+            port => {
+                let address = format!("{}:{port}", config.host);
+                let grpc = tokio::net::TcpListener::bind(&address)
+                    .await
+                    .map_err(|error| {
+                        data_failure(format!("cannot listen for gRPC on {address}: {error}"))
+                    })?;
+                Some(grpc)
+            }
+        };
+        let grpc_at = grpc
+            .as_ref()
+            .and_then(|grpc| grpc.local_addr().ok())
+            .map_or_else(|| "off".to_string(), |at| format!("on {at}"));
         eprintln!(
-            "sagitta serve: listening on http://{local}, data in {}, open-file limit \
-             {open_files}, at most {max_connections} connections",
+            "sagitta serve: listening on http://{local}, gRPC {grpc_at}, data in {}, \
+             open-file limit {open_files}, at most {max_connections} connections",
             data_dir.display()
         );
-        sagitta_server::serve(listener, Arc::new(state), sagitta_server::shutdown_signal())
+        let shutdown = sagitta_server::shutdown_signal();
+        sagitta_server::serve_with_grpc(listener, grpc, Arc::new(state), shutdown)
             .await
             .map_err(|error| data_failure(format!("server stopped with an error: {error}")))?;
         eprintln!("sagitta serve: stopped; every acknowledged write is flushed");

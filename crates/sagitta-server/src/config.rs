@@ -9,6 +9,8 @@ use serde::Deserialize;
 pub const DEFAULT_DATA_DIR: &str = "sagitta-data";
 pub const DEFAULT_HOST: &str = "127.0.0.1";
 pub const DEFAULT_PORT: u16 = 6333;
+/// The gRPC API's port (Qdrant's); 0 turns the gRPC API off.
+pub const DEFAULT_GRPC_PORT: u16 = 6334;
 /// Largest request body: 32 MiB (about 10,000 768-d vectors as JSON text).
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 32 << 20;
 /// Most points (or ids, or queries) in one request.
@@ -43,6 +45,8 @@ pub struct ServerConfig {
     /// Address to listen on.
     pub host: String,
     pub port: u16,
+    /// Port of the gRPC API (Qdrant's services); 0: no gRPC API.
+    pub grpc_port: u16,
     /// Database directory (created if missing).
     pub data_dir: PathBuf,
     /// Directories on other devices that disk segments' records files spread over, besides
@@ -81,6 +85,7 @@ impl Default for ServerConfig {
         ServerConfig {
             host: DEFAULT_HOST.to_string(),
             port: DEFAULT_PORT,
+            grpc_port: DEFAULT_GRPC_PORT,
             data_dir: PathBuf::from(DEFAULT_DATA_DIR),
             stripe_dirs: Vec::new(),
             api_key: None,
@@ -121,9 +126,10 @@ pub enum ConfigError {
 
 /// Environment variables read by [`ServerConfig::apply_environment`], with the field each
 /// sets.
-pub const ENVIRONMENT_VARIABLES: [(&str, &str); 16] = [
+pub const ENVIRONMENT_VARIABLES: [(&str, &str); 17] = [
     ("SAGITTA_HOST", "host"),
     ("SAGITTA_PORT", "port"),
+    ("SAGITTA_GRPC_PORT", "grpc_port"),
     ("SAGITTA_DATA_DIR", "data_dir"),
     ("SAGITTA_API_KEY", "api_key"),
     ("SAGITTA_READ_ONLY_API_KEY", "read_only_api_key"),
@@ -176,6 +182,7 @@ impl ServerConfig {
             match name {
                 "SAGITTA_HOST" => self.host = value,
                 "SAGITTA_PORT" => self.port = number(name, &value)?,
+                "SAGITTA_GRPC_PORT" => self.grpc_port = number(name, &value)?,
                 "SAGITTA_DATA_DIR" => self.data_dir = PathBuf::from(value),
                 "SAGITTA_API_KEY" => self.api_key = Some(value),
                 "SAGITTA_READ_ONLY_API_KEY" => self.read_only_api_key = Some(value),
@@ -217,6 +224,13 @@ impl ServerConfig {
                 field: "max_inflight_request_bytes",
                 value: self.max_inflight_request_bytes.to_string(),
                 reason: "must be at least max_request_bytes, or no request that large could ever be received",
+            });
+        }
+        if self.grpc_port != 0 && self.grpc_port == self.port {
+            return Err(ConfigError::Invalid {
+                field: "grpc_port",
+                value: self.grpc_port.to_string(),
+                reason: "must differ from port (REST and gRPC listen on ports of their own)",
             });
         }
         self.validate_keys()

@@ -28,6 +28,7 @@ pub mod connections;
 pub mod error;
 mod facet;
 mod groups;
+pub mod grpc;
 mod health;
 mod indexes;
 mod matrix;
@@ -434,8 +435,39 @@ pub async fn serve(
     state: SharedState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_with_grpc(listener, None, state, shutdown).await
+}
+
+/// [`serve`], and the gRPC API ([`grpc`]) on `grpc` when given: both stop when `shutdown`
+/// resolves, and the logs are flushed once both have let their calls in flight finish.
+pub async fn serve_with_grpc(
+    listener: tokio::net::TcpListener,
+    grpc: Option<tokio::net::TcpListener>,
+    state: SharedState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop.send(true);
+    });
+    let when_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
+        // a dropped sender (the signal task gone) also stops
+        let _ = stopped.wait_for(|stop| *stop).await;
+    };
+    let grpc = grpc.map(|listener| {
+        tokio::spawn(grpc::serve(
+            listener,
+            Arc::clone(&state),
+            when_stopped(stopped.clone()),
+        ))
+    });
     let app = router(Arc::clone(&state));
-    connections::serve(listener, app, Arc::clone(&state), shutdown).await?;
+    let rest = connections::serve(listener, app, Arc::clone(&state), when_stopped(stopped)).await;
+    if let Some(grpc) = grpc {
+        grpc.await.map_err(std::io::Error::other)??;
+    }
+    rest?;
     let database = Arc::clone(&state.database);
     tokio::task::spawn_blocking(move || database.flush())
         .await

@@ -1,0 +1,56 @@
+//! Qdrant's gRPC API (port 6334 by default): the `qdrant.Qdrant`, `qdrant.Collections`,
+//! `qdrant.Points` and `qdrant.Snapshots` services of proto/qdrant.proto over tonic, so
+//! qdrant-client with `prefer_grpc=True`, vector-db-benchmark's `qdrant` engine and
+//! VectorDBBench's `qdrant_cloud` client work unchanged.
+//!
+//! Every RPC is answered by the REST route that does the same ([`rest`]): the request
+//! message becomes that route's JSON body ([`request`], [`query`], [`collections`]), the
+//! route's answer becomes the reply message ([`reply`]), and its error becomes the gRPC
+//! status Qdrant gives it with the same message. One set of handlers therefore holds the
+//! checks, limits (`max_request_bytes` bounds a gRPC message too), API keys (the
+//! `api-key` metadata; the read-only key may call only the reads) and metrics of both.
+
+pub mod api {
+    #![allow(clippy::all, clippy::pedantic, missing_docs, unused_qualifications)]
+    tonic::include_proto!("qdrant");
+}
+mod collections;
+mod points;
+mod query;
+mod reply;
+mod request;
+pub mod rest;
+mod service;
+
+use std::sync::Arc;
+
+use api::collections_server::CollectionsServer;
+use api::points_server::PointsServer;
+use api::qdrant_server::QdrantServer;
+use api::snapshots_server::SnapshotsServer;
+use tonic::transport::server::TcpIncoming;
+
+use crate::SharedState;
+
+/// Serves the gRPC API on `listener` until `shutdown` resolves (calls in flight finish).
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: SharedState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let rest = rest::Rest::new(crate::router(Arc::clone(&state)));
+    let limit = state.config.max_request_bytes;
+    let service = || service::Service { rest: rest.clone() };
+    tonic::transport::Server::builder()
+        .add_service(QdrantServer::new(service()))
+        .add_service(CollectionsServer::new(service()).max_decoding_message_size(limit))
+        .add_service(
+            PointsServer::new(points::PointsService { rest: rest.clone() })
+                .max_decoding_message_size(limit)
+                .max_encoding_message_size(usize::MAX),
+        )
+        .add_service(SnapshotsServer::new(service()).max_decoding_message_size(limit))
+        .serve_with_incoming_shutdown(TcpIncoming::from(listener), shutdown)
+        .await
+        .map_err(std::io::Error::other)
+}

@@ -1,0 +1,147 @@
+//! Each gRPC call answered by the REST route that does the same (in process, no socket):
+//! the API key from the call's `api-key` metadata (or `authorization: Bearer`), the body
+//! as the route's JSON, and its answer or error brought back — so both APIs share one set
+//! of handlers, checks, limits, metrics and messages.
+
+use axum::body::Body;
+use axum::http::{header, Method, Request, StatusCode};
+use serde_json::Value;
+use tonic::metadata::MetadataMap;
+use tonic::{Code, Status};
+use tower::ServiceExt;
+
+/// Largest answer read back from a route (a page of the widest points stays far below).
+const MAX_ANSWER_BYTES: usize = 1 << 30;
+
+#[derive(Clone)]
+pub struct Rest {
+    app: axum::Router,
+}
+
+/// One REST call: its method, path (segments already escaped) and query, and body.
+pub struct Call {
+    pub method: Method,
+    pub path: String,
+    pub query: Vec<(&'static str, String)>,
+    pub body: Option<Value>,
+}
+
+impl Call {
+    pub fn new(method: Method, path: String) -> Call {
+        Call {
+            method,
+            path,
+            query: Vec::new(),
+            body: None,
+        }
+    }
+
+    pub fn body(mut self, body: Value) -> Call {
+        self.body = Some(body);
+        self
+    }
+
+    /// `name=value` in the query string when `value` is given.
+    pub fn query(mut self, name: &'static str, value: Option<impl ToString>) -> Call {
+        if let Some(value) = value {
+            self.query.push((name, value.to_string()));
+        }
+        self
+    }
+}
+
+/// What a route answered: its `result` and `time`.
+pub struct Answer {
+    pub result: Value,
+    pub time: f64,
+}
+
+impl Rest {
+    pub fn new(app: axum::Router) -> Rest {
+        Rest { app }
+    }
+
+    /// Runs `call` with the API key of `metadata`; a REST error comes back as the gRPC
+    /// status Qdrant gives it, with the same message.
+    pub async fn run(&self, metadata: &MetadataMap, call: Call) -> Result<Answer, Status> {
+        let mut uri = call.path;
+        for (at, (name, value)) in call.query.iter().enumerate() {
+            uri.push(if at == 0 { '?' } else { '&' });
+            uri.push_str(name);
+            uri.push('=');
+            uri.push_str(&escape(value));
+        }
+        let mut request = Request::builder().method(call.method).uri(uri);
+        for key in ["api-key", "authorization"] {
+            if let Some(value) = metadata.get(key).and_then(|v| v.to_str().ok()) {
+                request = request.header(key, value);
+            }
+        }
+        let body = match &call.body {
+            Some(body) => {
+                request = request.header(header::CONTENT_TYPE, "application/json");
+                Body::from(serde_json::to_vec(body).map_err(|e| Status::internal(e.to_string()))?)
+            }
+            None => Body::empty(),
+        };
+        let request = request
+            .body(body)
+            .map_err(|error| Status::invalid_argument(error.to_string()))?;
+        let response = self
+            .app
+            .clone()
+            .oneshot(request)
+            .await
+            .map_err(|error| Status::internal(error.to_string()))?;
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), MAX_ANSWER_BYTES)
+            .await
+            .map_err(|error| Status::internal(format!("reading the answer: {error}")))?;
+        let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        if !status.is_success() {
+            let message = answer["status"]["error"].as_str().map_or_else(
+                || String::from_utf8_lossy(&bytes).into_owned(),
+                str::to_string,
+            );
+            return Err(Status::new(code_of(status), message));
+        }
+        Ok(Answer {
+            time: answer["time"].as_f64().unwrap_or(0.0),
+            result: answer.get("result").cloned().unwrap_or(Value::Null),
+        })
+    }
+}
+
+/// The gRPC status code of an HTTP status, as Qdrant pairs them.
+pub fn code_of(status: StatusCode) -> Code {
+    match status {
+        StatusCode::BAD_REQUEST | StatusCode::UNPROCESSABLE_ENTITY => Code::InvalidArgument,
+        StatusCode::UNAUTHORIZED => Code::Unauthenticated,
+        StatusCode::FORBIDDEN => Code::PermissionDenied,
+        StatusCode::NOT_FOUND => Code::NotFound,
+        StatusCode::CONFLICT => Code::AlreadyExists,
+        StatusCode::PAYLOAD_TOO_LARGE | StatusCode::TOO_MANY_REQUESTS => Code::ResourceExhausted,
+        StatusCode::REQUEST_TIMEOUT | StatusCode::GATEWAY_TIMEOUT => Code::DeadlineExceeded,
+        StatusCode::NOT_IMPLEMENTED | StatusCode::METHOD_NOT_ALLOWED => Code::Unimplemented,
+        StatusCode::SERVICE_UNAVAILABLE => Code::Unavailable,
+        _ => Code::Internal,
+    }
+}
+
+/// `text` percent-escaped for a path segment or a query value.
+pub fn escape(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            escaped.push(byte as char);
+        } else {
+            escaped.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    escaped
+}
+
+/// The path `/collections/{name}` followed by `rest` (`""` or `"/points/query"`, ...).
+pub fn collection(name: &str, rest: &str) -> String {
+    format!("/collections/{}{rest}", escape(name))
+}
