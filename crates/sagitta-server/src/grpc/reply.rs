@@ -296,3 +296,61 @@ pub fn aliases(json: &Value) -> Reply<Vec<api::AliasDescription>> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grpc::request::timestamp;
+
+    #[test]
+    fn times_go_to_rfc_3339_and_back() {
+        // the epoch, a leap day, the end of a century year, before the epoch
+        for (seconds, text) in [
+            (0, "1970-01-01T00:00:00.000000000Z"),
+            (951_782_400, "2000-02-29T00:00:00.000000000Z"),
+            (4_107_542_399, "2100-02-28T23:59:59.000000000Z"),
+            (-86_400, "1969-12-31T00:00:00.000000000Z"),
+        ] {
+            let at = prost_types::Timestamp { seconds, nanos: 0 };
+            assert_eq!(timestamp(&at), text);
+            assert_eq!(parse_time(text), Some(at), "{text}");
+        }
+        let at = prost_types::Timestamp {
+            seconds: 1_700_000_000,
+            nanos: 5_000,
+        };
+        assert_eq!(timestamp(&at), "2023-11-14T22:13:20.000005000Z");
+        assert_eq!(parse_time("not a time"), None);
+    }
+
+    #[test]
+    fn stored_vectors_keep_their_kind() {
+        let dense = vectors(Some(&serde_json::json!([1.0, 2.0])))
+            .unwrap()
+            .unwrap();
+        let sparse = vectors(Some(&serde_json::json!({"indices": [3], "values": [0.5]})))
+            .unwrap()
+            .unwrap();
+        let named = vectors(Some(&serde_json::json!({"a": [[1.0], [2.0]]})))
+            .unwrap()
+            .unwrap();
+        use api::vector_output::Vector;
+        use api::vectors_output::VectorsOptions;
+        let one = |v: api::VectorsOutput| match v.vectors_options {
+            Some(VectorsOptions::Vector(v)) => v.vector,
+            other => panic!("{other:?}"),
+        };
+        assert!(matches!(one(dense), Some(Vector::Dense(d)) if d.data == [1.0, 2.0]));
+        assert!(
+            matches!(one(sparse), Some(Vector::Sparse(s)) if s.indices == [3] && s.values == [0.5])
+        );
+        let Some(VectorsOptions::Vectors(named)) = named.vectors_options else {
+            panic!("named vectors")
+        };
+        assert!(matches!(
+            &named.vectors["a"].vector,
+            Some(Vector::MultiDense(m)) if m.vectors.len() == 2
+        ));
+        assert_eq!(vectors(None).unwrap(), None);
+    }
+}

@@ -145,3 +145,27 @@ pub fn escape(text: &str) -> String {
 pub fn collection(name: &str, rest: &str) -> String {
     format!("/collections/{}{rest}", escape(name))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_escaped_in_paths() {
+        assert_eq!(
+            collection("a b/c", "/points"),
+            "/collections/a%20b%2Fc/points"
+        );
+        assert_eq!(escape("plain-name_1.x~"), "plain-name_1.x~");
+        assert_eq!(escape("é"), "%C3%A9");
+    }
+
+    #[test]
+    fn http_statuses_map_to_qdrants_grpc_codes() {
+        assert_eq!(code_of(StatusCode::BAD_REQUEST), Code::InvalidArgument);
+        assert_eq!(code_of(StatusCode::NOT_FOUND), Code::NotFound);
+        assert_eq!(code_of(StatusCode::FORBIDDEN), Code::PermissionDenied);
+        assert_eq!(code_of(StatusCode::SERVICE_UNAVAILABLE), Code::Unavailable);
+        assert_eq!(code_of(StatusCode::INTERNAL_SERVER_ERROR), Code::Internal);
+    }
+}
