@@ -160,6 +160,7 @@ class Server:
         ranks: int = 0,
     ) -> None:
         self.port = free_port()
+        self.grpc_port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
         command = [
@@ -170,6 +171,8 @@ class Server:
             str(data_dir),
             "--port",
             str(self.port),
+            "--grpc-port",
+            str(self.grpc_port),
             *(["--mpi"] if ranks else []),
         ]
         if http_threads:
