@@ -37,5 +37,6 @@ echo "== pyright (strict, python/sagittadb: pyrightconfig.json)"
 # The wheel brings its own Node.js; the variable skips the check for a newer pyright (a request
 # to PyPI on every run).
 PYRIGHT_PYTHON_IGNORE_WARNINGS=1 .venv/bin/pyright
-echo "== pytest"
+echo "== pytest (the dashboard test drives Debian's chromium: scripts/setup-browser.sh)"
+scripts/setup-browser.sh
 .venv/bin/python -m pytest -q python/tests bench/tests

@@ -115,6 +115,19 @@ impl ApiKeys {
     }
 }
 
+/// The key a request carries: its `api-key` header, or `Authorization: Bearer <key>`.
+pub fn given_key(headers: &axum::http::HeaderMap) -> Option<&str> {
+    headers
+        .get("api-key")
+        .and_then(|value| value.to_str().ok())
+        .or_else(|| {
+            headers
+                .get(axum::http::header::AUTHORIZATION)
+                .and_then(|value| value.to_str().ok())
+                .and_then(|value| value.strip_prefix("Bearer "))
+        })
+}
+
 pub async fn check_api_key(
     State(state): State<SharedState>,
     request: Request,
@@ -128,17 +141,7 @@ pub async fn check_api_key(
     if OPEN_PATHS.contains(&path) {
         return next.run(request).await;
     }
-    let headers = request.headers();
-    let given = headers
-        .get("api-key")
-        .and_then(|value| value.to_str().ok())
-        .or_else(|| {
-            headers
-                .get(axum::http::header::AUTHORIZATION)
-                .and_then(|value| value.to_str().ok())
-                .and_then(|value| value.strip_prefix("Bearer "))
-        });
-    let Some(given) = given else {
+    let Some(given) = given_key(request.headers()) else {
         return ApiError::new(
             StatusCode::UNAUTHORIZED,
             "Unauthorized: send an API key in the `api-key` header or as \

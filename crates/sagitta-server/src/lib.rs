@@ -25,6 +25,7 @@ pub mod body;
 mod collections;
 pub mod config;
 pub mod connections;
+pub mod dashboard;
 pub mod error;
 mod facet;
 mod groups;
@@ -190,6 +191,8 @@ pub fn router(state: SharedState) -> Router {
             Arc::clone(&state),
             metrics::record,
         ))
+        // after the layers: the dashboard's assets are open (its data comes through the API)
+        .merge(dashboard::routes())
         .fallback(no_route);
     api.with_state(state)
 }
