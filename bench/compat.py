@@ -77,6 +77,8 @@ def start_server(
                 "serve",
                 *("--data-dir", str(data_dir)),
                 *("--host", "127.0.0.1", "--port", str(port)),
+                # gRPC beside it, as Qdrant's 6333 / 6334
+                *("--grpc-port", str(port + 1)),
             ],
             stdin=subprocess.DEVNULL,
             stdout=out,

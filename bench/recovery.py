@@ -180,6 +180,9 @@ class Server:
             str(data_dir),
             "--port",
             "0",
+            # REST alone is measured: no gRPC listener to collide on 6334
+            "--grpc-port",
+            "0",
         ]
         self.log_path = log_path
         self.url = ""
