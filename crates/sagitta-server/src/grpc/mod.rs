@@ -32,6 +32,9 @@ use tonic::transport::server::TcpIncoming;
 
 use crate::SharedState;
 
+/// HTTP/2 flow-control window of each gRPC call.
+const WINDOW_BYTES: u32 = 8 << 20;
+
 /// Serves the gRPC API on `listener` until `shutdown` resolves (calls in flight finish).
 pub async fn serve(
     listener: tokio::net::TcpListener,
@@ -42,6 +45,10 @@ pub async fn serve(
     let limit = state.config.max_request_bytes;
     let service = || service::Service { rest: rest.clone() };
     tonic::transport::Server::builder()
+        // windows that let a batch of points (MBs) arrive without waiting on window
+        // updates (HTTP/2's default is 64 KiB)
+        .initial_stream_window_size(Some(WINDOW_BYTES))
+        .initial_connection_window_size(Some(4 * WINDOW_BYTES))
         .add_service(QdrantServer::new(service()))
         .add_service(CollectionsServer::new(service()).max_decoding_message_size(limit))
         .add_service(

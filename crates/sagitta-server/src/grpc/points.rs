@@ -62,7 +62,7 @@ impl PointsService {
         let call = Call::new(method, collection(name, rest))
             .query("wait", wait)
             .query("timeout", timeout)
-            .body(body);
+            .json(&body);
         Ok(Response::new(operation(&self.run(metadata, call).await?)))
     }
 
@@ -76,7 +76,7 @@ impl PointsService {
     ) -> Reply<Answer> {
         let call = Call::new(Method::POST, collection(name, rest))
             .query("timeout", timeout)
-            .body(body);
+            .json(&body);
         self.run(metadata, call).await
     }
 }
@@ -216,36 +216,36 @@ impl Points for PointsService {
         &self,
         request: Request<api::UpsertPoints>,
     ) -> Done<api::PointsOperationResponse> {
+        /// The body of `PUT /collections/{c}/points`, its vectors borrowed from the message.
+        #[derive(serde::Serialize)]
+        struct Upsert<'a> {
+            points: Vec<to::PointRef<'a>>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            update_filter: Option<Value>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            update_mode: Option<&'static str>,
+        }
         let (metadata, _, r) = request.into_parts();
-        let points = r
-            .points
-            .iter()
-            .map(to::point)
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut body = Obj::new().put("points", points).with(
-            "update_filter",
-            r.update_filter.as_ref(),
-            filter,
-        )?;
-        if let Some(mode) = r.update_mode {
-            body = body.put(
-                "update_mode",
-                match api::UpdateMode::try_from(mode) {
+        let body = Upsert {
+            points: r
+                .points
+                .iter()
+                .map(to::point_ref)
+                .collect::<Result<_, _>>()?,
+            update_filter: r.update_filter.as_ref().map(filter).transpose()?,
+            update_mode: r
+                .update_mode
+                .map(|mode| match api::UpdateMode::try_from(mode) {
                     Ok(api::UpdateMode::InsertOnly) => "insert_only",
                     Ok(api::UpdateMode::UpdateOnly) => "update_only",
                     _ => "upsert",
-                },
-            );
-        }
-        let target = (r.collection_name.as_str(), "/points");
-        self.write(
-            &metadata,
-            Method::PUT,
-            target,
-            (r.wait, r.timeout),
-            body.done(),
-        )
-        .await
+                }),
+        };
+        let call = Call::new(Method::PUT, collection(&r.collection_name, "/points"))
+            .query("wait", r.wait)
+            .query("timeout", r.timeout)
+            .json(&body);
+        Ok(Response::new(operation(&self.run(&metadata, call).await?)))
     }
 
     async fn delete(
@@ -597,7 +597,7 @@ impl Points for PointsService {
         )
         .query("wait", r.wait)
         .query("timeout", r.timeout)
-        .body(json!({"operations": operations}));
+        .json(&json!({"operations": operations}));
         let answer = self.run(&metadata, call).await?;
         let results = answer
             .result

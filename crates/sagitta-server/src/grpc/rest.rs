@@ -23,7 +23,8 @@ pub struct Call {
     pub method: Method,
     pub path: String,
     pub query: Vec<(&'static str, String)>,
-    pub body: Option<Value>,
+    /// The JSON body, already written out.
+    pub body: Option<Vec<u8>>,
 }
 
 impl Call {
@@ -36,8 +37,10 @@ impl Call {
         }
     }
 
-    pub fn body(mut self, body: Value) -> Call {
-        self.body = Some(body);
+    /// The JSON body `body` writes (a typed body skips building a `Value`).
+    pub fn json(mut self, body: &impl serde::Serialize) -> Call {
+        // serializing a `Value` or a body of plain fields cannot fail
+        self.body = Some(serde_json::to_vec(body).unwrap_or_default());
         self
     }
 
@@ -77,10 +80,10 @@ impl Rest {
                 request = request.header(key, value);
             }
         }
-        let body = match &call.body {
+        let body = match call.body {
             Some(body) => {
                 request = request.header(header::CONTENT_TYPE, "application/json");
-                Body::from(serde_json::to_vec(body).map_err(|e| Status::internal(e.to_string()))?)
+                Body::from(body)
             }
             None => Body::empty(),
         };

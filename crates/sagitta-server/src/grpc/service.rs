@@ -113,7 +113,7 @@ impl Collections for Service {
         let (metadata, _, r) = request.into_parts();
         let call = Call::new(Method::PUT, collection(&r.collection_name, ""))
             .query("timeout", r.timeout)
-            .body(convert::create(&r)?);
+            .json(&convert::create(&r)?);
         Ok(Response::new(done(&self.rest.run(&metadata, call).await?)))
     }
 
@@ -124,7 +124,7 @@ impl Collections for Service {
         let (metadata, _, r) = request.into_parts();
         let call = Call::new(Method::PATCH, collection(&r.collection_name, ""))
             .query("timeout", r.timeout)
-            .body(convert::update(&r)?);
+            .json(&convert::update(&r)?);
         Ok(Response::new(done(&self.rest.run(&metadata, call).await?)))
     }
 
@@ -160,7 +160,7 @@ impl Collections for Service {
             .collect::<Result<Vec<Value>, Status>>()?;
         let call = Call::new(Method::POST, "/collections/aliases".into())
             .query("timeout", r.timeout)
-            .body(json!({"actions": actions}));
+            .json(&json!({"actions": actions}));
         Ok(Response::new(done(&self.rest.run(&metadata, call).await?)))
     }
 
