@@ -31,9 +31,11 @@ _HTTP_OF_GRPC = {
 
 def remote_client(server: object, api: str) -> QdrantClient:
     """qdrant-client on a running `SagittaServer`, over REST (`api == "rest"`) or gRPC."""
+    grpc_port = getattr(server, "grpc_port", None)
+    assert api == "rest" or grpc_port, "the server runs without its gRPC API"
     return QdrantClient(
         url=server.url,
-        grpc_port=server.grpc_port or 6334,
+        grpc_port=grpc_port or 6334,
         prefer_grpc=api == "grpc",
         timeout=30,
     )
