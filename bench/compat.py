@@ -160,6 +160,7 @@ def run(args: argparse.Namespace) -> dict:
             env = dict(os.environ)
             env["PYTHONPATH"] = str(REPO / "bench")
             env["SAGITTA_COMPAT_DESELECTED"] = str(work / "deselected.json")
+            env["SAGITTA_COMPAT_API"] = args.api
             # the suite runs in its own directory: a relative interpreter path is made
             # absolute (not resolved: a venv's python must keep its own path)
             python = args.python
@@ -188,7 +189,8 @@ def run(args: argparse.Namespace) -> dict:
         cases = outcomes(work / "junit.xml")
         deselected = json.loads((work / "deselected.json").read_text(encoding="utf-8"))
     return {
-        "suite": f"qdrant-client v{PINNED_VERSION} tests (REST variants)",
+        "suite": f"qdrant-client v{PINNED_VERSION} tests ({args.api.upper()} variants)",
+        "api": args.api,
         "suite_commit": commit,
         "targets": list(args.targets or TARGETS),
         "seconds": seconds,
@@ -237,6 +239,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--binary", default=str(REPO / "target/release/sagitta"))
     parser.add_argument("--timeout", type=int, default=300, help="seconds a test")
     parser.add_argument("--targets", nargs="*", help="test paths (default: the three)")
+    parser.add_argument(
+        "--api",
+        choices=["rest", "grpc"],
+        default="rest",
+        help="the tests that need no gRPC (rest), or those that do (grpc: the server's "
+        "gRPC API on port 6334)",
+    )
     parser.add_argument("--out", required=True)
     parser.add_argument("--markdown", help="also write the run as this Markdown file")
     parser.add_argument(

@@ -1,5 +1,6 @@
-"""A pytest plugin loaded into Qdrant's client test suite by ``bench.compat``: it leaves
-out the tests that need gRPC (SagittaDB serves REST only until issue 19), and says which.
+"""A pytest plugin loaded into Qdrant's client test suite by ``bench.compat``: it runs
+the REST variants and leaves out the tests that need gRPC, or, with
+``SAGITTA_COMPAT_API=grpc``, runs those and leaves out the rest; it says which it left out.
 
 A test needs gRPC when it is parametrized with ``prefer_grpc=True``, when its name says
 ``grpc`` (conversions to and from gRPC messages, gRPC-only options), or, for a test
@@ -34,13 +35,14 @@ def _source(item) -> str:
 
 
 def pytest_collection_modifyitems(config, items):
+    want_grpc = os.environ.get("SAGITTA_COMPAT_API") == "grpc"
     kept, left_out = [], []
     for item in items:
         callspec = getattr(item, "callspec", None)
         params = dict(callspec.params) if callspec is not None else {}
         fixtures = " ".join(getattr(item, "fixturenames", ()))
         grpc = needs_grpc(item.name, params, fixtures + "\n" + _source(item))
-        (left_out if grpc else kept).append(item)
+        (left_out if grpc != want_grpc else kept).append(item)
     if left_out:
         config.hook.pytest_deselected(items=left_out)
         items[:] = kept

@@ -9,6 +9,7 @@ use tonic::Status;
 use super::api;
 use super::reply::{self, Reply};
 use super::request::{invalid, payload, Json, Obj};
+use super::strict;
 
 fn distance(code: i32) -> Json {
     Ok(json!(match api::Distance::try_from(code) {
@@ -181,6 +182,10 @@ pub fn create(c: &api::CreateCollection) -> Json {
             quantization,
         )?
         .opt("metadata", metadata(&c.metadata)?)
+        .opt(
+            "strict_mode_config",
+            c.strict_mode_config.as_ref().map(strict::strict_to_json),
+        )
         .done())
 }
 
@@ -207,6 +212,10 @@ pub fn update(u: &api::UpdateCollection) -> Json {
             u.sparse_vectors_config.as_ref().map(sparse_config),
         )
         .opt("metadata", metadata(&u.metadata)?)
+        .opt(
+            "strict_mode_config",
+            u.strict_mode_config.as_ref().map(strict::strict_to_json),
+        )
         .done())
 }
 
@@ -334,7 +343,7 @@ pub fn info(json: &Value) -> Reply<api::CollectionInfo> {
                 .map(|(field, info)| {
                     let info = api::PayloadSchemaInfo {
                         data_type: schema_type(&info["data_type"]),
-                        params: None,
+                        params: strict::index_params(&info["params"]),
                         points: info["points"].as_u64(),
                     };
                     (field.clone(), info)
@@ -382,7 +391,7 @@ fn config_of(config: &Value) -> api::CollectionConfig {
             ..api::WalConfigDiff::default()
         }),
         quantization_config: None,
-        strict_mode_config: None,
+        strict_mode_config: strict::strict_from_json(&config["strict_mode_config"]),
         metadata: reply::payload(&config["metadata"]),
     }
 }

@@ -21,6 +21,7 @@ mod reply;
 mod request;
 pub mod rest;
 mod service;
+mod strict;
 
 use std::sync::Arc;
 
@@ -31,6 +32,9 @@ use api::snapshots_server::SnapshotsServer;
 use tonic::transport::server::TcpIncoming;
 
 use crate::SharedState;
+
+/// Requests may come gzip-compressed (qdrant-client's `grpc_compression`).
+const GZIP: tonic::codec::CompressionEncoding = tonic::codec::CompressionEncoding::Gzip;
 
 /// HTTP/2 flow-control window of each gRPC call.
 const WINDOW_BYTES: u32 = 8 << 20;
@@ -49,14 +53,23 @@ pub async fn serve(
         // updates (HTTP/2's default is 64 KiB)
         .initial_stream_window_size(Some(WINDOW_BYTES))
         .initial_connection_window_size(Some(4 * WINDOW_BYTES))
-        .add_service(QdrantServer::new(service()))
-        .add_service(CollectionsServer::new(service()).max_decoding_message_size(limit))
+        .add_service(QdrantServer::new(service()).accept_compressed(GZIP))
+        .add_service(
+            CollectionsServer::new(service())
+                .accept_compressed(GZIP)
+                .max_decoding_message_size(limit),
+        )
         .add_service(
             PointsServer::new(points::PointsService { rest: rest.clone() })
+                .accept_compressed(GZIP)
                 .max_decoding_message_size(limit)
                 .max_encoding_message_size(usize::MAX),
         )
-        .add_service(SnapshotsServer::new(service()).max_decoding_message_size(limit))
+        .add_service(
+            SnapshotsServer::new(service())
+                .accept_compressed(GZIP)
+                .max_decoding_message_size(limit),
+        )
         .serve_with_incoming_shutdown(TcpIncoming::from(listener), shutdown)
         .await
         .map_err(std::io::Error::other)

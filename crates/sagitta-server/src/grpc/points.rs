@@ -106,25 +106,61 @@ fn field_schema(r: &api::CreateFieldIndexCollection) -> Result<Value, Status> {
         Some(Ok(api::FieldType::Uuid)) => "uuid",
         _ => return Err(invalid("field_type", "missing or unknown")),
     };
-    let params = r.field_index_params.as_ref();
-    let Some(IndexParams::TextIndexParams(text)) = params.and_then(|p| p.index_params.as_ref())
+    let Some(params) = r
+        .field_index_params
+        .as_ref()
+        .and_then(|p| p.index_params.as_ref())
     else {
         return Ok(json!(kind));
     };
-    let tokenizer = match api::TokenizerType::try_from(text.tokenizer) {
-        Ok(api::TokenizerType::Prefix) => "prefix",
-        Ok(api::TokenizerType::Whitespace) => "whitespace",
-        Ok(api::TokenizerType::Multilingual) => "multilingual",
-        _ => "word",
-    };
-    Ok(Obj::new()
-        .put("type", kind)
-        .put("tokenizer", tokenizer)
-        .opt("lowercase", text.lowercase)
-        .opt("min_token_len", text.min_token_len)
-        .opt("max_token_len", text.max_token_len)
-        .opt("phrase_matching", text.phrase_matching)
-        .done())
+    let obj = Obj::new().put("type", kind);
+    Ok(match params {
+        IndexParams::KeywordIndexParams(p) => obj
+            .opt("is_tenant", p.is_tenant)
+            .opt("on_disk", p.on_disk)
+            .opt("enable_hnsw", p.enable_hnsw),
+        IndexParams::IntegerIndexParams(p) => obj
+            .opt("lookup", p.lookup)
+            .opt("range", p.range)
+            .opt("is_principal", p.is_principal)
+            .opt("on_disk", p.on_disk)
+            .opt("enable_hnsw", p.enable_hnsw),
+        IndexParams::FloatIndexParams(p) => obj
+            .opt("on_disk", p.on_disk)
+            .opt("is_principal", p.is_principal)
+            .opt("enable_hnsw", p.enable_hnsw),
+        IndexParams::GeoIndexParams(p) => obj
+            .opt("on_disk", p.on_disk)
+            .opt("enable_hnsw", p.enable_hnsw),
+        IndexParams::BoolIndexParams(p) => obj
+            .opt("on_disk", p.on_disk)
+            .opt("enable_hnsw", p.enable_hnsw),
+        IndexParams::DatetimeIndexParams(p) => obj
+            .opt("on_disk", p.on_disk)
+            .opt("is_principal", p.is_principal)
+            .opt("enable_hnsw", p.enable_hnsw),
+        IndexParams::UuidIndexParams(p) => obj
+            .opt("is_tenant", p.is_tenant)
+            .opt("on_disk", p.on_disk)
+            .opt("enable_hnsw", p.enable_hnsw),
+        IndexParams::TextIndexParams(text) => {
+            let tokenizer = match api::TokenizerType::try_from(text.tokenizer) {
+                Ok(api::TokenizerType::Prefix) => "prefix",
+                Ok(api::TokenizerType::Whitespace) => "whitespace",
+                Ok(api::TokenizerType::Multilingual) => "multilingual",
+                _ => "word",
+            };
+            obj.put("tokenizer", tokenizer)
+                .opt("lowercase", text.lowercase)
+                .opt("min_token_len", text.min_token_len)
+                .opt("max_token_len", text.max_token_len)
+                .opt("phrase_matching", text.phrase_matching)
+                .opt("ascii_folding", text.ascii_folding)
+                .opt("on_disk", text.on_disk)
+                .opt("enable_hnsw", text.enable_hnsw)
+        }
+    }
+    .done())
 }
 
 /// One operation of an update batch as REST's batch operation.

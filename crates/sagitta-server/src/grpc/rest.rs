@@ -97,6 +97,9 @@ impl Rest {
             .await
             .map_err(|error| Status::internal(error.to_string()))?;
         let status = response.status();
+        // a refusal for load says when to come back: qdrant-client reads it from the
+        // trailing `retry-after` metadata (ResourceExhaustedResponse)
+        let retry_after = response.headers().get(header::RETRY_AFTER).cloned();
         let bytes = axum::body::to_bytes(response.into_body(), MAX_ANSWER_BYTES)
             .await
             .map_err(|error| Status::internal(format!("reading the answer: {error}")))?;
@@ -106,7 +109,11 @@ impl Rest {
                 || String::from_utf8_lossy(&bytes).into_owned(),
                 str::to_string,
             );
-            return Err(Status::new(code_of(status), message));
+            let mut metadata = MetadataMap::new();
+            if let Some(seconds) = retry_after.and_then(|v| v.to_str().ok()?.parse().ok()) {
+                metadata.insert("retry-after", seconds);
+            }
+            return Err(Status::with_metadata(code_of(status), message, metadata));
         }
         Ok(Answer {
             time: answer["time"].as_f64().unwrap_or(0.0),
