@@ -79,6 +79,36 @@ impl PointsService {
             .json(&body);
         self.run(metadata, call).await
     }
+
+    /// The hits a search-like read of `rest` of `name` answers, and its time.
+    async fn scored(
+        &self,
+        metadata: &MetadataMap,
+        target: (&str, &str),
+        timeout: Option<u64>,
+        body: Value,
+    ) -> Reply<(Vec<api::ScoredPoint>, f64)> {
+        let answer = self.read(metadata, target, timeout, body).await?;
+        Ok((hits(&answer)?, answer.time))
+    }
+
+    /// Each of `requests` (converted by `convert`) as one batch read of `rest` of `name`:
+    /// the hits of each, and the time.
+    async fn batched<T>(
+        &self,
+        metadata: &MetadataMap,
+        target: (&str, &str),
+        timeout: Option<u64>,
+        (requests, convert): (&[T], fn(&T) -> to::Json),
+    ) -> Reply<(Vec<api::BatchResult>, f64)> {
+        let searches = requests
+            .iter()
+            .map(convert)
+            .collect::<Result<Vec<_>, _>>()?;
+        let body = json!({ "searches": searches });
+        let answer = self.read(metadata, target, timeout, body).await?;
+        Ok((batches(&answer)?, answer.time))
+    }
 }
 
 fn payload_body(
@@ -426,18 +456,12 @@ impl Points for PointsService {
 
     async fn search(&self, request: Request<api::SearchPoints>) -> Done<api::SearchResponse> {
         let (metadata, _, r) = request.into_parts();
+        let target = (r.collection_name.as_str(), "/points/search");
         let body = query::search_points(&r)?;
-        let answer = self
-            .read(
-                &metadata,
-                (&r.collection_name, "/points/search"),
-                r.timeout,
-                body,
-            )
-            .await?;
+        let (result, time) = self.scored(&metadata, target, r.timeout, body).await?;
         Ok(Response::new(api::SearchResponse {
-            result: hits(&answer)?,
-            time: answer.time,
+            result,
+            time,
             usage: None,
         }))
     }
@@ -447,18 +471,15 @@ impl Points for PointsService {
         request: Request<api::SearchBatchPoints>,
     ) -> Done<api::SearchBatchResponse> {
         let (metadata, _, r) = request.into_parts();
-        let searches = r
-            .search_points
-            .iter()
-            .map(query::search_points)
-            .collect::<Result<Vec<_>, _>>()?;
         let target = (r.collection_name.as_str(), "/points/search/batch");
-        let answer = self
-            .read(&metadata, target, r.timeout, json!({"searches": searches}))
-            .await?;
+        let requests = (
+            r.search_points.as_slice(),
+            query::search_points as fn(&_) -> _,
+        );
+        let (result, time) = self.batched(&metadata, target, r.timeout, requests).await?;
         Ok(Response::new(api::SearchBatchResponse {
-            result: batches(&answer)?,
-            time: answer.time,
+            result,
+            time,
             usage: None,
         }))
     }
@@ -517,18 +538,12 @@ impl Points for PointsService {
         request: Request<api::RecommendPoints>,
     ) -> Done<api::RecommendResponse> {
         let (metadata, _, r) = request.into_parts();
+        let target = (r.collection_name.as_str(), "/points/query");
         let body = query::recommend_points(&r)?;
-        let answer = self
-            .read(
-                &metadata,
-                (&r.collection_name, "/points/query"),
-                r.timeout,
-                body,
-            )
-            .await?;
+        let (result, time) = self.scored(&metadata, target, r.timeout, body).await?;
         Ok(Response::new(api::RecommendResponse {
-            result: hits(&answer)?,
-            time: answer.time,
+            result,
+            time,
             usage: None,
         }))
     }
@@ -538,36 +553,27 @@ impl Points for PointsService {
         request: Request<api::RecommendBatchPoints>,
     ) -> Done<api::RecommendBatchResponse> {
         let (metadata, _, r) = request.into_parts();
-        let searches = r
-            .recommend_points
-            .iter()
-            .map(query::recommend_points)
-            .collect::<Result<Vec<_>, _>>()?;
         let target = (r.collection_name.as_str(), "/points/query/batch");
-        let answer = self
-            .read(&metadata, target, r.timeout, json!({"searches": searches}))
-            .await?;
+        let requests = (
+            r.recommend_points.as_slice(),
+            query::recommend_points as fn(&_) -> _,
+        );
+        let (result, time) = self.batched(&metadata, target, r.timeout, requests).await?;
         Ok(Response::new(api::RecommendBatchResponse {
-            result: batches(&answer)?,
-            time: answer.time,
+            result,
+            time,
             usage: None,
         }))
     }
 
     async fn discover(&self, request: Request<api::DiscoverPoints>) -> Done<api::DiscoverResponse> {
         let (metadata, _, r) = request.into_parts();
+        let target = (r.collection_name.as_str(), "/points/query");
         let body = query::discover_points(&r)?;
-        let answer = self
-            .read(
-                &metadata,
-                (&r.collection_name, "/points/query"),
-                r.timeout,
-                body,
-            )
-            .await?;
+        let (result, time) = self.scored(&metadata, target, r.timeout, body).await?;
         Ok(Response::new(api::DiscoverResponse {
-            result: hits(&answer)?,
-            time: answer.time,
+            result,
+            time,
             usage: None,
         }))
     }
@@ -577,18 +583,15 @@ impl Points for PointsService {
         request: Request<api::DiscoverBatchPoints>,
     ) -> Done<api::DiscoverBatchResponse> {
         let (metadata, _, r) = request.into_parts();
-        let searches = r
-            .discover_points
-            .iter()
-            .map(query::discover_points)
-            .collect::<Result<Vec<_>, _>>()?;
         let target = (r.collection_name.as_str(), "/points/query/batch");
-        let answer = self
-            .read(&metadata, target, r.timeout, json!({"searches": searches}))
-            .await?;
+        let requests = (
+            r.discover_points.as_slice(),
+            query::discover_points as fn(&_) -> _,
+        );
+        let (result, time) = self.batched(&metadata, target, r.timeout, requests).await?;
         Ok(Response::new(api::DiscoverBatchResponse {
-            result: batches(&answer)?,
-            time: answer.time,
+            result,
+            time,
             usage: None,
         }))
     }
@@ -648,18 +651,12 @@ impl Points for PointsService {
 
     async fn query(&self, request: Request<api::QueryPoints>) -> Done<api::QueryResponse> {
         let (metadata, _, r) = request.into_parts();
+        let target = (r.collection_name.as_str(), "/points/query");
         let body = query::query_points(&r)?;
-        let answer = self
-            .read(
-                &metadata,
-                (&r.collection_name, "/points/query"),
-                r.timeout,
-                body,
-            )
-            .await?;
+        let (result, time) = self.scored(&metadata, target, r.timeout, body).await?;
         Ok(Response::new(api::QueryResponse {
-            result: hits(&answer)?,
-            time: answer.time,
+            result,
+            time,
             usage: None,
         }))
     }
@@ -669,18 +666,15 @@ impl Points for PointsService {
         request: Request<api::QueryBatchPoints>,
     ) -> Done<api::QueryBatchResponse> {
         let (metadata, _, r) = request.into_parts();
-        let searches = r
-            .query_points
-            .iter()
-            .map(query::query_points)
-            .collect::<Result<Vec<_>, _>>()?;
         let target = (r.collection_name.as_str(), "/points/query/batch");
-        let answer = self
-            .read(&metadata, target, r.timeout, json!({"searches": searches}))
-            .await?;
+        let requests = (
+            r.query_points.as_slice(),
+            query::query_points as fn(&_) -> _,
+        );
+        let (result, time) = self.batched(&metadata, target, r.timeout, requests).await?;
         Ok(Response::new(api::QueryBatchResponse {
-            result: batches(&answer)?,
-            time: answer.time,
+            result,
+            time,
             usage: None,
         }))
     }
