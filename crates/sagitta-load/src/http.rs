@@ -28,6 +28,19 @@ pub struct CountingConnector {
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type ConnectFuture = Pin<Box<dyn Future<Output = Result<TokioIo<TcpStream>, BoxError>> + Send>>;
 
+impl CountingConnector {
+    /// A connector (TCP_NODELAY, plain http) that adds one to `opened` per connection.
+    pub fn new(opened: &Arc<AtomicU64>) -> CountingConnector {
+        let mut inner = HttpConnector::new();
+        inner.set_nodelay(true);
+        inner.enforce_http(true);
+        CountingConnector {
+            inner,
+            opened: Arc::clone(opened),
+        }
+    }
+}
+
 impl tower_service::Service<Uri> for CountingConnector {
     type Response = TokioIo<TcpStream>;
     type Error = BoxError;
@@ -49,17 +62,11 @@ pub type HttpClient = Client<CountingConnector, Full<Bytes>>;
 /// A client that keeps at most one idle connection: used by one task issuing one request at
 /// a time, it opens one connection and reuses it (a new one only after an error).
 pub fn new_client(opened: &Arc<AtomicU64>) -> HttpClient {
-    let mut inner = HttpConnector::new();
-    inner.set_nodelay(true);
-    inner.enforce_http(true);
     Client::builder(TokioExecutor::new())
         .pool_max_idle_per_host(1)
         .pool_idle_timeout(None)
         .retry_canceled_requests(false)
-        .build(CountingConnector {
-            inner,
-            opened: Arc::clone(opened),
-        })
+        .build(CountingConnector::new(opened))
 }
 
 /// Where the server is and how to authenticate.

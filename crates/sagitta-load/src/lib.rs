@@ -1,12 +1,18 @@
-//! `sagitta-load`: a load generator for SagittaDB's Qdrant-compatible REST API, in the
-//! manner of qdrant's vector-db-benchmark.
+//! `sagitta-load`: a load generator for SagittaDB's Qdrant-compatible REST and gRPC APIs,
+//! in the manner of qdrant's vector-db-benchmark.
 //!
 //! 1. (`--upload`) recreate the collection, upsert the base vectors in batches with
 //!    `wait=false` and a few requests in flight, then poll `GET /collections/{c}` until green;
-//! 2. for each concurrency level C: C client tasks, each with its own keep-alive HTTP/1.1
-//!    connection, warm up, then share a counter over a fixed number of
-//!    `POST /collections/{c}/points/query` requests; RPS = requests / wall time, latency per
-//!    request from send to full body received, precision@k against exact ground truth.
+//! 2. for each concurrency level C: C client tasks, each with its own keep-alive connection,
+//!    warm up, then share a counter over a fixed number of queries
+//!    (`POST /collections/{c}/points/query`, or `Points/Query` over gRPC); RPS = requests /
+//!    wall time, latency per request from send to full answer received, precision@k against
+//!    exact ground truth.
+//!
+//! `--api rest,grpc` measures both APIs in one run: each uploads in turn (recreating the
+//! collection), and the timed phases of the two alternate at each concurrency level.
+//! Collection setup and the green polling stay on REST; the upserts and the timed queries
+//! go over the API measured.
 //!
 //! So that the generator is not what is measured: request bodies are serialized before the
 //! timed phase; hyper's client with TCP_NODELAY and no per-request allocation beyond the
@@ -15,6 +21,7 @@
 #![deny(unsafe_code)]
 
 pub mod body;
+pub mod grpc;
 pub mod http;
 pub mod npy;
 pub mod report;
@@ -30,21 +37,49 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use clap::Parser;
+use sagitta_server::grpc::api::{QueryPoints, UpsertPoints};
 use serde_json::{json, Value};
 
+use crate::grpc::GrpcEndpoint;
 use crate::http::{new_client, Endpoint, HttpClient};
 use crate::npy::{Matrix, NpyError};
 use crate::search::{PhaseResult, PhaseSettings, Target};
+use crate::upload::Batches;
 
-/// Load generator for SagittaDB's Qdrant-compatible REST API: upload, wait for green, then a
-/// fixed number of searches from N concurrent keep-alive clients. Reports RPS, latency
-/// percentiles, precision@k and errors.
+/// An API the generator measures.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Api {
+    /// Qdrant's REST API: JSON over HTTP/1.1 on --url.
+    Rest,
+    /// Qdrant's gRPC API: protobuf over HTTP/2 on --grpc-url.
+    Grpc,
+}
+
+impl Api {
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::Rest => "rest",
+            Api::Grpc => "grpc",
+        }
+    }
+}
+
+/// Load generator for SagittaDB's Qdrant-compatible REST and gRPC APIs: upload, wait for
+/// green, then a fixed number of searches from N concurrent keep-alive clients. Reports RPS,
+/// latency percentiles, precision@k and errors.
 #[derive(Parser, Debug, Clone)]
 #[command(name = "sagitta-load", version)]
 pub struct Args {
-    /// Server root URL (http only).
+    /// Server root URL (http only); collection setup and green polling always use it.
     #[arg(long, default_value = "http://127.0.0.1:6333")]
     pub url: String,
+    /// APIs measured, comma-separated: rest, grpc, or both (the same run: uploads one after
+    /// the other, timed phases alternating per concurrency level).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "rest")]
+    pub api: Vec<Api>,
+    /// gRPC root URL (http only), for --api grpc.
+    #[arg(long, default_value = "http://127.0.0.1:6334")]
+    pub grpc_url: String,
     /// Collection to search (and, with --upload, to recreate).
     #[arg(long)]
     pub collection: String,
@@ -85,7 +120,7 @@ pub struct Args {
     /// `engine` name in the result document.
     #[arg(long, default_value = "sagitta-server")]
     pub engine_name: String,
-    /// API key sent as the `api-key` header.
+    /// API key sent as the `api-key` header (and gRPC metadata).
     #[arg(long, value_name = "K")]
     pub api_key: Option<String>,
     /// Tokio worker threads of the generator [default 0: one per core].
@@ -103,7 +138,8 @@ pub struct Args {
     /// Server process id: its CPU time per phase and resident memory are reported too.
     #[arg(long, value_name = "PID")]
     pub server_pid: Option<u32>,
-    /// Also run each concurrency level against GET /readyz (the HTTP stack's ceiling).
+    /// Also run each concurrency level against GET /readyz (the HTTP stack's ceiling), and
+    /// for gRPC against `Qdrant/HealthCheck`.
     #[arg(long)]
     pub baseline_readyz: bool,
     /// Dataset name in the result document [default: the --data directory's name].
@@ -304,6 +340,9 @@ fn check_args(args: &Args) -> Result<(), String> {
     if !(args.timeout > 0.0 && args.wait_timeout > 0.0) {
         return Err("--timeout and --wait-timeout must be > 0".into());
     }
+    if args.api.is_empty() || (1..args.api.len()).any(|i| args.api[..i].contains(&args.api[i])) {
+        return Err("--api: name rest and/or grpc, each once".into());
+    }
     Ok(())
 }
 
@@ -315,40 +354,15 @@ pub fn run(args: &Args, argv: &[String]) -> Result<Value, LoadError> {
     let max_concurrency = args.concurrency.iter().copied().max().unwrap_or(1);
     let needed = (max_concurrency + args.upload_parallel + 64) as u64;
     let nofile = ensure_descriptors(needed)?;
-    let endpoint = Endpoint::new(
-        &args.url,
-        args.api_key.as_deref(),
-        Duration::from_secs_f64(args.timeout),
-    )?;
-
+    let timeout = Duration::from_secs_f64(args.timeout);
+    let endpoint = Endpoint::new(&args.url, args.api_key.as_deref(), timeout)?;
+    let grpc = args
+        .api
+        .contains(&Api::Grpc)
+        .then(|| GrpcEndpoint::new(&args.grpc_url, args.api_key.as_deref(), timeout))
+        .transpose()?;
     let mut data = load_data(&args.data, args.limit, args.upload)?;
-    let hnsw_ef = args.hnsw_ef;
-    let query_bodies: Vec<Bytes> = (0..data.queries.rows)
-        .map(|q| body::query_body(data.queries.row(q), args.limit, hnsw_ef))
-        .collect();
-    let upload_bodies = match (args.upload, data.base.take()) {
-        (true, Some(base)) => {
-            // About 12 bytes of JSON per float.
-            let estimate = (base.data.len() as u64) * 12;
-            if let Some(available) = available_memory_bytes() {
-                if estimate > available / 2 {
-                    return Err(format!(
-                        "the upload bodies would take about {} MiB, more than half of the \
-                         available memory ({} MiB); use a smaller data set",
-                        estimate >> 20,
-                        available >> 20
-                    )
-                    .into());
-                }
-            }
-            Some(Arc::new(body::upsert_bodies(
-                &base.data,
-                base.cols,
-                args.upload_batch,
-            )))
-        }
-        _ => None,
-    };
+    let prepared = prepare(args, &mut data)?;
     let threads = if args.threads == 0 {
         std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
     } else {
@@ -359,8 +373,7 @@ pub fn run(args: &Args, argv: &[String]) -> Result<Value, LoadError> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the tokio runtime: {e}"))?;
-    let measured =
-        runtime.block_on(measure(args, &endpoint, &data, query_bodies, upload_bodies))?;
+    let measured = runtime.block_on(measure(args, &endpoint, grpc.as_ref(), &data, prepared))?;
     let document = build_document(args, argv, &started_at, &data, threads, nofile, &measured);
     if let Some(out) = &args.out {
         if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -373,37 +386,105 @@ pub fn run(args: &Args, argv: &[String]) -> Result<Value, LoadError> {
     Ok(document)
 }
 
+/// The requests of a run, built before anything is timed: for each API measured, the
+/// query of every query row and (with --upload) the upsert of every batch.
+pub struct Prepared {
+    pub query_bodies: Vec<Bytes>,
+    pub query_messages: Vec<QueryPoints>,
+    pub upload_bodies: Option<Arc<Vec<Bytes>>>,
+    pub upload_messages: Option<Arc<Vec<UpsertPoints>>>,
+}
+
+/// Builds the requests `args` needs from `data`, taking its base vectors (the upload is
+/// refused if its requests would take more than half of the available memory).
+fn prepare(args: &Args, data: &mut Data) -> Result<Prepared, LoadError> {
+    let (rest, grpc) = (args.api.contains(&Api::Rest), args.api.contains(&Api::Grpc));
+    let rows = 0..data.queries.rows;
+    let queries = &data.queries;
+    let mut prepared = Prepared {
+        query_bodies: rows
+            .clone()
+            .filter(|_| rest)
+            .map(|q| body::query_body(queries.row(q), args.limit, args.hnsw_ef))
+            .collect(),
+        query_messages: rows
+            .filter(|_| grpc)
+            .map(|q| {
+                grpc::query_message(&args.collection, queries.row(q), args.limit, args.hnsw_ef)
+            })
+            .collect(),
+        upload_bodies: None,
+        upload_messages: None,
+    };
+    let Some(base) = data.base.take().filter(|_| args.upload) else {
+        return Ok(prepared);
+    };
+    // About 12 bytes of JSON per float, 4 of protobuf.
+    let estimate = (base.data.len() as u64) * (u64::from(rest) * 12 + u64::from(grpc) * 4);
+    if let Some(available) = available_memory_bytes() {
+        if estimate > available / 2 {
+            return Err(format!(
+                "the upload requests would take about {} MiB, more than half of the \
+                 available memory ({} MiB); use a smaller data set",
+                estimate >> 20,
+                available >> 20
+            )
+            .into());
+        }
+    }
+    if rest {
+        let bodies = body::upsert_bodies(&base.data, base.cols, args.upload_batch);
+        prepared.upload_bodies = Some(Arc::new(bodies));
+    }
+    if grpc {
+        let messages =
+            grpc::upsert_messages(&args.collection, &base.data, base.cols, args.upload_batch);
+        prepared.upload_messages = Some(Arc::new(messages));
+    }
+    Ok(prepared)
+}
+
+/// One API's upload and wait for green.
+pub struct Uploaded {
+    pub api: Api,
+    pub upload: upload::UploadResult,
+    pub wait: Option<upload::WaitResult>,
+}
+
+/// One API's timed phase at one concurrency level, and its baseline when asked.
+pub struct Phase {
+    pub api: Api,
+    pub result: PhaseResult,
+    pub baseline: Option<PhaseResult>,
+}
+
 /// What the asynchronous part measured.
 pub struct Measured {
     pub server_app: Option<Value>,
-    pub upload: Option<upload::UploadResult>,
-    pub wait: Option<upload::WaitResult>,
+    pub uploads: Vec<Uploaded>,
     pub collection_info: Value,
-    pub phases: Vec<(PhaseResult, Option<PhaseResult>)>,
+    pub phases: Vec<Phase>,
     pub server_rss_bytes: Option<u64>,
     pub warnings: Vec<String>,
 }
 
-/// Checks that the server answers, uploads and waits for green when asked, then runs the
-/// timed phases.
+/// Checks that the server answers, uploads (over each API in turn) and waits for green
+/// when asked, then runs the timed phases.
 async fn measure(
     args: &Args,
     endpoint: &Endpoint,
+    grpc: Option<&GrpcEndpoint>,
     data: &Data,
-    query_bodies: Vec<Bytes>,
-    upload_bodies: Option<Arc<Vec<Bytes>>>,
+    prepared: Prepared,
 ) -> Result<Measured, LoadError> {
     let control = new_client(&Arc::new(AtomicU64::new(0)));
     let name = &args.collection;
     let server_app = probe_server(endpoint, &control).await?;
-    let mut warnings = Vec::new();
-    let (mut upload_result, mut wait_result) = (None, None);
-    if let Some(bodies) = upload_bodies {
-        upload_result = Some(upload_points(args, endpoint, &control, data, bodies).await?);
-        if !args.skip_wait {
-            wait_result = Some(wait_until_green(args, endpoint, &control).await?);
-        }
+    if let Some(grpc) = grpc {
+        probe_grpc(grpc).await?;
     }
+    let mut warnings = Vec::new();
+    let uploads = upload_each(args, endpoint, grpc, &control, data, &prepared).await?;
     let collection_info = upload::collection_info(endpoint, &control, name).await?;
     if collection_info["points_count"].as_u64() != Some(data.n as u64) {
         let warning = format!(
@@ -414,24 +495,77 @@ async fn measure(
         warnings.push(warning);
     }
     let server_pid = args.server_pid.map(|pid| pid.to_string());
+    let targets = targets(args, endpoint, grpc, data, prepared)?;
     let phases = run_phases(
         args,
         endpoint,
-        data,
-        query_bodies,
+        &targets,
         server_pid.as_deref(),
         &mut warnings,
     )
-    .await?;
+    .await;
     let server_rss_bytes = server_pid.as_deref().and_then(stats::rss_bytes);
     Ok(Measured {
         server_app,
-        upload: upload_result,
-        wait: wait_result,
+        uploads,
         collection_info,
         phases,
         server_rss_bytes,
         warnings,
+    })
+}
+
+/// With --upload: over each API in turn, recreates the collection, uploads and (unless
+/// --skip-wait) waits for green.
+async fn upload_each(
+    args: &Args,
+    endpoint: &Endpoint,
+    grpc: Option<&GrpcEndpoint>,
+    control: &HttpClient,
+    data: &Data,
+    prepared: &Prepared,
+) -> Result<Vec<Uploaded>, LoadError> {
+    let name = &args.collection;
+    let mut uploads = Vec::new();
+    for &api in &args.api {
+        let batches = match (api, grpc) {
+            (Api::Rest, _) => prepared
+                .upload_bodies
+                .clone()
+                .map(|bodies| Batches::rest(endpoint, name, bodies))
+                .transpose()?,
+            (Api::Grpc, Some(grpc)) => {
+                prepared
+                    .upload_messages
+                    .clone()
+                    .map(|messages| Batches::Grpc {
+                        endpoint: grpc.clone(),
+                        messages,
+                    })
+            }
+            (Api::Grpc, None) => None,
+        };
+        if let Some(batches) = batches {
+            let upload = upload_points(args, endpoint, control, data, api, batches).await?;
+            let wait = if args.skip_wait {
+                None
+            } else {
+                Some(wait_until_green(args, endpoint, control).await?)
+            };
+            uploads.push(Uploaded { api, upload, wait });
+        }
+    }
+    Ok(uploads)
+}
+
+/// An error unless the gRPC API answers its health check.
+async fn probe_grpc(grpc: &GrpcEndpoint) -> Result<(), LoadError> {
+    let channel = grpc.channel(&Arc::new(AtomicU64::new(0)));
+    grpc.health(&channel).await.map_err(|failure| {
+        LoadError::Other(format!(
+            "no answer from the gRPC health check at {} (is the server's gRPC API on?): {}",
+            grpc.url, failure.message
+        ))
     })
 }
 
@@ -455,13 +589,15 @@ async fn probe_server(
         .filter(|app| !app.is_null()))
 }
 
-/// Recreates the collection and upserts `bodies` into it, printing the upload rate.
+/// Recreates the collection and sends `batches` into it over `api`, printing the upload
+/// rate.
 async fn upload_points(
     args: &Args,
     endpoint: &Endpoint,
     control: &HttpClient,
     data: &Data,
-    bodies: Arc<Vec<Bytes>>,
+    api: Api,
+    batches: Batches,
 ) -> Result<upload::UploadResult, LoadError> {
     let name = &args.collection;
     upload::recreate_collection(
@@ -472,15 +608,16 @@ async fn upload_points(
     )
     .await?;
     eprintln!(
-        "uploading {} points in {} batches of {} ({} in flight)",
+        "uploading {} points over {} in batches of {} ({} in flight)",
         data.n,
-        bodies.len(),
+        api.name(),
         args.upload_batch,
         args.upload_parallel
     );
-    let uploaded = upload::upload(endpoint, name, bodies, args.upload_parallel).await?;
+    let uploaded = upload::upload(batches, args.upload_parallel).await?;
     println!(
-        "upload: {} points in {:.3} s = {:.0} points/s ({} MiB of JSON, {} retries after 429)",
+        "upload ({}): {} points in {:.3} s = {:.0} points/s ({} MiB sent, {} retries)",
+        api.name(),
         data.n,
         uploaded.seconds,
         data.n as f64 / uploaded.seconds.max(1e-9),
@@ -515,27 +652,62 @@ async fn wait_until_green(
     Ok(waited)
 }
 
-/// One timed phase per concurrency level, each followed by its `/readyz` baseline when
-/// asked; failed requests add a warning.
+/// Each API's query target and baseline target.
+type Targets = Vec<(Api, Arc<Target>, Arc<Target>)>;
+
+fn targets(
+    args: &Args,
+    endpoint: &Endpoint,
+    grpc: Option<&GrpcEndpoint>,
+    data: &Data,
+    prepared: Prepared,
+) -> Result<Targets, LoadError> {
+    let name = &args.collection;
+    let (mut bodies, mut messages) = (Some(prepared.query_bodies), Some(prepared.query_messages));
+    let mut targets = Vec::new();
+    for &api in &args.api {
+        let (query, baseline) = match (api, grpc) {
+            (Api::Rest, _) => (
+                Target::Query {
+                    uri: endpoint.uri(&format!("/collections/{name}/points/query"))?,
+                    bodies: bodies.take().unwrap_or_default(),
+                    truth: data.truth.clone(),
+                    k: args.limit,
+                },
+                Target::Get {
+                    uri: endpoint.uri("/readyz")?,
+                },
+            ),
+            (Api::Grpc, Some(grpc)) => (
+                Target::GrpcQuery {
+                    endpoint: grpc.clone(),
+                    requests: messages.take().unwrap_or_default(),
+                    truth: data.truth.clone(),
+                    k: args.limit,
+                },
+                Target::GrpcHealth {
+                    endpoint: grpc.clone(),
+                },
+            ),
+            (Api::Grpc, None) => {
+                return Err("--api grpc without a gRPC endpoint".to_string().into())
+            }
+        };
+        targets.push((api, Arc::new(query), Arc::new(baseline)));
+    }
+    Ok(targets)
+}
+
+/// One timed phase per concurrency level and API (the APIs alternate at each level), each
+/// followed by its baseline (`GET /readyz`, `Qdrant/HealthCheck`) when asked; failed
+/// requests add a warning.
 async fn run_phases(
     args: &Args,
     endpoint: &Endpoint,
-    data: &Data,
-    query_bodies: Vec<Bytes>,
+    targets: &Targets,
     server_pid: Option<&str>,
     warnings: &mut Vec<String>,
-) -> Result<Vec<(PhaseResult, Option<PhaseResult>)>, LoadError> {
-    let name = &args.collection;
-    let query_uri = endpoint.uri(&format!("/collections/{name}/points/query"))?;
-    let target = Arc::new(Target::Query {
-        uri: query_uri,
-        bodies: query_bodies,
-        truth: data.truth.clone(),
-        k: args.limit,
-    });
-    let readyz = Arc::new(Target::Get {
-        uri: endpoint.uri("/readyz")?,
-    });
+) -> Vec<Phase> {
     let mut phases = Vec::new();
     for &concurrency in &args.concurrency {
         let settings = PhaseSettings {
@@ -544,19 +716,29 @@ async fn run_phases(
             warmup: args.warmup,
             server_pid: server_pid.map(str::to_string),
         };
-        let phase = search::run_phase(endpoint, &target, &settings).await;
-        println!("{}", report::phase_line("query ", &phase));
-        report_phase_errors(concurrency, &phase, warnings);
-        let baseline = if args.baseline_readyz {
-            let baseline = search::run_phase(endpoint, &readyz, &settings).await;
-            println!("{}", report::phase_line("readyz", &baseline));
-            Some(baseline)
-        } else {
-            None
-        };
-        phases.push((phase, baseline));
+        for (api, target, baseline_target) in targets {
+            let (query_label, baseline_label) = match api {
+                Api::Rest => ("query ", "readyz"),
+                Api::Grpc => ("grpc query ", "grpc health"),
+            };
+            let result = search::run_phase(endpoint, target, &settings).await;
+            println!("{}", report::phase_line(query_label, &result));
+            report_phase_errors(concurrency, &result, warnings);
+            let baseline = if args.baseline_readyz {
+                let baseline = search::run_phase(endpoint, baseline_target, &settings).await;
+                println!("{}", report::phase_line(baseline_label, &baseline));
+                Some(baseline)
+            } else {
+                None
+            };
+            phases.push(Phase {
+                api: *api,
+                result,
+                baseline,
+            });
+        }
     }
-    Ok(phases)
+    phases
 }
 
 /// Prints the error samples of a phase and, if any of its requests failed, a warning,
@@ -603,7 +785,9 @@ fn build_document(
             "name": "sagitta-load",
             "version": env!("CARGO_PKG_VERSION"),
             "tokio_worker_threads": threads,
+            "apis": args.api.iter().map(|api| api.name()).collect::<Vec<_>>(),
             "http": "hyper 1 legacy client, HTTP/1.1 keep-alive, one connection per client",
+            "grpc": "tonic 0.14 channel, HTTP/2 with 8 MiB stream windows, one connection per client",
             "rlimit_nofile": nofile,
             "requests_per_level": args.queries,
             "warmup_per_level": args.warmup,
@@ -611,12 +795,15 @@ fn build_document(
         },
         "server": {
             "url": args.url,
+            "grpc_url": args.api.contains(&Api::Grpc).then_some(&args.grpc_url),
             "pid": args.server_pid,
             "app": measured.server_app,
             "collection": args.collection,
             "collection_info": measured.collection_info,
         },
-        "results": [engine_result(args, data, threads, measured)],
+        "results": args.api.iter()
+            .map(|&api| engine_result(args, data, threads, measured, api))
+            .collect::<Vec<_>>(),
     })
 }
 
@@ -657,37 +844,57 @@ fn notes(data: &Data, measured: &Measured) -> Vec<String> {
         "request bodies serialized before the timed phases; one keep-alive HTTP/1.1 connection \
          per client (hyper legacy client, TCP_NODELAY, no TLS)"
             .to_string(),
+        "gRPC (engine *-grpc): `Points/Query` and `Points/Upsert` messages built before the \
+         timed phases (each call copies its message's vectors and prost encodes them); one \
+         tonic channel, so one HTTP/2 connection, per client; collection setup and green \
+         polling over REST; the baseline is `Qdrant/HealthCheck` instead of GET /readyz"
+            .to_string(),
         format!("ground truth: {}", data.truth_source),
         "cpu.*: CPU seconds (user + system, all threads, from /proc/<pid>/stat in 10 ms \
          ticks) used during the timed phase by this generator and, with --server-pid, by the \
          server; *_cores_busy = CPU seconds / wall seconds"
             .to_string(),
     ];
-    if measured.upload.is_none() {
+    if measured.uploads.is_empty() {
         notes.push("no --upload: build_seconds is 0 and upload_seconds null".to_string());
     }
     notes
 }
 
-/// The document's one entry of `results`: the engine, its index, the build and the runs.
-fn engine_result(args: &Args, data: &Data, threads: usize, measured: &Measured) -> Value {
+/// The document's entry of `results` for `api`: the engine (`--engine-name`, with
+/// `-grpc` for gRPC), its index, the upload over that API and its runs.
+fn engine_result(args: &Args, data: &Data, threads: usize, measured: &Measured, api: Api) -> Value {
     let search_params = match args.hnsw_ef {
-        Some(ef) => json!({"hnsw_ef": ef, "limit": args.limit}),
-        None => json!({"hnsw_ef": null, "limit": args.limit, "note": "server default ef"}),
+        Some(ef) => json!({"hnsw_ef": ef, "limit": args.limit, "api": api.name()}),
+        None => json!({"hnsw_ef": null, "limit": args.limit, "api": api.name(),
+                       "note": "server default ef"}),
+    };
+    let baseline_key = match api {
+        Api::Rest => "baseline_get_readyz",
+        Api::Grpc => "baseline_grpc_health_check",
     };
     let runs: Vec<Value> = measured
         .phases
         .iter()
-        .map(|(phase, baseline)| {
-            report::run_entry(phase, &search_params, threads, baseline.as_ref())
+        .filter(|phase| phase.api == api)
+        .map(|phase| {
+            let baseline = phase.baseline.as_ref().map(|b| (baseline_key, b));
+            report::run_entry(&phase.result, &search_params, threads, baseline)
         })
         .collect();
-    let upload_seconds = measured.upload.as_ref().map(|u| u.seconds);
-    let wait_seconds = measured.wait.as_ref().map(|w| w.seconds);
+    let uploaded = measured.uploads.iter().find(|u| u.api == api);
+    let upload_seconds = uploaded.map(|u| u.upload.seconds);
+    let wait = uploaded.and_then(|u| u.wait.as_ref());
+    let wait_seconds = wait.map(|w| w.seconds);
     let build_seconds = upload_seconds.unwrap_or(0.0) + wait_seconds.unwrap_or(0.0);
     let config = &measured.collection_info["config"];
+    let engine = match api {
+        Api::Rest => args.engine_name.clone(),
+        Api::Grpc => format!("{}-grpc", args.engine_name),
+    };
     json!({
-        "engine": args.engine_name,
+        "engine": engine,
+        "api": api.name(),
         "engine_version": measured.server_app.as_ref()
             .and_then(|app| app["version"].as_str())
             .unwrap_or("unknown"),
@@ -698,8 +905,8 @@ fn engine_result(args: &Args, data: &Data, threads: usize, measured: &Measured) 
         "build_seconds": report::round(build_seconds, 4),
         "upload_seconds": upload_seconds.map(|s| report::round(s, 4)),
         "wait_for_green_seconds": wait_seconds.map(|s| report::round(s, 4)),
-        "wait_for_green_polls": measured.wait.as_ref().map(|w| w.polls),
-        "upload": upload_section(args, data, measured.upload.as_ref()),
+        "wait_for_green_polls": wait.map(|w| w.polls),
+        "upload": upload_section(args, data, uploaded.map(|u| &u.upload)),
         "memory_bytes": null,
         "server_rss_bytes": measured.server_rss_bytes,
         "disk_bytes_written": null,
@@ -720,8 +927,8 @@ fn upload_section(
             "batch": args.upload_batch,
             "parallel": args.upload_parallel,
             "batches": u.batches,
-            "json_bytes": u.bytes,
-            "retries_after_429": u.retries,
+            "bytes_sent": u.bytes,
+            "retries_asked_by_server": u.retries,
             "connections": u.connections,
             "wait": false,
             "points_per_second": data.n as f64 / u.seconds.max(1e-9),
@@ -758,9 +965,29 @@ mod tests {
         bad = args.clone();
         bad.shards = 0;
         assert!(check_args(&bad).unwrap_err().contains("--shards"));
-        bad = args;
+        bad = args.clone();
         bad.collection = "a/b".to_string();
         assert!(check_args(&bad).is_err());
+        assert_eq!(args.api, vec![Api::Rest]);
+        bad = args;
+        bad.api = vec![Api::Grpc, Api::Grpc];
+        assert!(check_args(&bad).unwrap_err().contains("--api"));
+        let with_api = |api: &str| {
+            Args::try_parse_from([
+                "sagitta-load",
+                "--collection",
+                "c",
+                "--data",
+                "d",
+                "--api",
+                api,
+            ])
+        };
+        let both = with_api("rest,grpc").unwrap();
+        assert_eq!(both.api, vec![Api::Rest, Api::Grpc]);
+        assert_eq!(both.grpc_url, "http://127.0.0.1:6334");
+        assert!(check_args(&both).is_ok());
+        assert!(with_api("soap").is_err());
     }
 
     #[test]

@@ -122,7 +122,7 @@ pub fn run_entry(
     phase: &PhaseResult,
     search_params: &Value,
     threads: usize,
-    baseline: Option<&PhaseResult>,
+    baseline: Option<(&str, &PhaseResult)>,
 ) -> Value {
     let mut entry = json!({
         "scenario": "read-only",
@@ -148,8 +148,8 @@ pub fn run_entry(
     if phase.precision.is_none() {
         entry["recall_note"] = json!("no successful query: recall_at_k is 0 by convention");
     }
-    if let Some(baseline) = baseline {
-        entry["baseline_get_readyz"] = json!({
+    if let Some((key, baseline)) = baseline {
+        entry[key] = json!({
             "requests": baseline.requests,
             "errors": baseline.errors,
             "qps": round(baseline.qps(), 2),

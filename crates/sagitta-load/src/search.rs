@@ -1,5 +1,6 @@
 //! The timed search phase: `concurrency` client tasks, each with its own keep-alive
-//! connection, share one counter over a fixed number of requests.
+//! connection (HTTP/1.1, or HTTP/2 for gRPC), share one counter over a fixed number of
+//! requests.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -12,6 +13,10 @@ use serde::Deserialize;
 use tokio::sync::Barrier;
 use tokio::task::JoinHandle;
 
+use sagitta_server::grpc::api::QueryPoints;
+use tonic::transport::Channel;
+
+use crate::grpc::{Failure, GrpcEndpoint};
 use crate::http::{body_excerpt, new_client, Endpoint, HttpClient};
 use crate::stats::{cpu_seconds, summarize, Summary};
 use crate::truth::precision_at_k;
@@ -28,6 +33,30 @@ pub enum Target {
     /// `GET {uri}` with no body and nothing to check but the status (a baseline of what the
     /// HTTP stack and this generator can do).
     Get { uri: Uri },
+    /// `Points/Query` with `requests[i % len]` over gRPC; precision against `truth[i % len]`.
+    GrpcQuery {
+        endpoint: GrpcEndpoint,
+        requests: Vec<QueryPoints>,
+        truth: Vec<Vec<u64>>,
+        k: usize,
+    },
+    /// `Qdrant/HealthCheck` over gRPC: the gRPC stack's baseline.
+    GrpcHealth { endpoint: GrpcEndpoint },
+}
+
+impl Target {
+    fn grpc(&self) -> Option<&GrpcEndpoint> {
+        match self {
+            Target::GrpcQuery { endpoint, .. } | Target::GrpcHealth { endpoint } => Some(endpoint),
+            Target::Query { .. } | Target::Get { .. } => None,
+        }
+    }
+}
+
+/// One client's connection.
+pub enum Connection {
+    Http(Box<HttpClient>),
+    Grpc(Channel),
 }
 
 /// One phase's settings.
@@ -51,7 +80,7 @@ pub struct PhaseResult {
     pub requests: u64,
     pub ok: u64,
     pub errors: u64,
-    /// Error kind ("HTTP 503", "transport", "bad body") -> count.
+    /// Error kind ("HTTP 503", "transport", "bad body", "gRPC UNAVAILABLE") -> count.
     pub errors_by_kind: BTreeMap<String, u64>,
     /// A few error messages, for the report.
     pub error_samples: Vec<String>,
@@ -148,7 +177,14 @@ enum Outcome {
     },
 }
 
-async fn exchange(shared: &Shared, client: &HttpClient, index: usize) -> Outcome {
+async fn exchange(shared: &Shared, connection: &Connection, index: usize) -> Outcome {
+    match connection {
+        Connection::Http(client) => exchange_http(shared, client, index).await,
+        Connection::Grpc(channel) => exchange_grpc(&shared.target, channel, index).await,
+    }
+}
+
+async fn exchange_http(shared: &Shared, client: &HttpClient, index: usize) -> Outcome {
     let (method, uri, body) = match &*shared.target {
         Target::Query { uri, bodies, .. } => (
             Method::POST,
@@ -156,6 +192,7 @@ async fn exchange(shared: &Shared, client: &HttpClient, index: usize) -> Outcome
             bodies[index % bodies.len()].clone(),
         ),
         Target::Get { uri } => (Method::GET, uri.clone(), Bytes::new()),
+        Target::GrpcQuery { .. } | Target::GrpcHealth { .. } => return mismatched(),
     };
     let started = Instant::now();
     let reply = shared.endpoint.send(client, method, uri, body).await;
@@ -185,11 +222,50 @@ async fn exchange(shared: &Shared, client: &HttpClient, index: usize) -> Outcome
                 }
             }
         },
-        Target::Get { .. } => None,
+        Target::Get { .. } | Target::GrpcQuery { .. } | Target::GrpcHealth { .. } => None,
     };
     Outcome::Ok {
         latency_ms,
         precision,
+    }
+}
+
+/// A target sent over the other API's connection: `client_task` never does this.
+fn mismatched() -> Outcome {
+    Outcome::Error {
+        kind: "internal".to_string(),
+        message: "a request and a connection of different APIs".to_string(),
+    }
+}
+
+async fn exchange_grpc(target: &Target, channel: &Channel, index: usize) -> Outcome {
+    let started = Instant::now();
+    let (reply, precision) = match target {
+        Target::GrpcQuery {
+            endpoint,
+            requests,
+            truth,
+            k,
+        } => match endpoint
+            .query(channel, &requests[index % requests.len()])
+            .await
+        {
+            Ok(ids) => (
+                Ok(()),
+                Some(precision_at_k(&ids, &truth[index % truth.len()], *k)),
+            ),
+            Err(failure) => (Err(failure), None),
+        },
+        Target::GrpcHealth { endpoint } => (endpoint.health(channel).await, None),
+        Target::Query { .. } | Target::Get { .. } => return mismatched(),
+    };
+    let latency_ms = started.elapsed().as_secs_f64() * 1e3;
+    match reply {
+        Ok(()) => Outcome::Ok {
+            latency_ms,
+            precision,
+        },
+        Err(Failure { kind, message, .. }) => Outcome::Error { kind, message },
     }
 }
 
@@ -201,7 +277,10 @@ fn record_error(out: &mut TaskOut, kind: String, message: String) {
 }
 
 async fn client_task(shared: Arc<Shared>, barrier: Arc<Barrier>, expected: usize) -> TaskOut {
-    let client = new_client(&shared.opened);
+    let client = match shared.target.grpc() {
+        Some(endpoint) => Connection::Grpc(endpoint.channel(&shared.opened)),
+        None => Connection::Http(Box::new(new_client(&shared.opened))),
+    };
     let mut out = TaskOut {
         latencies_ms: Vec::with_capacity(expected),
         ..TaskOut::default()

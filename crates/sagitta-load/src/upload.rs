@@ -1,23 +1,30 @@
-//! The upload phase: recreate the collection, upsert pre-serialized batches with a few
-//! requests in flight, then poll until the collection is green.
+//! The upload phase: recreate the collection, upsert pre-serialized batches (JSON bodies,
+//! or gRPC messages) with a few requests in flight, then poll until the collection is
+//! green.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use hyper::{Method, StatusCode};
+use hyper::{Method, StatusCode, Uri};
+use prost::Message;
+use sagitta_server::grpc::api::UpsertPoints;
 use serde_json::Value;
 
+use crate::grpc::GrpcEndpoint;
 use crate::http::{body_excerpt, new_client, Endpoint, HttpClient};
+use crate::search::Connection;
 
 /// How the upload went.
 #[derive(Clone, Debug, Default)]
 pub struct UploadResult {
     pub batches: usize,
+    /// Bytes of JSON (REST) or of encoded protobuf (gRPC) sent, retries not counted.
     pub bytes: u64,
     pub seconds: f64,
-    /// 429 answers that were retried after `Retry-After`.
+    /// 429 (REST) or RESOURCE_EXHAUSTED with `retry-after` (gRPC) answers that were
+    /// retried after the time the server asked for.
     pub retries: u64,
     pub connections: u64,
 }
@@ -82,53 +89,132 @@ pub async fn recreate_collection(
     Ok(())
 }
 
-/// `PUT /collections/{c}/points?wait=false` for every body, `parallel` requests in flight,
-/// each uploader on its own connection. A 429 is retried after its `Retry-After` (0.1 s if
-/// absent); any other non-200 stops the upload with an error.
-pub async fn upload(
-    endpoint: &Endpoint,
-    name: &str,
-    bodies: Arc<Vec<Bytes>>,
-    parallel: usize,
-) -> Result<UploadResult, String> {
-    let uri = endpoint.uri(&format!("/collections/{name}/points?wait=false"))?;
+/// The batches of an upload and the API they go over.
+#[derive(Clone)]
+pub enum Batches {
+    /// `PUT /collections/{c}/points?wait=false` with each body.
+    Rest {
+        endpoint: Endpoint,
+        uri: Uri,
+        bodies: Arc<Vec<Bytes>>,
+    },
+    /// `Points/Upsert` with each message (`wait=false`).
+    Grpc {
+        endpoint: GrpcEndpoint,
+        messages: Arc<Vec<UpsertPoints>>,
+    },
+}
+
+impl Batches {
+    /// The REST upload of `bodies` into collection `name`.
+    pub fn rest(
+        endpoint: &Endpoint,
+        name: &str,
+        bodies: Arc<Vec<Bytes>>,
+    ) -> Result<Batches, String> {
+        Ok(Batches::Rest {
+            endpoint: endpoint.clone(),
+            uri: endpoint.uri(&format!("/collections/{name}/points?wait=false"))?,
+            bodies,
+        })
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Batches::Rest { bodies, .. } => bodies.len(),
+            Batches::Grpc { messages, .. } => messages.len(),
+        }
+    }
+
+    fn bytes(&self) -> u64 {
+        match self {
+            Batches::Rest { bodies, .. } => bodies.iter().map(|b| b.len() as u64).sum(),
+            Batches::Grpc { messages, .. } => messages.iter().map(|m| m.encoded_len() as u64).sum(),
+        }
+    }
+
+    fn connect(&self, opened: &Arc<AtomicU64>) -> Connection {
+        match self {
+            Batches::Rest { .. } => Connection::Http(Box::new(new_client(opened))),
+            Batches::Grpc { endpoint, .. } => Connection::Grpc(endpoint.channel(opened)),
+        }
+    }
+
+    /// Sends batch `i` once: `Ok(None)` when it was taken, `Ok(Some(seconds))` when the
+    /// server asked to retry after that long (REST's 429, 0.1 s without `Retry-After`;
+    /// gRPC's RESOURCE_EXHAUSTED with `retry-after`), an error for any other answer.
+    async fn send(&self, connection: &Connection, i: usize) -> Result<Option<f64>, String> {
+        match (self, connection) {
+            (
+                Batches::Rest {
+                    endpoint,
+                    uri,
+                    bodies,
+                },
+                Connection::Http(client),
+            ) => {
+                let reply = endpoint
+                    .send(client, Method::PUT, uri.clone(), bodies[i].clone())
+                    .await
+                    .map_err(|e| format!("upsert batch {i}: {e}"))?;
+                match reply.status {
+                    StatusCode::OK => Ok(None),
+                    StatusCode::TOO_MANY_REQUESTS => Ok(Some(reply.retry_after.unwrap_or(0.1))),
+                    status => Err(unexpected(
+                        &format!("upsert batch {i}"),
+                        status,
+                        &reply.body,
+                    )),
+                }
+            }
+            (Batches::Grpc { endpoint, messages }, Connection::Grpc(channel)) => {
+                match endpoint.upsert(channel, &messages[i]).await {
+                    Ok(()) => Ok(None),
+                    Err(failure) => match failure.retry_after {
+                        Some(wait) if failure.kind == "gRPC RESOURCE_EXHAUSTED" => Ok(Some(wait)),
+                        _ => Err(format!("upsert batch {i}: {}", failure.message)),
+                    },
+                }
+            }
+            _ => Err("a batch and a connection of different APIs".to_string()),
+        }
+    }
+}
+
+/// Sends every batch, `parallel` requests in flight, each uploader on its own connection.
+/// A batch the server asks to retry later is retried after that time; any other refusal
+/// stops the upload with an error.
+pub async fn upload(batches: Batches, parallel: usize) -> Result<UploadResult, String> {
     let next = Arc::new(AtomicUsize::new(0));
     let retries = Arc::new(AtomicU64::new(0));
     let opened = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     let mut handles = Vec::new();
     for _ in 0..parallel.max(1) {
-        let (endpoint, uri, bodies) = (endpoint.clone(), uri.clone(), Arc::clone(&bodies));
+        let batches = batches.clone();
         let (next, retries, opened) =
             (Arc::clone(&next), Arc::clone(&retries), Arc::clone(&opened));
         handles.push(tokio::spawn(async move {
-            let client = new_client(&opened);
+            let connection = batches.connect(&opened);
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(body) = bodies.get(i) else {
+                if i >= batches.len() {
                     return Ok(());
-                };
+                }
                 loop {
-                    let reply = endpoint
-                        .send(&client, Method::PUT, uri.clone(), body.clone())
-                        .await
-                        .map_err(|e| format!("upsert batch {i}: {e}"))?;
-                    if reply.status == StatusCode::TOO_MANY_REQUESTS {
-                        retries.fetch_add(1, Ordering::Relaxed);
-                        let wait = reply.retry_after.unwrap_or(0.1).clamp(0.01, 10.0);
-                        tokio::time::sleep(Duration::from_secs_f64(wait)).await;
-                        continue;
+                    match batches.send(&connection, i).await {
+                        Ok(None) => break,
+                        Ok(Some(wait)) => {
+                            retries.fetch_add(1, Ordering::Relaxed);
+                            let wait = wait.clamp(0.01, 10.0);
+                            tokio::time::sleep(Duration::from_secs_f64(wait)).await;
+                        }
+                        Err(error) => {
+                            // Stop the other uploaders too.
+                            next.store(usize::MAX / 2, Ordering::Relaxed);
+                            return Err(error);
+                        }
                     }
-                    if reply.status != StatusCode::OK {
-                        // Stop the other uploaders too.
-                        next.store(usize::MAX / 2, Ordering::Relaxed);
-                        return Err(unexpected(
-                            &format!("upsert batch {i}"),
-                            reply.status,
-                            &reply.body,
-                        ));
-                    }
-                    break;
                 }
             }
         }));
@@ -147,8 +233,8 @@ pub async fn upload(
         return Err(error);
     }
     Ok(UploadResult {
-        batches: bodies.len(),
-        bytes: bodies.iter().map(|b| b.len() as u64).sum(),
+        batches: batches.len(),
+        bytes: batches.bytes(),
         seconds,
         retries: retries.load(Ordering::Relaxed),
         connections: opened.load(Ordering::Relaxed),

@@ -1,5 +1,6 @@
 //! End to end against a real `sagitta-server` on 127.0.0.1: upload, wait for green, searches
-//! at two concurrency levels plus the GET /readyz baseline, and the result document.
+//! at two concurrency levels plus the GET /readyz baseline, and the result document; the
+//! same over REST and gRPC in one run.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -49,12 +50,14 @@ fn write_dataset(dir: &Path) {
 struct Server {
     runtime: tokio::runtime::Runtime,
     url: String,
+    /// `http://127.0.0.1:port` of the gRPC API, when started with one.
+    grpc_url: Option<String>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     handle: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
 
 impl Server {
-    fn start(data_dir: &Path) -> Server {
+    fn start(data_dir: &Path, grpc: bool) -> Server {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -71,13 +74,23 @@ impl Server {
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
             .unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
+        let grpc_listener = grpc.then(|| {
+            runtime
+                .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+                .unwrap()
+        });
+        let grpc_url = grpc_listener
+            .as_ref()
+            .map(|l| format!("http://{}", l.local_addr().unwrap()));
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let handle = runtime.spawn(sagitta_server::serve(listener, state, async move {
+        let serving = sagitta_server::serve_with_grpc(listener, grpc_listener, state, async move {
             let _ = stopped.await;
-        }));
+        });
+        let handle = runtime.spawn(serving);
         Server {
             runtime,
             url,
+            grpc_url,
             stop: Some(stop),
             handle: Some(handle),
         }
@@ -95,6 +108,17 @@ impl Drop for Server {
     }
 }
 
+/// A work directory with the data set in `data/`, and a server on `db/` (with gRPC when
+/// asked).
+fn setup(grpc: bool) -> (tempfile::TempDir, std::path::PathBuf, Server) {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    write_dataset(&data);
+    let server = Server::start(&work.path().join("db"), grpc);
+    (work, data, server)
+}
+
 fn run(args: &[&str]) -> Result<Value, sagitta_load::LoadError> {
     let argv: Vec<String> = std::iter::once("sagitta-load")
         .chain(args.iter().copied())
@@ -106,11 +130,7 @@ fn run(args: &[&str]) -> Result<Value, sagitta_load::LoadError> {
 
 #[test]
 fn upload_wait_and_search_against_a_real_server() {
-    let work = tempfile::tempdir().unwrap();
-    let data = work.path().join("data");
-    std::fs::create_dir(&data).unwrap();
-    write_dataset(&data);
-    let server = Server::start(&work.path().join("db"));
+    let (work, data, server) = setup(false);
     let out = work.path().join("out.json");
     let pid = std::process::id().to_string();
     let document = run(&[
@@ -229,5 +249,143 @@ fn upload_wait_and_search_against_a_real_server() {
     .unwrap_err()
     .to_string();
     assert!(missing.contains("404"), "{missing}");
+    drop(server);
+}
+
+#[test]
+fn rest_and_grpc_in_one_run() {
+    let (_work, data, server) = setup(true);
+    let grpc_url = server.grpc_url.clone().unwrap();
+    let common = [
+        "--url",
+        &server.url,
+        "--grpc-url",
+        &grpc_url,
+        "--collection",
+        "both",
+        "--data",
+        data.to_str().unwrap(),
+        "--queries",
+        "150",
+        "--hnsw-ef",
+        "64",
+    ];
+    let mut args = common.to_vec();
+    args.extend([
+        "--api",
+        "rest,grpc",
+        "--concurrency",
+        "1,4",
+        "--upload",
+        "--upload-batch",
+        "50",
+        "--upload-parallel",
+        "3",
+        "--baseline-readyz",
+    ]);
+    let document = run(&args).unwrap();
+    assert_eq!(
+        document["load_generator"]["apis"],
+        serde_json::json!(["rest", "grpc"])
+    );
+    assert_eq!(document["server"]["grpc_url"], grpc_url.as_str());
+    // The last upload (gRPC's) holds the collection the searches ran on.
+    assert_eq!(document["server"]["collection_info"]["points_count"], N);
+    let results = document["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    let (rest, grpc) = (&results[0], &results[1]);
+    assert_eq!(
+        (&rest["engine"], &rest["api"]),
+        (&"sagitta-server".into(), &"rest".into())
+    );
+    assert_eq!(
+        (&grpc["engine"], &grpc["api"]),
+        (&"sagitta-server-grpc".into(), &"grpc".into())
+    );
+    for result in results {
+        assert_eq!(result["upload"]["batches"], N.div_ceil(50), "{result}");
+        assert!(result["upload"]["bytes_sent"].as_u64().unwrap() > (N * DIM * 4) as u64);
+        assert!(result["upload"]["connections"].as_u64().unwrap() <= 3);
+        assert!(result["wait_for_green_seconds"].as_f64().is_some());
+        let runs = result["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 2);
+        for (run, concurrency) in runs.iter().zip([1u64, 4]) {
+            assert_eq!(run["concurrency"], concurrency);
+            assert_eq!(run["errors"], 0, "{run}");
+            assert_eq!(run["search_params"]["api"], result["api"]);
+            assert!(run["recall_at_k"].as_f64().unwrap() > 0.9, "{run}");
+            assert_eq!(run["connections_opened_warmup"], concurrency, "{run}");
+            assert_eq!(run["connections_opened_timed"], 0, "{run}");
+        }
+    }
+    // Protobuf's packed floats against JSON's decimal text.
+    let bytes = |r: &Value| r["upload"]["bytes_sent"].as_u64().unwrap();
+    assert!(
+        bytes(grpc) < bytes(rest),
+        "{} vs {}",
+        bytes(grpc),
+        bytes(rest)
+    );
+    assert_eq!(rest["runs"][0]["baseline_get_readyz"]["errors"], 0);
+    let health = &grpc["runs"][0]["baseline_grpc_health_check"];
+    assert_eq!(health["errors"], 0, "{health}");
+    assert_eq!(health["requests"], 150);
+
+    // gRPC answers with the same hits: a gRPC-only search equals a REST-only one.
+    let only = |api: &'static str| {
+        let mut args = common.to_vec();
+        args.extend(["--api", api, "--concurrency", "2"]);
+        run(&args).unwrap()["results"][0]["runs"][0]["recall_at_k"].clone()
+    };
+    assert_eq!(only("grpc"), only("rest"));
+
+    // A collection that does not exist is an error before anything is timed.
+    let mut args = common.to_vec();
+    args[5] = "missing";
+    args.extend(["--api", "grpc", "--concurrency", "1"]);
+    let error = run(&args).unwrap_err().to_string();
+    assert!(error.contains("404"), "{error}");
+    drop(server);
+}
+
+#[test]
+fn grpc_against_a_server_without_grpc_is_a_clear_error() {
+    let (_work, data, server) = setup(false);
+    // A port nothing listens on: bind one, then close it.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let grpc_url = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let error = run(&[
+        "--url",
+        &server.url,
+        "--grpc-url",
+        &grpc_url,
+        "--api",
+        "grpc",
+        "--collection",
+        "c",
+        "--data",
+        data.to_str().unwrap(),
+        "--upload",
+        "--timeout",
+        "5",
+    ])
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("gRPC health check"), "{error}");
+    assert!(error.contains(&grpc_url), "{error}");
+    let bad_url = run(&[
+        "--grpc-url",
+        "https://127.0.0.1:6334",
+        "--api",
+        "grpc",
+        "--collection",
+        "c",
+        "--data",
+        data.to_str().unwrap(),
+    ])
+    .unwrap_err()
+    .to_string();
+    assert!(bad_url.contains("--grpc-url"), "{bad_url}");
     drop(server);
 }
