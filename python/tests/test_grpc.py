@@ -1,13 +1,18 @@
 """Qdrant's gRPC API of `sagitta serve` (the oracle tests run over it too, through the
 `api` fixture): the .proto against qdrant-client's own descriptors, API keys in the
 `api-key` metadata, errors as Qdrant's status codes naming the field, RPCs not served,
-the message size limit, snapshots, and the port turned off.
+the message size limit, snapshots, the port turned off, and gRPC connections under the
+REST listener's timeouts and caps.
 """
 
 from __future__ import annotations
 
+import re
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -275,3 +280,123 @@ def test_grpc_port_0_turns_grpc_off(tmp_path: Path) -> None:
     with running_server(tmp_path / "data", "--grpc-port", "0") as server:
         assert server.grpc_port is None
         assert "gRPC off" in server.output()
+
+
+def _closed_within(sock: socket.socket, seconds: float) -> bool:
+    """Whether the server closes `sock` (end of stream or reset) within `seconds`; bytes it
+    sends first (an HTTP/2 GOAWAY, an HTTP/1 answer) are read and skipped."""
+    sock.settimeout(0.2)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if sock.recv(4096) == b"":
+                return True
+        except TimeoutError:
+            continue
+        except ConnectionResetError:
+            return True
+    return False
+
+
+def _closed_by(server: SagittaServer, reason: str) -> float:
+    """`sagitta_http_connections_closed_total{reason=...}` from /metrics."""
+    with urllib.request.urlopen(f"{server.url}/metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    pattern = rf'^sagitta_http_connections_closed_total\{{reason="{reason}"\}} (\S+)$'
+    match = re.search(pattern, text, re.MULTILINE)
+    assert match, text
+    return float(match.group(1))
+
+
+def test_grpc_connections_have_the_rest_listeners_timeouts(tmp_path: Path) -> None:
+    """A gRPC connection that sends nothing is closed after header_read_timeout_secs, an
+    idle one after keep_alive_timeout_secs (with GOAWAY: qdrant-client's next call opens a
+    new connection and succeeds)."""
+    flags = ("--header-read-timeout-secs", "1", "--keep-alive-timeout-secs", "1")
+    with running_server(tmp_path / "data", *flags) as server:
+        assert server.grpc_port is not None
+        silent = socket.create_connection(("127.0.0.1", server.grpc_port))
+        assert _closed_within(silent, 6), "a silent gRPC connection stayed open"
+        silent.close()
+        assert _closed_by(server, "header_timeout") >= 1
+        client = grpc_client(server, None)
+        client.create_collection(
+            "idle",
+            vectors_config=models.VectorParams(size=4, distance=models.Distance.DOT),
+        )
+        points = [
+            models.PointStruct(id=i, vector=[float(i), 1, 0, 0]) for i in range(1, 9)
+        ]
+        client.upsert("idle", points, wait=True)
+        idle_before = _closed_by(server, "idle_timeout")
+        for _ in range(2):
+            # longer than the keep-alive timeout: the connection is closed between calls
+            time.sleep(2.5)
+            hits = client.query_points("idle", query=[1.0, 0, 0, 0], limit=1).points
+            assert [hit.id for hit in hits] == [8]
+        assert _closed_by(server, "idle_timeout") >= idle_before + 2
+        client.close()
+
+
+def test_grpc_and_rest_connections_share_the_caps(tmp_path: Path) -> None:
+    """With max_connections_per_ip 3, three silent REST connections fill the address's
+    share; a gRPC call is admitted by evicting the stalest of them (the caps count both
+    listeners' connections in one table), and a REST request after it too."""
+    flags = ("--max-connections-per-ip", "3", "--header-read-timeout-secs", "60")
+    with running_server(tmp_path / "data", *flags) as server:
+        assert server.grpc_port is not None and server.url is not None
+        port = int(server.url.rsplit(":", 1)[1])
+        silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+        time.sleep(0.3)
+        # no REST call of its own (the version check), so only gRPC connects
+        client = QdrantClient(
+            url=server.url,
+            grpc_port=server.grpc_port,
+            prefer_grpc=True,
+            check_compatibility=False,
+            timeout=30,
+        )
+        assert client.get_collections().collections == []
+        closed = [_closed_within(s, 0.7) for s in silent]
+        assert closed.count(True) == 1, closed
+        # the gRPC connection is idle now, and evictable in turn: REST still gets in
+        assert _closed_by(server, "evicted") >= 1
+        client.close()
+        for s in silent:
+            s.close()
+
+
+def test_collection_info_says_over_grpc_what_it_says_over_rest(tmp_path: Path) -> None:
+    """qdrant-client reads the same collection info over both APIs: the optimizer settings
+    a client set (vector-db-benchmark's `qdrant` engine reads `max_optimization_threads`
+    back over gRPC to decide whether to re-enable indexing), the quantization, the rest of
+    the config. gRPC cannot tell an empty `metadata` map or `warnings` list from none."""
+    with running_server(tmp_path / "data") as server:
+        rest = QdrantClient(url=server.url, timeout=30)
+        over_grpc = grpc_client(server, None)
+        rest.create_collection(
+            "info",
+            vectors_config=models.VectorParams(size=4, distance=models.Distance.COSINE),
+            optimizers_config=models.OptimizersConfigDiff(
+                max_optimization_threads=0, memmap_threshold=10_000_000
+            ),
+        )
+        for threads in (0, 100_000):
+            over_rest, by_grpc = (
+                rest.get_collection("info"),
+                over_grpc.get_collection("info"),
+            )
+            assert by_grpc.config.optimizer_config.max_optimization_threads == threads
+            assert by_grpc.config.quantization_config is not None
+            assert (
+                by_grpc.config.model_copy(update={"metadata": None}) == over_rest.config
+            )
+            assert by_grpc.model_copy(update={"config": None, "warnings": []}) == (
+                over_rest.model_copy(update={"config": None})
+            )
+            over_grpc.update_collection(
+                "info",
+                optimizers_config=models.OptimizersConfigDiff(
+                    max_optimization_threads=100_000
+                ),
+            )

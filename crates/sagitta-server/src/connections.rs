@@ -63,16 +63,16 @@ use crate::error::ApiError;
 use crate::metrics::ConnectionMetrics;
 use crate::SharedState;
 
-const HEAD: u8 = 0;
+pub(crate) const HEAD: u8 = 0;
 const BODY: u8 = 1;
-const BUSY: u8 = 2;
-const IDLE: u8 = 3;
+pub(crate) const BUSY: u8 = 2;
+pub(crate) const IDLE: u8 = 3;
 
 /// Once the server stops, how long a request body still arriving may take to finish.
 const SHUTDOWN_BODY_GRACE_MS: u64 = 5_000;
 
 /// Milliseconds since the first call: the clock of every deadline here.
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     let epoch = *EPOCH.get_or_init(Instant::now);
     u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
@@ -136,22 +136,22 @@ fn address_key(ip: IpAddr) -> IpAddr {
 pub struct Connection {
     id: u64,
     address: IpAddr,
-    phase: AtomicU8,
+    pub(crate) phase: AtomicU8,
     /// When the current phase began (`now_ms`).
     since_ms: AtomicU64,
     /// 0, or 1 + when a write started to wait for the client.
-    write_blocked_ms: AtomicU64,
+    pub(crate) write_blocked_ms: AtomicU64,
     /// Set by a body reader that stopped before the end: the answer says
     /// `Connection: close`.
     close_after_response: AtomicBool,
     /// Set when the table evicts this connection.
-    evicted: AtomicBool,
+    pub(crate) evicted: AtomicBool,
     /// Wakes the task: a phase changed, a write blocked, or eviction.
-    changed: Notify,
+    pub(crate) changed: Notify,
 }
 
 impl Connection {
-    fn set_phase(&self, phase: u8) {
+    pub(crate) fn set_phase(&self, phase: u8) {
         self.since_ms.store(now_ms(), Ordering::Relaxed);
         self.phase.store(phase, Ordering::Release);
         self.changed.notify_one();
@@ -163,7 +163,7 @@ impl Connection {
     }
 
     /// When the connection must close unless its phase changes, in `now_ms` time.
-    fn deadline_ms(&self, limits: &Limits) -> Option<u64> {
+    pub(crate) fn deadline_ms(&self, limits: &Limits) -> Option<u64> {
         let since = self.since_ms.load(Ordering::Relaxed);
         let phase = match self.phase.load(Ordering::Acquire) {
             HEAD => Some(since.saturating_add(limits.header_read_timeout_ms)),
@@ -195,7 +195,7 @@ impl Connection {
 }
 
 /// Why a connection was not admitted.
-enum Refusal {
+pub(crate) enum Refusal {
     AddressFull,
     ServerFull,
 }
@@ -250,20 +250,30 @@ impl Registry {
     }
 }
 
-/// Every open connection, by id and by address.
-struct Table {
+/// Every open connection, by id and by address: the REST and gRPC listeners share one, so
+/// the caps count both.
+pub struct Table {
     registry: Mutex<Registry>,
-    limits: Limits,
-    state: SharedState,
+    pub(crate) limits: Limits,
+    pub(crate) state: SharedState,
 }
 
 impl Table {
-    fn counters(&self) -> &ConnectionMetrics {
+    /// An empty table under the limits of `state.config`.
+    pub fn new(state: &SharedState) -> Arc<Table> {
+        Arc::new(Table {
+            registry: Mutex::new(Registry::default()),
+            limits: Limits::new(&state.config),
+            state: Arc::clone(state),
+        })
+    }
+
+    pub(crate) fn counters(&self) -> &ConnectionMetrics {
         &self.state.metrics.connections
     }
 
     /// Admits a connection from `ip`, evicting one to make room if a cap is reached.
-    fn admit(&self, ip: IpAddr) -> Result<Arc<Connection>, Refusal> {
+    pub(crate) fn admit(&self, ip: IpAddr) -> Result<Arc<Connection>, Refusal> {
         let address = address_key(ip);
         let now = now_ms();
         let mut evicted = Vec::new();
@@ -339,8 +349,12 @@ impl Table {
         }
     }
 
-    fn remove(&self, id: u64) {
-        self.registry.lock().remove(id);
+    /// Takes `connection` out once its task is done, and updates the gauge.
+    pub(crate) fn remove(&self, connection: &Connection) {
+        self.registry.lock().remove(connection.id);
+        self.counters()
+            .open
+            .store(self.open() as u64, Ordering::Relaxed);
     }
 
     fn open(&self) -> usize {
@@ -461,27 +475,21 @@ impl http_body::Body for TimedBody {
     }
 }
 
-/// A response body; when hyper drops it (written, or the connection ended) the
-/// connection goes `IDLE`.
-struct TrackedResponseBody {
-    inner: Body,
-    connection: Arc<Connection>,
+/// A response body holding `guard` until hyper drops it (written, or the connection
+/// ended).
+pub(crate) struct Guarded<B, G> {
+    pub(crate) inner: B,
+    pub(crate) _guard: G,
 }
 
-impl Drop for TrackedResponseBody {
-    fn drop(&mut self) {
-        self.connection.set_phase(IDLE);
-    }
-}
-
-impl http_body::Body for TrackedResponseBody {
-    type Data = Bytes;
-    type Error = axum::Error;
+impl<B: http_body::Body + Unpin, G: Unpin> http_body::Body for Guarded<B, G> {
+    type Data = B::Data;
+    type Error = B::Error;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+    ) -> Poll<Option<Result<Frame<B::Data>, Self::Error>>> {
         Pin::new(&mut self.inner).poll_frame(cx)
     }
 
@@ -491,6 +499,15 @@ impl http_body::Body for TrackedResponseBody {
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
+    }
+}
+
+/// Puts its connection `IDLE` when dropped with its response body.
+struct IdleWhenSent(Arc<Connection>);
+
+impl Drop for IdleWhenSent {
+    fn drop(&mut self) {
+        self.0.set_phase(IDLE);
     }
 }
 
@@ -580,14 +597,22 @@ fn finish_response(mut response: Response, connection: Arc<Connection>) -> Respo
             .headers_mut()
             .insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
-    response.map(|inner| Body::new(TrackedResponseBody { inner, connection }))
+    response.map(|inner| {
+        Body::new(Guarded {
+            inner,
+            _guard: IdleWhenSent(connection),
+        })
+    })
 }
 
-/// The socket, noting the first bytes of a request after an idle spell and writes that
-/// wait for the client.
-struct TrackedIo {
-    stream: TcpStream,
-    connection: Arc<Connection>,
+/// The socket, noting writes that wait for the client and (HTTP/1, where bytes after an
+/// idle spell are a new request's head) the first bytes read after an idle spell.
+pub(crate) struct TrackedIo {
+    pub(crate) stream: TcpStream,
+    pub(crate) connection: Arc<Connection>,
+    /// HTTP/1: reading while `IDLE` starts a head. Not for HTTP/2, whose idle
+    /// connections read pings and settings too.
+    pub(crate) http1: bool,
 }
 
 impl TrackedIo {
@@ -612,7 +637,10 @@ impl AsyncRead for TrackedIo {
     ) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
         let poll = Pin::new(&mut self.stream).poll_read(cx, buf);
-        if buf.filled().len() > before && self.connection.phase.load(Ordering::Acquire) == IDLE {
+        if self.http1
+            && buf.filled().len() > before
+            && self.connection.phase.load(Ordering::Acquire) == IDLE
+        {
             self.connection.set_phase(HEAD);
         }
         poll
@@ -697,32 +725,52 @@ pub async fn bind(address: &str) -> io::Result<TcpListener> {
     }))
 }
 
-/// Serves `router` on `listener` under the connection limits of `state.config` until
-/// `shutdown` resolves, then waits for the requests in flight.
+/// Serves `router` on `listener` under the connection limits of `table` until `shutdown`
+/// resolves, then waits for the requests in flight.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
-    state: SharedState,
+    table: Arc<Table>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    let limits = Arc::new(Limits::new(&state.config));
-    let table = Arc::new(Table {
-        registry: Mutex::new(Registry::default()),
-        limits: (*limits).clone(),
-        state: Arc::clone(&state),
-    });
+    let spawner = Spawner {
+        router,
+        limits: Arc::new(table.limits.clone()),
+        state: Arc::clone(&table.state),
+        table: Arc::clone(&table),
+    };
+    accept_loop(listener, &table, shutdown, &spawner).await
+}
+
+/// What a listener does with the connections its accept loop admits or keeps out.
+pub(crate) trait Spawn {
+    /// Serves `stream`, admitted as `connection`, on a task of its own that watches `stop`
+    /// and holds `running` until it is done.
+    fn spawn(
+        &self,
+        stream: TcpStream,
+        connection: Arc<Connection>,
+        stop: watch::Receiver<bool>,
+        running: mpsc::Sender<()>,
+    );
+
+    /// Answers (or just closes) a connection that `refusal` keeps out.
+    fn refuse(&self, stream: &TcpStream, refusal: &Refusal);
+}
+
+/// Accepts on `listener` under `table`'s caps until `shutdown` resolves, handing each
+/// admitted connection to `spawner`; then tells the connection tasks to stop and waits for
+/// the last of them.
+pub(crate) async fn accept_loop(
+    listener: TcpListener,
+    table: &Arc<Table>,
+    shutdown: impl Future<Output = ()>,
+    spawner: &impl Spawn,
+) -> io::Result<()> {
     let (stop_sender, stop) = watch::channel(false);
     let (running, mut all_done) = mpsc::channel::<()>(1);
     let mut shutdown = std::pin::pin!(shutdown);
     let counters = table.counters();
-    let spawner = Spawner {
-        router,
-        limits: Arc::clone(&limits),
-        state,
-        table: Arc::clone(&table),
-        stop,
-        running,
-    };
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -731,25 +779,28 @@ pub async fn serve(
         let (stream, peer) = match accepted {
             Ok(accepted) => accepted,
             Err(error) => {
-                recover_from_accept_error(&table, &error).await;
+                recover_from_accept_error(table, &error).await;
                 continue;
             }
         };
         let connection = match table.admit(peer.ip()) {
             Ok(connection) => connection,
             Err(refusal) => {
-                refuse_over_cap(&stream, &refusal, &limits, counters);
+                match refusal {
+                    Refusal::AddressFull => &counters.refused_address_full,
+                    Refusal::ServerFull => &counters.refused_server_full,
+                }
+                .fetch_add(1, Ordering::Relaxed);
+                spawner.refuse(&stream, &refusal);
                 continue;
             }
         };
         counters.accepted.fetch_add(1, Ordering::Relaxed);
         counters.open.store(table.open() as u64, Ordering::Relaxed);
-        spawner.spawn(stream, connection);
+        spawner.spawn(stream, connection, stop.clone(), running.clone());
     }
     drop(listener);
     let _ = stop_sender.send(true);
-    // Only our channel ends go now: the router and state stay until the tasks are done.
-    let Spawner { running, stop, .. } = spawner;
     drop(running);
     drop(stop);
     // Every connection task holds a sender; `None` once the last has finished.
@@ -772,19 +823,11 @@ async fn recover_from_accept_error(table: &Table, error: &io::Error) {
     }
 }
 
-/// Answers a connection that `refusal` keeps out (429 at the address's cap, 503 at the
-/// server's) and counts it.
-fn refuse_over_cap(
-    stream: &TcpStream,
-    refusal: &Refusal,
-    limits: &Limits,
-    counters: &ConnectionMetrics,
-) {
+/// Answers a connection that `refusal` keeps out: 429 at the address's cap, 503 at the
+/// server's.
+fn refuse_over_cap(stream: &TcpStream, refusal: &Refusal, limits: &Limits) {
     match refusal {
         Refusal::AddressFull => {
-            counters
-                .refused_address_full
-                .fetch_add(1, Ordering::Relaxed);
             refuse(
                 stream,
                 StatusCode::TOO_MANY_REQUESTS,
@@ -796,7 +839,6 @@ fn refuse_over_cap(
             );
         }
         Refusal::ServerFull => {
-            counters.refused_server_full.fetch_add(1, Ordering::Relaxed);
             refuse(
                 stream,
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -816,13 +858,20 @@ struct Spawner {
     limits: Arc<Limits>,
     state: SharedState,
     table: Arc<Table>,
-    stop: watch::Receiver<bool>,
-    running: mpsc::Sender<()>,
 }
 
-impl Spawner {
-    /// Serves `stream`, admitted as `connection`, on a task of its own.
-    fn spawn(&self, stream: TcpStream, connection: Arc<Connection>) {
+impl Spawn for Spawner {
+    fn refuse(&self, stream: &TcpStream, refusal: &Refusal) {
+        refuse_over_cap(stream, refusal, &self.limits);
+    }
+
+    fn spawn(
+        &self,
+        stream: TcpStream,
+        connection: Arc<Connection>,
+        stop: watch::Receiver<bool>,
+        running: mpsc::Sender<()>,
+    ) {
         let task = ConnectionTask {
             front: Front {
                 router: self.router.clone(),
@@ -831,8 +880,8 @@ impl Spawner {
                 state: Arc::clone(&self.state),
             },
             table: Arc::clone(&self.table),
-            stop: self.stop.clone(),
-            _running: self.running.clone(),
+            stop,
+            _running: running,
         };
         tokio::spawn(task.run(stream));
     }
@@ -852,6 +901,7 @@ impl ConnectionTask {
         let io = TokioIo::new(TrackedIo {
             stream,
             connection: Arc::clone(&connection),
+            http1: true,
         });
         let served =
             hyper::server::conn::http1::Builder::new().serve_connection(io, self.front.clone());
@@ -896,15 +946,12 @@ impl ConnectionTask {
                 }
             }
         }
-        self.table.remove(connection.id);
-        counters
-            .open
-            .store(self.table.open() as u64, Ordering::Relaxed);
+        self.table.remove(&connection);
     }
 }
 
 /// Sleeps until `deadline` (`now_ms` time), or for ever without one.
-async fn sleep_until_ms(deadline: Option<u64>) {
+pub(crate) async fn sleep_until_ms(deadline: Option<u64>) {
     match deadline {
         Some(ms) => tokio::time::sleep_until(instant_of(ms)).await,
         None => std::future::pending().await,
@@ -914,7 +961,7 @@ async fn sleep_until_ms(deadline: Option<u64>) {
 /// Whether `connection` must close now that its timer fired: its body is past the
 /// shutdown cut (`body_cut_at`) or its deadline has passed (counted in `counters` by
 /// cause).
-fn timed_out(
+pub(crate) fn timed_out(
     connection: &Connection,
     limits: &Limits,
     body_cut_at: Option<u64>,

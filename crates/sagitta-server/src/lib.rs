@@ -458,15 +458,17 @@ pub async fn serve_with_grpc(
         // a dropped sender (the signal task gone) also stops
         let _ = stopped.wait_for(|stop| *stop).await;
     };
+    // one table: the connection caps count REST and gRPC connections together
+    let table = connections::Table::new(&state);
     let grpc = grpc.map(|listener| {
         tokio::spawn(grpc::serve(
             listener,
-            Arc::clone(&state),
+            Arc::clone(&table),
             when_stopped(stopped.clone()),
         ))
     });
     let app = router(Arc::clone(&state));
-    let rest = connections::serve(listener, app, Arc::clone(&state), when_stopped(stopped)).await;
+    let rest = connections::serve(listener, app, table, when_stopped(stopped)).await;
     if let Some(grpc) = grpc {
         grpc.await.map_err(std::io::Error::other)??;
     }

@@ -364,6 +364,42 @@ pub fn info(json: &Value) -> Reply<api::CollectionInfo> {
     })
 }
 
+/// REST's `quantization_config` as the message (`None` for null or a kind it cannot say).
+fn quantization_of(json: &Value) -> Option<api::QuantizationConfig> {
+    use api::quantization_config::Quantization;
+    let quantile = |s: &Value| s["quantile"].as_f64().map(|q| q as f32);
+    let quantization = if let Some(s) = json.get("scalar") {
+        Quantization::Scalar(api::ScalarQuantization {
+            r#type: api::QuantizationType::Int8 as i32,
+            quantile: quantile(s),
+            always_ram: s["always_ram"].as_bool(),
+        })
+    } else if let Some(p) = json.get("product") {
+        let ratio = match p["compression"].as_str()? {
+            "x4" => api::CompressionRatio::X4,
+            "x8" => api::CompressionRatio::X8,
+            "x16" => api::CompressionRatio::X16,
+            "x32" => api::CompressionRatio::X32,
+            "x64" => api::CompressionRatio::X64,
+            _ => return None,
+        };
+        Quantization::Product(api::ProductQuantization {
+            compression: ratio as i32,
+            always_ram: p["always_ram"].as_bool(),
+        })
+    } else if let Some(b) = json.get("binary") {
+        Quantization::Binary(api::BinaryQuantization {
+            always_ram: b["always_ram"].as_bool(),
+            ..api::BinaryQuantization::default()
+        })
+    } else {
+        return None;
+    };
+    Some(api::QuantizationConfig {
+        quantization: Some(quantization),
+    })
+}
+
 fn config_of(config: &Value) -> api::CollectionConfig {
     let hnsw = &config["hnsw_config"];
     let optimizer = &config["optimizer_config"];
@@ -381,8 +417,16 @@ fn config_of(config: &Value) -> api::CollectionConfig {
             deleted_threshold: optimizer["deleted_threshold"].as_f64(),
             vacuum_min_vector_number: optimizer["vacuum_min_vector_number"].as_u64(),
             default_segment_number: optimizer["default_segment_number"].as_u64(),
+            max_segment_size: optimizer["max_segment_size"].as_u64(),
+            memmap_threshold: optimizer["memmap_threshold"].as_u64(),
             indexing_threshold: optimizer["indexing_threshold"].as_u64(),
             flush_interval_sec: optimizer["flush_interval_sec"].as_u64(),
+            // a number as set; absent (REST's null) is "auto"
+            max_optimization_threads: optimizer["max_optimization_threads"].as_u64().map(
+                |threads| api::MaxOptimizationThreads {
+                    variant: Some(api::max_optimization_threads::Variant::Value(threads)),
+                },
+            ),
             ..api::OptimizersConfigDiff::default()
         }),
         wal_config: Some(api::WalConfigDiff {
@@ -390,7 +434,7 @@ fn config_of(config: &Value) -> api::CollectionConfig {
             wal_segments_ahead: config["wal_config"]["wal_segments_ahead"].as_u64(),
             ..api::WalConfigDiff::default()
         }),
-        quantization_config: None,
+        quantization_config: quantization_of(&config["quantization_config"]),
         strict_mode_config: strict::strict_from_json(&config["strict_mode_config"]),
         metadata: reply::payload(&config["metadata"]),
     }

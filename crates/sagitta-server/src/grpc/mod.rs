@@ -15,6 +15,7 @@ pub mod api {
     tonic::include_proto!("qdrant");
 }
 mod collections;
+mod connections;
 mod points;
 mod query;
 mod reply;
@@ -29,31 +30,25 @@ use api::collections_server::CollectionsServer;
 use api::points_server::PointsServer;
 use api::qdrant_server::QdrantServer;
 use api::snapshots_server::SnapshotsServer;
-use tonic::transport::server::TcpIncoming;
+use tonic::service::Routes;
 
-use crate::SharedState;
+use crate::connections::Table;
 
 /// Requests may come gzip-compressed (qdrant-client's `grpc_compression`).
 const GZIP: tonic::codec::CompressionEncoding = tonic::codec::CompressionEncoding::Gzip;
 
-/// HTTP/2 flow-control window of each gRPC call.
-const WINDOW_BYTES: u32 = 8 << 20;
-
-/// Serves the gRPC API on `listener` until `shutdown` resolves (calls in flight finish).
+/// Serves the gRPC API on `listener` under the connection limits of `table` (shared with
+/// the REST listener) until `shutdown` resolves (calls in flight finish).
 pub async fn serve(
     listener: tokio::net::TcpListener,
-    state: SharedState,
+    table: Arc<Table>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let state = Arc::clone(&table.state);
     let rest = rest::Rest::new(crate::router(Arc::clone(&state)));
     let limit = state.config.max_request_bytes;
     let service = || service::Service { rest: rest.clone() };
-    tonic::transport::Server::builder()
-        // windows that let a batch of points (MBs) arrive without waiting on window
-        // updates (HTTP/2's default is 64 KiB)
-        .initial_stream_window_size(Some(WINDOW_BYTES))
-        .initial_connection_window_size(Some(4 * WINDOW_BYTES))
-        .add_service(QdrantServer::new(service()).accept_compressed(GZIP))
+    let routes = Routes::new(QdrantServer::new(service()).accept_compressed(GZIP))
         .add_service(
             CollectionsServer::new(service())
                 .accept_compressed(GZIP)
@@ -70,7 +65,6 @@ pub async fn serve(
                 .accept_compressed(GZIP)
                 .max_decoding_message_size(limit),
         )
-        .serve_with_incoming_shutdown(TcpIncoming::from(listener), shutdown)
-        .await
-        .map_err(std::io::Error::other)
+        .prepare();
+    connections::serve(listener, routes, table, shutdown).await
 }
