@@ -1,4 +1,5 @@
-"""VectorDBBench 2.0's ``qdrant_local`` client, unchanged, against ``sagitta serve``.
+"""VectorDBBench 2.0's ``qdrant_local`` client (or its ``qdrant_cloud`` client, over gRPC with
+an API key), unchanged, against ``sagitta serve``.
 
 The issue's acceptance run: VectorDBBench (PyPI ``vectordb-bench``, pinned in
 ``scripts/vectordbbench.sh``) with its ``qdrantlocal`` CLI command on a custom performance
@@ -9,6 +10,18 @@ case built from debian-minilm (100,000 × 384 cosine, 1,000 queries), m 16, ef_c
 /collections/{name}`` (sleeping 5 s after every poll, so "optimize" is never under 5 s)
 until the status is green. Searches are ``POST /points/query`` with ``params {"exact":
 false, "hnsw_ef": 64}`` and ``limit`` k.
+
+``--client qdrantcloud`` runs VectorDBBench's ``qdrantcloud`` command instead, with ``--url``
+and ``--api-key``: the server is started with that key (``SAGITTA_API_KEY``; a random one per
+run unless ``--api-key`` is given), and the client, given a key, builds its ``QdrantClient``
+with ``prefer_grpc=True`` (``QdrantConfig.to_dict`` in ``backend/clients/qdrant_cloud/config.py``),
+so everything it sends goes over gRPC on port 6334: ``delete_collection``, ``create_collection``
+(``QdrantCloudCollection``, ``hnsw_config {m: 16, payload_m: 16}``, ``default_segment_number``
+0, no ``ef_construct``, no quantization), upserts of each insert batch of 100 with ``wait=true``
+and a payload ``{"pk": id}``, ``get_collection`` every 5 s until green, and ``query_points``
+with ``hnsw_ef`` 100 (its ``QdrantIndexConfig`` default: the ``qdrantcloud`` command has no
+``--m``, ``--ef-construct`` or ``--hnsw-ef``). The harness's own REST calls (watcher, direct
+recall, metrics) send the key too. The recorded JSON names the client and the API.
 
 Steps:
 
@@ -28,6 +41,8 @@ Steps:
    the optimizer's seals/merges counted from the server's log, and the log's tail.
 
     .venv-vdbbench/bin/python -m bench.vdbbench --out bench/results/vectordbbench.json
+    .venv-vdbbench/bin/python -m bench.vdbbench --client qdrantcloud \\
+        --out bench/results/vectordbbench-cloud.json
 
 ``scripts/vectordbbench.sh`` makes the virtualenv and runs this.
 """
@@ -38,6 +53,7 @@ import argparse
 import json
 import os
 import re
+import secrets
 import shlex
 import shutil
 import subprocess
@@ -59,6 +75,26 @@ REPO = Path(__file__).resolve().parents[1]
 SUITE = "vectordbbench-qdrant-local"
 ENGINE = "sagitta-server"
 COLLECTION = "QdrantLocalCollection"  # the qdrant_local client's hard-coded name
+# VectorDBBench client -> what it is in the record: the suite name, the collection name it
+# hard-codes, the API it speaks to the server and its index settings (None: not sent)
+CLIENTS: dict[str, dict] = {
+    "qdrantlocal": {
+        "suite": SUITE,
+        "collection": COLLECTION,
+        "api": "rest",
+        "transport": "REST (qdrant_local: QdrantClient(url=...), port 6333)",
+        "defaults": {"m": 16, "ef_construct": 100, "hnsw_ef": 64},
+    },
+    "qdrantcloud": {
+        "suite": "vectordbbench-qdrant-cloud",
+        "collection": "QdrantCloudCollection",
+        "api": "grpc",
+        "transport": "gRPC (qdrant_cloud with an API key: QdrantClient(url=..., "
+        "api_key=..., prefer_grpc=True), port 6334)",
+        # fixed by its QdrantIndexConfig(); ef_construct is not sent (server default)
+        "defaults": {"m": 16, "ef_construct": None, "hnsw_ef": 100},
+    },
+}
 GT_WIDTH = 100  # neighbours per query in neighbors.parquet (VectorDBBench's default k)
 OPTIMIZER_LINE = re.compile(
     r"sagitta::optimizer: collection `[^`]*` shard \d+: "
@@ -154,9 +190,15 @@ class Watcher(threading.Thread):
     """Polls the collection every ``interval`` s from the first time it exists until all
     ``n`` points are in and it is green; records those moments (monotonic seconds)."""
 
-    def __init__(self, base_url: str, n: int, interval: float = 0.5):
+    def __init__(
+        self,
+        base_url: str,
+        n: int,
+        interval: float = 0.5,
+        collection: str = COLLECTION,
+    ):
         super().__init__(daemon=True)
-        self.url = f"{base_url}/collections/{COLLECTION}"
+        self.url = f"{base_url}/collections/{collection}"
         self.n = n
         self.interval = interval
         self.created: float | None = None
@@ -223,7 +265,13 @@ def request_counts(metrics_text: str) -> list[str]:
 # Direct recall check
 
 
-def direct_recall(base_url: str, dataset: Dataset, k: int, search_params: dict) -> dict:
+def direct_recall(
+    base_url: str,
+    dataset: Dataset,
+    k: int,
+    search_params: dict,
+    collection: str = COLLECTION,
+) -> dict:
     """recall@k of ``POST /points/query`` with ``search_params`` over all queries, against
     the same exact ground truth VectorDBBench read."""
     gt = dataset.ensure_gt(k)[:, :k]
@@ -231,7 +279,7 @@ def direct_recall(base_url: str, dataset: Dataset, k: int, search_params: dict) 
     started = time.perf_counter()
     for i, query in enumerate(dataset.queries):
         points = http_json(
-            f"{base_url}/collections/{COLLECTION}/points/query",
+            f"{base_url}/collections/{collection}/points/query",
             {"query": query.tolist(), "limit": k, "params": search_params},
         )["result"]["points"]
         ids = [int(point["id"]) for point in points][:k]
@@ -252,14 +300,51 @@ def direct_recall(base_url: str, dataset: Dataset, k: int, search_params: dict) 
 # VectorDBBench run and result
 
 
-def vdbbench_command(args, custom: dict, base_url: str) -> list[str]:
+def index_settings(client: str, m, ef_construct, hnsw_ef) -> dict:
+    """m, ef_construct and hnsw_ef for ``client``: the given ones (None: its default). The
+    ``qdrantcloud`` command cannot set them, so asking it for other values than it sends is
+    an error (``ValueError``)."""
+    defaults = CLIENTS[client]["defaults"]
+    given = {"m": m, "ef_construct": ef_construct, "hnsw_ef": hnsw_ef}
+    if client == "qdrantcloud":
+        differ = [
+            f"--{key.replace('_', '-')}"
+            for key, value in given.items()
+            if value is not None and value != defaults[key]
+        ]
+        if differ:
+            raise ValueError(
+                f"vectordbbench qdrantcloud has no option for {', '.join(differ)}: it "
+                f"sends m {defaults['m']}, hnsw_ef {defaults['hnsw_ef']} and no "
+                "ef_construct"
+            )
+        return dict(defaults)
+    return {
+        key: defaults[key] if value is None else value for key, value in given.items()
+    }
+
+
+def vdbbench_command(
+    args, custom: dict, base_url: str, api_key: str | None = None
+) -> list[str]:
+    """The ``vectordbbench`` command line for ``args.client`` (``qdrantlocal``: with the
+    index settings; ``qdrantcloud``: with ``--api-key`` and no index settings, as it has
+    no options for them)."""
+    if args.client == "qdrantcloud":
+        if not api_key:
+            raise ValueError("the qdrantcloud client needs an API key to speak gRPC")
+        client_options = ["qdrantcloud", *("--url", base_url), *("--api-key", api_key)]
+    else:
+        client_options = [
+            "qdrantlocal",
+            *("--url", base_url),
+            *("--m", str(args.m)),
+            *("--ef-construct", str(args.ef_construct)),
+            *("--hnsw-ef", str(args.hnsw_ef)),
+        ]
     return [
         str(args.vdbbench),
-        "qdrantlocal",
-        *("--url", base_url),
-        *("--m", str(args.m)),
-        *("--ef-construct", str(args.ef_construct)),
-        *("--hnsw-ef", str(args.hnsw_ef)),
+        *client_options,
         *("--case-type", "PerformanceCustomDataset"),
         *("--custom-case-name", "debian-minilm"),
         *("--custom-dataset-name", "debian-minilm"),
@@ -276,6 +361,62 @@ def vdbbench_command(args, custom: dict, base_url: str) -> list[str]:
         *("--task-label", "sagitta"),
         *("--db-label", "sagitta-server"),
     ]
+
+
+def redacted(cmd: list[str]) -> list[str]:
+    """``cmd`` with the value of ``--api-key`` replaced (the key is not recorded)."""
+    return [
+        "<api-key>" if i > 0 and cmd[i - 1] == "--api-key" else part
+        for i, part in enumerate(cmd)
+    ]
+
+
+def send_api_key(api_key: str) -> None:
+    """Every ``urllib`` request of this process from now on carries ``api-key`` (the
+    readiness poll of ``bench.compat.start_server`` included)."""
+    opener = urllib.request.build_opener()
+    opener.addheaders = [*opener.addheaders, ("api-key", api_key)]
+    urllib.request.install_opener(opener)
+
+
+def unauthenticated_status(url: str) -> int | None:
+    """The HTTP status of ``GET url`` without the key (401 when the server enforces it)."""
+    opener = urllib.request.build_opener()  # a fresh one: no api-key header
+    try:
+        with opener.open(url, timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+    except OSError:
+        return None
+
+
+def client_config(python: Path, api_key: str, cwd: Path, env: dict) -> dict | None:
+    """What VectorDBBench's qdrant_cloud ``QdrantConfig`` hands ``QdrantClient`` given the
+    key (its ``to_dict()``, the key left out), asked of ``python`` (the one that runs
+    VectorDBBench) in ``cwd`` with ``env`` (importing vectordb_bench opens its log file
+    there); None when that fails."""
+    script = (
+        "import json, os\n"
+        "from pydantic import SecretStr\n"
+        "from vectordb_bench.backend.clients.qdrant_cloud.config import QdrantConfig\n"
+        "config = QdrantConfig(url=SecretStr('http://127.0.0.1:6333'),\n"
+        "    api_key=SecretStr(os.environ['VDB_API_KEY'])).to_dict()\n"
+        "config.pop('api_key', None)\n"
+        "print(json.dumps(config))\n"
+    )
+    try:
+        completed = subprocess.run(
+            [str(python), "-c", script],
+            cwd=cwd,
+            env={**env, "VDB_API_KEY": api_key},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return json.loads(completed.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.CalledProcessError, ValueError, IndexError):
+        return None
 
 
 def find_result(results_dir: Path) -> dict:
@@ -303,7 +444,7 @@ def tail(path: Path, lines: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--dataset-path", default=DEBIAN_MINILM_PATH)
     parser.add_argument(
         "--data-dir",
@@ -322,9 +463,34 @@ def main(argv: list[str] | None = None) -> int:
         "--vdbbench", type=Path, default=REPO / ".venv-vdbbench/bin/vectordbbench"
     )
     parser.add_argument("--port", type=int, default=6333)
-    parser.add_argument("--m", type=int, default=16)
-    parser.add_argument("--ef-construct", type=int, default=100)
-    parser.add_argument("--hnsw-ef", type=int, default=64)
+    parser.add_argument(
+        "--client",
+        choices=tuple(CLIENTS),
+        default="qdrantlocal",
+        help="VectorDBBench's client: qdrantlocal (REST) or qdrantcloud (gRPC, with an "
+        "API key)",
+    )
+    parser.add_argument(
+        "--api-key",
+        default=None,
+        help="with --client qdrantcloud: the server's key (default: a random one per run; "
+        "never recorded)",
+    )
+    parser.add_argument(
+        "--m", type=int, default=None, help="qdrantlocal: 16; qdrantcloud: 16, fixed"
+    )
+    parser.add_argument(
+        "--ef-construct",
+        type=int,
+        default=None,
+        help="qdrantlocal: 100; qdrantcloud: not sent (the server's default)",
+    )
+    parser.add_argument(
+        "--hnsw-ef",
+        type=int,
+        default=None,
+        help="qdrantlocal: 64; qdrantcloud: 100, fixed",
+    )
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--concurrency", default="1,8,32")
     parser.add_argument(
@@ -345,8 +511,24 @@ def main(argv: list[str] | None = None) -> int:
         "--out", type=Path, default=REPO / "bench/results/vectordbbench.json"
     )
     args = parser.parse_args(argv)
+    try:
+        settings = index_settings(args.client, args.m, args.ef_construct, args.hnsw_ef)
+    except ValueError as error:
+        parser.error(str(error))
+    args.m, args.ef_construct, args.hnsw_ef = (
+        settings["m"],
+        settings["ef_construct"],
+        settings["hnsw_ef"],
+    )
+    client = CLIENTS[args.client]
+    collection = client["collection"]
+    api_key = None
+    if args.client == "qdrantcloud":
+        api_key = args.api_key or secrets.token_hex(16)
+    elif args.api_key:
+        parser.error("--api-key is for --client qdrantcloud")
     command = shlex.join(
-        [Path(sys.executable).name, "-m", "bench.vdbbench", *sys.argv[1:]]
+        redacted([Path(sys.executable).name, "-m", "bench.vdbbench", *sys.argv[1:]])
     )
     started_at = report.utc_now()
 
@@ -366,13 +548,19 @@ def main(argv: list[str] | None = None) -> int:
     server_log = work / "server.log"
     vdb_log = work / "vectordb_bench.log"
     base_url = f"http://127.0.0.1:{args.port}"
-    server = start_server(
-        binary, work / "data", server_log, args.port, {"SAGITTA_LOG": "info"}
-    )
+    server_env = {"SAGITTA_LOG": "info"}
+    if api_key:
+        server_env["SAGITTA_API_KEY"] = api_key
+        send_api_key(api_key)  # the harness's own requests (readiness poll included)
+    server = start_server(binary, work / "data", server_log, args.port, server_env)
     try:
         telemetry = http_json(f"{base_url}/telemetry")["result"]
         version = str(telemetry.get("app", {}).get("version", "unknown"))
-        watcher = Watcher(base_url, dataset.n)
+        # with a key: proof that the server refuses requests without it
+        without_key = (
+            unauthenticated_status(f"{base_url}/collections") if api_key else None
+        )
+        watcher = Watcher(base_url, dataset.n, collection=collection)
         watcher.start()
         env = dict(os.environ)
         env.update(
@@ -382,8 +570,13 @@ def main(argv: list[str] | None = None) -> int:
                 "DATASET_LOCAL_DIR": str(work / "vdb-dataset-cache"),
             }
         )
-        cmd = vdbbench_command(args, custom, base_url)
-        print("+ " + shlex.join(cmd), flush=True)
+        client_settings = (
+            client_config(args.vdbbench.parent / "python", api_key, work, env)
+            if api_key
+            else None
+        )
+        cmd = vdbbench_command(args, custom, base_url, api_key)
+        print("+ " + shlex.join(redacted(cmd)), flush=True)
         vdb_started = time.monotonic()
         completed = subprocess.run(
             cmd,
@@ -401,7 +594,7 @@ def main(argv: list[str] | None = None) -> int:
         found = find_result(work / "results")
         metrics, case = metrics_of(found["document"])
 
-        info = http_json(f"{base_url}/collections/{COLLECTION}")["result"]
+        info = http_json(f"{base_url}/collections/{collection}")["result"]
         metrics_text = http_text(f"{base_url}/metrics")
         memory = rss_bytes(server.pid)
         search_params = {"exact": False, "hnsw_ef": args.hnsw_ef}
@@ -409,7 +602,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_direct_recall:
             extra_ef = [int(ef) for ef in args.direct_ef.split(",") if ef.strip()]
             direct = [
-                direct_recall(base_url, dataset, args.k, params)
+                direct_recall(base_url, dataset, args.k, params, collection)
                 for params in (
                     search_params,
                     *({"exact": False, "hnsw_ef": ef} for ef in extra_ef),
@@ -453,13 +646,18 @@ def main(argv: list[str] | None = None) -> int:
     def since(moment: float | None) -> float | None:
         return None if moment is None else round(moment - vdb_started, 2)
 
+    hnsw_config = info.get("config", {}).get("hnsw_config") or {}
     result = {
         "engine": ENGINE,
         "engine_version": version,
+        "client": f"vectordbbench {args.client}",
+        "api": client["api"],
         "index_params": {
             "m": args.m,
-            "ef_construct": args.ef_construct,
-            "quantization": None,  # VectorDBBench's qdrant_local sends none
+            # qdrantcloud sends none: the collection's, as the server reports it
+            "ef_construct": args.ef_construct or hnsw_config.get("ef_construct"),
+            # neither client asks for quantization: what the server reports it uses
+            "quantization": info.get("config", {}).get("quantization_config"),
         },
         "build_seconds": metrics["load_duration"],
         "upload_seconds": metrics["insert_duration"],
@@ -477,7 +675,7 @@ def main(argv: list[str] | None = None) -> int:
         "runs": runs,
     }
     document = report.build_document(
-        suite=SUITE,
+        suite=client["suite"],
         command=command,
         started_at=started_at,
         dataset={
@@ -495,7 +693,21 @@ def main(argv: list[str] | None = None) -> int:
         extra={
             "vectordbbench": {
                 "version": vdbbench_version(args.vdbbench),
-                "command": report.repo_relative_text(shlex.join(cmd)),
+                "client": args.client,
+                "api": client["api"],
+                "transport": client["transport"],
+                "client_config": client_settings,
+                "api_key": (
+                    {
+                        "server": "SAGITTA_API_KEY (random per run, not recorded)"
+                        if not args.api_key
+                        else "SAGITTA_API_KEY (given, not recorded)",
+                        "rest_status_without_key": without_key,
+                    }
+                    if api_key
+                    else None
+                ),
+                "command": report.repo_relative_text(shlex.join(redacted(cmd))),
                 "concurrency_duration_s": args.duration,
                 "result_file": found["file"],
                 "metrics": metrics,
@@ -504,6 +716,7 @@ def main(argv: list[str] | None = None) -> int:
             },
             "server": {
                 "binary": report.repo_relative(args.binary),
+                "collection_name": collection,
                 "collection": info,
                 "segments_count": info.get("segments_count"),
                 "optimizer_log": optimizer_counts(log_text),

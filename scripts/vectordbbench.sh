@@ -2,6 +2,10 @@
 # VectorDBBench 2.0's qdrant_local client, unchanged, against `sagitta serve` on debian-minilm
 # (custom performance case: m 16, ef_construct 100, hnsw_ef 64, k 10, concurrency 1/8/32).
 # Usage: scripts/vectordbbench.sh [OUT_JSON] [more bench/vdbbench.py options]
+#   --client qdrantcloud: VectorDBBench's qdrant_cloud client instead, which, given an API key,
+#   speaks gRPC (port 6334): the server gets a random key (or --api-key KEY), the client the same
+#   key; it sends m 16 and hnsw_ef 100 and has no options for them, e.g.
+#   scripts/vectordbbench.sh bench/results/vectordbbench-cloud-debian-minilm.json --client qdrantcloud
 #
 # Makes .venv-vdbbench once from PyPI (vectordb-bench pinned below, with its qdrant extra),
 # converts the dataset into VectorDBBench's custom-dataset layout in the temporary directory, starts

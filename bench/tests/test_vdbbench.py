@@ -1,11 +1,30 @@
-"""The VectorDBBench harness's dataset conversion (the custom-dataset Parquet layout) and its
-log/metrics parsing, on tiny generated data: no network, no vectordb-bench import."""
+"""The VectorDBBench harness's dataset conversion (the custom-dataset Parquet layout), its
+log/metrics parsing and its two clients' command lines and API key handling, on tiny generated
+data: no network (a loopback stand-in at most), no vectordb-bench import."""
+
+import argparse
+import http.server
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 
 from bench.datasets import Dataset, exact_search, normalize
-from bench.vdbbench import convert, optimizer_counts
+from bench.vdbbench import (
+    CLIENTS,
+    convert,
+    http_json,
+    index_settings,
+    optimizer_counts,
+    redacted,
+    send_api_key,
+    unauthenticated_status,
+    vdbbench_command,
+)
 
 
 def _dataset(n=50, nq=7, dim=8, seed=3):
@@ -74,3 +93,122 @@ def test_optimizer_counts_reads_the_servers_info_lines():
         ]
     )
     assert optimizer_counts(log) == {"seals": 1, "merges": 1, "vacuums": 1}
+
+
+# ---------------------------------------------------------------------------------------------
+# Clients: qdrantlocal (REST) and qdrantcloud (gRPC with an API key)
+
+
+def _args(client, **settings):
+    resolved = index_settings(client, None, None, None) | settings
+    return argparse.Namespace(
+        client=client,
+        vdbbench=Path("vectordbbench"),
+        k=10,
+        concurrency="1",
+        duration=5,
+        **resolved,
+    )
+
+
+CUSTOM = {"dir": "/data/x", "size": 50, "dim": 8, "metric_type": "COSINE"}
+
+
+def test_index_settings_are_the_clients_and_qdrantcloud_cannot_change_them():
+    assert index_settings("qdrantlocal", None, None, None) == {
+        "m": 16,
+        "ef_construct": 100,
+        "hnsw_ef": 64,
+    }
+    assert index_settings("qdrantlocal", 32, None, 128) == {
+        "m": 32,
+        "ef_construct": 100,
+        "hnsw_ef": 128,
+    }
+    # what VectorDBBench's QdrantIndexConfig() sends; ef_construct is not sent
+    assert index_settings("qdrantcloud", None, None, None) == {
+        "m": 16,
+        "ef_construct": None,
+        "hnsw_ef": 100,
+    }
+    assert index_settings("qdrantcloud", 16, None, 100)["hnsw_ef"] == 100
+    with pytest.raises(ValueError, match="--hnsw-ef"):
+        index_settings("qdrantcloud", None, None, 64)
+    with pytest.raises(ValueError, match="--ef-construct"):
+        index_settings("qdrantcloud", None, 200, None)
+
+
+def test_qdrantlocal_command_sends_the_index_settings_and_no_key():
+    cmd = vdbbench_command(_args("qdrantlocal"), CUSTOM, "http://127.0.0.1:6333")
+    assert cmd[:3] == ["vectordbbench", "qdrantlocal", "--url"]
+    assert cmd[cmd.index("--m") + 1] == "16"
+    assert cmd[cmd.index("--ef-construct") + 1] == "100"
+    assert cmd[cmd.index("--hnsw-ef") + 1] == "64"
+    assert "--api-key" not in cmd
+    assert cmd[cmd.index("--custom-dataset-dir") + 1] == "/data/x"
+
+
+def test_qdrantcloud_command_has_the_key_and_no_index_options():
+    args = _args("qdrantcloud")
+    cmd = vdbbench_command(args, CUSTOM, "http://127.0.0.1:6333", "k3y")
+    assert cmd[:6] == [
+        "vectordbbench",
+        "qdrantcloud",
+        "--url",
+        "http://127.0.0.1:6333",
+        "--api-key",
+        "k3y",
+    ]
+    for option in ("--m", "--ef-construct", "--hnsw-ef"):
+        assert option not in cmd  # the qdrantcloud command has none of them
+    assert cmd[cmd.index("--case-type") + 1] == "PerformanceCustomDataset"
+    with pytest.raises(ValueError, match="API key"):
+        vdbbench_command(args, CUSTOM, "http://127.0.0.1:6333", None)
+    assert CLIENTS["qdrantcloud"]["api"] == "grpc"
+    assert CLIENTS["qdrantlocal"]["api"] == "rest"
+    assert CLIENTS["qdrantcloud"]["collection"] == "QdrantCloudCollection"
+
+
+def test_the_api_key_is_never_recorded():
+    cmd = ["vectordbbench", "qdrantcloud", "--api-key", "s3cret", "--k", "10"]
+    assert redacted(cmd) == [
+        "vectordbbench",
+        "qdrantcloud",
+        "--api-key",
+        "<api-key>",
+        "--k",
+        "10",
+    ]
+    assert "s3cret" not in " ".join(redacted(cmd))
+
+
+class _KeyedHandler(http.server.BaseHTTPRequestHandler):
+    """A loopback stand-in that answers 401 without ``api-key: k3y``, as the server does."""
+
+    def do_GET(self):
+        status = 200 if self.headers.get("api-key") == "k3y" else 401
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.end_headers()
+        self.wfile.write(b'{"result": {}}')
+
+    def log_message(self, format: str, *args) -> None:
+        pass
+
+
+def test_the_harness_requests_carry_the_key_once_it_is_set():
+    server = http.server.HTTPServer(("127.0.0.1", 0), _KeyedHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/collections"
+    try:
+        with pytest.raises(urllib.error.HTTPError):
+            http_json(url)
+        send_api_key("k3y")
+        assert http_json(url) == {"result": {}}
+        # the check that the server enforces the key sends none
+        assert unauthenticated_status(url) == 401
+    finally:
+        urllib.request.install_opener(None)  # type: ignore[arg-type]
+        server.shutdown()
+        server.server_close()
