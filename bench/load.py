@@ -1,5 +1,6 @@
-"""Server load: SagittaDB's REST server driven over HTTP by ``sagitta-load`` (Rust, tokio,
-hyper; one keep-alive connection per client), like qdrant's vector-db-benchmark.
+"""Server load: SagittaDB's server driven by ``sagitta-load`` (Rust, tokio; one keep-alive
+connection per client) over REST (hyper, HTTP/1.1) and/or gRPC (``--api rest,grpc``: tonic,
+HTTP/2), like qdrant's vector-db-benchmark.
 
     python -m bench.load --dataset debian-minilm --concurrency 1,64,1024 --queries 20000 \\
         --out bench/results/load-debian-minilm.json
@@ -274,6 +275,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--upload-parallel", type=int, default=4)
     parser.add_argument(
+        "--api",
+        default="rest",
+        help="sagitta-load --api: rest, grpc, or rest,grpc (both in one run: each uploads "
+        "in turn, the timed phases alternate per concurrency level)",
+    )
+    parser.add_argument(
         "--loadgen-threads", type=int, default=0, help="tokio workers (0 = cores)"
     )
     parser.add_argument(
@@ -358,6 +365,9 @@ def main(argv: list[str] | None = None) -> int:
             ]
             if args.hnsw_ef:
                 command += ["--hnsw-ef", str(args.hnsw_ef)]
+            if args.api != "rest":
+                grpc_url = f"http://127.0.0.1:{server.grpc_port}"
+                command += ["--api", args.api, "--grpc-url", grpc_url]
             if args.load_by == "upload":
                 command.append("--upload")
             if args.baseline_readyz:

@@ -3,7 +3,7 @@ report becomes outcomes and a pass rate."""
 
 from pathlib import Path
 
-from bench.compat import markdown, outcomes, summary
+from bench.compat import markdown, outcomes, rest_twin, summary, twins
 from bench.compat_plugin import needs_grpc
 
 REPORT = """<?xml version="1.0" encoding="utf-8"?>
@@ -82,3 +82,49 @@ def test_markdown_lists_every_test_that_did_not_pass(tmp_path: Path):
     assert "Not found: Collection `x` doesn't exist!" in text
     assert "test_points_crud[True]" in text
     assert "test_points_crud[False]" not in text.split("## Left out")[0]
+
+
+def test_grpc_tests_are_paired_with_their_rest_twins():
+    """The issue's measure: gRPC tests whose REST twin passes over REST, and how many of
+    those pass over gRPC."""
+    assert rest_twin("tests.t::test_a[1-True]") == "tests.t::test_a[1-False]"
+    assert (
+        rest_twin("tests.t::test_b[True-False-True]")
+        == "tests.t::test_b[True-False-False]"
+    )
+    assert rest_twin("tests.t::test_client_init") is None
+    assert rest_twin("tests.t::test_c[True-False]") is None
+    grpc_cases = {
+        "t::a[True]": {"outcome": "passed"},
+        "t::b[True]": {"outcome": "failed"},
+        "t::c[True]": {"outcome": "passed"},  # its twin failed over REST: not counted
+        "t::d": {"outcome": "failed"},  # no twin
+    }
+    rest_cases = {
+        "t::a[False]": {"outcome": "passed"},
+        "t::b[False]": {"outcome": "passed"},
+        "t::c[False]": {"outcome": "failed"},
+    }
+    pairs = twins(grpc_cases, rest_cases)
+    assert pairs == {
+        "rest_twin_passes": 2,
+        "passes_over_grpc": 1,
+        "share": 0.5,
+        "failing_over_grpc": ["t::b[True]"],
+    }
+    text = markdown(
+        {
+            "suite": "qdrant-client tests",
+            "api": "grpc",
+            "suite_commit": "abc",
+            "tests": grpc_cases,
+            "summary": summary(grpc_cases, ["t::a[False]"]),
+            "grpc_tests_left_out": ["t::a[False]"],
+            "twins": pairs,
+        }
+    )
+    assert "2 of 4 tests that make or compare with a gRPC client pass" in text
+    assert "Of the 2 whose REST twin" in text and "1 pass over gRPC" in text
+    assert text.split("## Left out: REST only (COMPATIBILITY.md)")[1].strip() == (
+        "- `t::a[False]`"
+    )
