@@ -400,3 +400,49 @@ def test_collection_info_says_over_grpc_what_it_says_over_rest(tmp_path: Path) -
                     max_optimization_threads=100_000
                 ),
             )
+
+
+def _series(server: SagittaServer, name: str) -> dict[str, float]:
+    """Every sample of metric `name` in /metrics, by its label text."""
+    with urllib.request.urlopen(f"{server.url}/metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    pattern = rf"^{name}\{{(.*)\}} (\S+)$"
+    return {
+        m.group(1): float(m.group(2)) for m in re.finditer(pattern, text, re.MULTILINE)
+    }
+
+
+def test_grpc_calls_are_counted_by_method_and_code(tmp_path: Path) -> None:
+    """/metrics counts gRPC calls by method and status code, with a latency histogram;
+    a method not served is counted as "other", so clients cannot multiply the series."""
+    with running_server(tmp_path / "data") as server:
+        client = grpc_client(server, None)
+        client.create_collection(
+            "m",
+            vectors_config=models.VectorParams(size=2, distance=models.Distance.DOT),
+        )
+        client.upsert("m", [models.PointStruct(id=1, vector=[1.0, 0.0])], wait=True)
+        for _ in range(3):
+            client.query_points("m", query=[1.0, 0.0], limit=1)
+        refused(
+            lambda: client.query_points("missing", query=[1.0, 0.0], limit=1),
+            grpc.StatusCode.NOT_FOUND,
+        )
+        with grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel:
+            unknown = channel.unary_unary("/qdrant.Points/NoSuchCall")
+            refused(lambda: unknown(b""), grpc.StatusCode.UNIMPLEMENTED)
+        calls = _series(server, "sagitta_grpc_requests_total")
+        assert calls['method="/qdrant.Points/Query",code="Ok"'] == 3
+        assert calls['method="/qdrant.Points/Query",code="NotFound"'] == 1
+        assert calls['method="/qdrant.Points/Upsert",code="Ok"'] == 1
+        assert calls['method="other",code="Unimplemented"'] == 1
+        assert not any("NoSuchCall" in labels for labels in calls)
+        counts = _series(server, "sagitta_grpc_request_duration_seconds_count")
+        assert counts['method="/qdrant.Points/Query"'] == 4
+        # each call is also answered (and counted) by its REST route
+        http = _series(server, "sagitta_http_requests_total")
+        query_route = (
+            'method="POST",route="/collections/{name}/points/query",status="200"'
+        )
+        assert http[query_route] == 3
+        client.close()

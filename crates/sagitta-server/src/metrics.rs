@@ -29,6 +29,31 @@ struct Latency {
     sum_seconds: f64,
 }
 
+impl Latency {
+    fn add(&mut self, seconds: f64) {
+        self.count += 1;
+        self.sum_seconds += seconds;
+        if let Some(bucket) = LATENCY_BUCKETS_SECONDS
+            .iter()
+            .position(|bound| seconds <= *bound)
+        {
+            self.bucket_counts[bucket] += 1;
+        }
+    }
+
+    /// The histogram's series `name`_bucket/_sum/_count under `labels`.
+    fn write(&self, out: &mut String, name: &str, labels: &str) {
+        let mut cumulative = 0;
+        for (bound, count) in LATENCY_BUCKETS_SECONDS.iter().zip(self.bucket_counts) {
+            cumulative += count;
+            let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{bound}\"}} {cumulative}");
+        }
+        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", self.count);
+        let _ = writeln!(out, "{name}_sum{{{labels}}} {}", self.sum_seconds);
+        let _ = writeln!(out, "{name}_count{{{labels}}} {}", self.count);
+    }
+}
+
 /// Counters of the connection layer (`connections.rs`) and of request bodies.
 #[derive(Default)]
 pub struct ConnectionMetrics {
@@ -56,6 +81,11 @@ pub struct Metrics {
     responses: Mutex<BTreeMap<(String, String, u16), u64>>,
     /// (method, route template) -> latency histogram.
     latencies: Mutex<BTreeMap<(String, String), Latency>>,
+    /// (gRPC method, status code) -> calls answered: the gRPC calls alone (each is also
+    /// counted above under the REST route that answered it).
+    grpc_calls: Mutex<BTreeMap<(String, String), u64>>,
+    /// gRPC method -> latency histogram, call to response sent.
+    grpc_latencies: Mutex<BTreeMap<String, Latency>>,
     points_upserted_total: AtomicU64,
     writes_rejected_total: AtomicU64,
     pub connections: ConnectionMetrics,
@@ -68,18 +98,25 @@ impl Metrics {
             .lock()
             .entry((method.to_string(), route.to_string(), status))
             .or_default() += 1;
-        let mut latencies = self.latencies.lock();
-        let latency = latencies
+        self.latencies
+            .lock()
             .entry((method.to_string(), route.to_string()))
-            .or_default();
-        latency.count += 1;
-        latency.sum_seconds += seconds;
-        if let Some(bucket) = LATENCY_BUCKETS_SECONDS
-            .iter()
-            .position(|bound| seconds <= *bound)
-        {
-            latency.bucket_counts[bucket] += 1;
-        }
+            .or_default()
+            .add(seconds);
+    }
+
+    /// A gRPC call (`/qdrant.Points/Query`) answered with `code` after `seconds`.
+    pub fn observe_grpc(&self, method: &str, code: &str, seconds: f64) {
+        *self
+            .grpc_calls
+            .lock()
+            .entry((method.to_string(), code.to_string()))
+            .or_default() += 1;
+        self.grpc_latencies
+            .lock()
+            .entry(method.to_string())
+            .or_default()
+            .add(seconds);
     }
 
     pub fn count_points_upserted(&self, count: u64) {
@@ -241,29 +278,25 @@ fn request_series(out: &mut String, metrics: &Metrics) {
     out.push_str("# TYPE sagitta_http_request_duration_seconds histogram\n");
     for ((method, route), latency) in metrics.latencies.lock().iter() {
         let labels = format!("method=\"{method}\",route=\"{}\"", escape_label(route));
-        let mut cumulative = 0;
-        for (bound, count) in LATENCY_BUCKETS_SECONDS.iter().zip(latency.bucket_counts) {
-            cumulative += count;
-            let _ = writeln!(
-                out,
-                "sagitta_http_request_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {cumulative}"
-            );
-        }
+        latency.write(out, "sagitta_http_request_duration_seconds", &labels);
+    }
+    out.push_str(
+        "# HELP sagitta_grpc_requests_total gRPC calls answered, by method and status code \
+         (each also counted in sagitta_http_requests_total under the route that answered it).\n",
+    );
+    out.push_str("# TYPE sagitta_grpc_requests_total counter\n");
+    for ((method, code), count) in metrics.grpc_calls.lock().iter() {
+        let method = escape_label(method);
         let _ = writeln!(
             out,
-            "sagitta_http_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}",
-            latency.count
+            "sagitta_grpc_requests_total{{method=\"{method}\",code=\"{code}\"}} {count}"
         );
-        let _ = writeln!(
-            out,
-            "sagitta_http_request_duration_seconds_sum{{{labels}}} {}",
-            latency.sum_seconds
-        );
-        let _ = writeln!(
-            out,
-            "sagitta_http_request_duration_seconds_count{{{labels}}} {}",
-            latency.count
-        );
+    }
+    out.push_str("# HELP sagitta_grpc_request_duration_seconds Time to answer a gRPC call.\n");
+    out.push_str("# TYPE sagitta_grpc_request_duration_seconds histogram\n");
+    for (method, latency) in metrics.grpc_latencies.lock().iter() {
+        let labels = format!("method=\"{}\"", escape_label(method));
+        latency.write(out, "sagitta_grpc_request_duration_seconds", &labels);
     }
 }
 

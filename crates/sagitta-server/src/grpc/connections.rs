@@ -22,7 +22,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::http::{Request, Response};
 use hyper::body::Incoming;
@@ -36,6 +36,7 @@ use crate::connections::{
     accept_loop, now_ms, sleep_until_ms, timed_out, Connection, Guarded, Refusal, Spawn, Table,
     TrackedIo, BUSY, IDLE,
 };
+use crate::SharedState;
 
 /// HTTP/2 flow-control window of each call: a batch of points (MBs) arrives without
 /// waiting on window updates (HTTP/2's default is 64 KiB).
@@ -87,6 +88,7 @@ impl Spawn for Spawner {
             routes: self.routes.clone(),
             connection: Arc::clone(&connection),
             running: Arc::new(AtomicUsize::new(0)),
+            state: Arc::clone(&self.table.state),
         };
         let table = Arc::clone(&self.table);
         tokio::spawn(async move {
@@ -162,19 +164,25 @@ async fn serve_connection(
 }
 
 /// The connection's calls: each one counted while it runs, the connection `BUSY` while
-/// any does.
+/// any does, and each recorded in the metrics (`sagitta_grpc_*`) when it ends.
 #[derive(Clone)]
 struct Calls {
     routes: Routes,
     connection: Arc<Connection>,
     running: Arc<AtomicUsize>,
+    state: SharedState,
 }
 
 /// One running call; its end (the response body dropped by hyper, sent or not) may leave
-/// the connection `IDLE`.
+/// the connection `IDLE`, and records it: its method, its status code and its time.
 pub(crate) struct Running {
     connection: Arc<Connection>,
     running: Arc<AtomicUsize>,
+    state: SharedState,
+    method: String,
+    started: Instant,
+    /// The answer's status code; `None` if the call ended before one (the client went).
+    code: Option<tonic::Code>,
 }
 
 impl Drop for Running {
@@ -182,7 +190,31 @@ impl Drop for Running {
         if self.running.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.connection.set_phase(IDLE);
         }
+        let code = self.code.unwrap_or(tonic::Code::Cancelled);
+        // a client may send any path (answered UNIMPLEMENTED) or go before the answer:
+        // those share one label, so the series stay as many as the methods served
+        let method = match self.code {
+            Some(code) if code != tonic::Code::Unimplemented => self.method.as_str(),
+            _ => "other",
+        };
+        self.state.metrics.observe_grpc(
+            method,
+            &format!("{code:?}"),
+            self.started.elapsed().as_secs_f64(),
+        );
     }
+}
+
+/// A response's gRPC status: in its headers when the call failed before any message
+/// (tonic answers a unary call's error that way), else OK (a later failure would be in
+/// the trailers, which are not read here).
+fn status_of<B>(response: &Response<B>) -> tonic::Code {
+    response
+        .headers()
+        .get("grpc-status")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<i32>().ok())
+        .map_or(tonic::Code::Ok, tonic::Code::from_i32)
 }
 
 impl tower_service::Service<Request<Incoming>> for Calls {
@@ -199,13 +231,18 @@ impl tower_service::Service<Request<Incoming>> for Calls {
         if self.running.fetch_add(1, Ordering::AcqRel) == 0 {
             self.connection.set_phase(BUSY);
         }
-        let running = Running {
+        let mut running = Running {
             connection: Arc::clone(&self.connection),
             running: Arc::clone(&self.running),
+            state: Arc::clone(&self.state),
+            method: request.uri().path().to_string(),
+            started: Instant::now(),
+            code: None,
         };
         let call = self.routes.call(request);
         Box::pin(async move {
             let response = call.await?;
+            running.code = Some(status_of(&response));
             Ok(response.map(|inner| Guarded {
                 inner,
                 _guard: running,
