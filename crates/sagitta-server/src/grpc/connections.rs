@@ -132,17 +132,12 @@ async fn serve_connection(
             closing_since = Some(now_ms());
         }
         let deadline = match closing_since {
-            // a running call finishes first, unless its answer is not being read
-            Some(since) => {
-                let busy = connection.phase.load(Ordering::Acquire) == BUSY;
-                let stalled = connection.write_blocked_ms.load(Ordering::Relaxed) != 0;
-                if busy && !stalled {
-                    connection.deadline_ms(&table.limits)
-                } else {
-                    Some(since + GOAWAY_GRACE_MS)
-                }
+            // a running call finishes first (unless its answer stops being read, as on
+            // REST); otherwise the client has GOAWAY_GRACE_MS to close
+            Some(since) if connection.phase.load(Ordering::Acquire) != BUSY => {
+                Some(since + GOAWAY_GRACE_MS)
             }
-            None => connection.deadline_ms(&table.limits),
+            _ => connection.deadline_ms(&table.limits),
         };
         let changed = connection.changed.notified();
         tokio::select! {
