@@ -30,6 +30,10 @@
 //! - **Declared bodies** over `max_request_bytes` are answered 413 before any of the body
 //!   is read.
 //!
+//! The gRPC listener (`grpc/connections.rs`) admits its HTTP/2 connections into the same
+//! [`Table`] through the same `accept_loop`, so the caps count both listeners
+//! connections; it counts a connection's phase by its calls.
+//!
 //! Accept errors (`EMFILE` when descriptors run out anyway) close the stalest evictable
 //! connection and retry after 10 ms. When the server stops, connections that are idle or
 //! sending a head close at once, bodies still arriving get 5 s, requests being handled
