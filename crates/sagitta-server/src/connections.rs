@@ -31,7 +31,7 @@
 //!   is read.
 //!
 //! The gRPC listener (`grpc/connections.rs`) admits its HTTP/2 connections into the same
-//! [`Table`] through the same `accept_loop`, so the caps count both listeners
+//! [`Table`] through the same `accept_loop`, so the caps count both listeners'
 //! connections; it counts a connection's phase by its calls.
 //!
 //! Accept errors (`EMFILE` when descriptors run out anyway) close the stalest evictable
