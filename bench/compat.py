@@ -36,6 +36,19 @@ TARGETS = (
 PORT = 6333
 
 
+def git_head(checkout: Path) -> str:
+    """The commit ``checkout`` (a git working tree) is at; a clear error if git cannot say."""
+    try:
+        return subprocess.run(
+            ["git", "-C", str(checkout), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError) as error:
+        raise SystemExit(f"{checkout}: cannot read its git commit ({error})") from None
+
+
 def check_pin(suite: Path) -> str:
     """The suite's commit when it is a git checkout (it must be the pinned one), else
     ``unknown``; its pyproject must name the pinned version either way."""
@@ -46,12 +59,7 @@ def check_pin(suite: Path) -> str:
         )
     if not (suite / ".git").exists():
         return "unknown (not a git checkout; pyproject says " + PINNED_VERSION + ")"
-    commit = subprocess.run(
-        ["git", "-C", str(suite), "rev-parse", "HEAD"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    commit = git_head(suite)
     if commit != PINNED_COMMIT:
         raise SystemExit(
             f"{suite} is at {commit}, not v{PINNED_VERSION} ({PINNED_COMMIT})"

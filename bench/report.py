@@ -79,6 +79,18 @@ def _memory_total() -> int:
     return 0
 
 
+def process_rss_bytes(pid: int) -> int | None:
+    """Resident memory of process ``pid`` (``VmRSS`` of ``/proc/PID/status``), or None where
+    it cannot be read (the process is gone, or no procfs)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
 def machine_info() -> dict:
     info = _cpuinfo()
     try:

@@ -176,16 +176,6 @@ def http_text(url: str, timeout: float = 30) -> str:
         return response.read().decode()
 
 
-def rss_bytes(pid: int) -> int | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
-
-
 class Watcher(threading.Thread):
     """Polls the collection every ``interval`` s from the first time it exists until all
     ``n`` points are in and it is green; records those moments (monotonic seconds)."""
@@ -596,7 +586,7 @@ def main(argv: list[str] | None = None) -> int:
 
         info = http_json(f"{base_url}/collections/{collection}")["result"]
         metrics_text = http_text(f"{base_url}/metrics")
-        memory = rss_bytes(server.pid)
+        memory = report.process_rss_bytes(server.pid)
         search_params = {"exact": False, "hnsw_ef": args.hnsw_ef}
         direct = None
         if not args.no_direct_recall:

@@ -65,7 +65,7 @@ from pathlib import Path
 import numpy as np
 
 from bench import report
-from bench.compat import start_server
+from bench.compat import git_head, start_server
 from bench.datasets import DEBIAN_MINILM_PATH, Dataset, load_debian_minilm
 
 REPO = Path(__file__).resolve().parents[1]
@@ -170,15 +170,7 @@ def suite_commit(suite: Path, pinned: str = PINNED_COMMIT) -> str:
     pinned commit, marked as taken on trust."""
     if not (suite / ".git").exists():
         return f"{pinned} (not a git checkout; the pinned commit)"
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(suite), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError) as error:
-        raise SystemExit(f"{suite}: cannot read its git commit ({error})") from None
+    commit = git_head(suite)
     if not commit.startswith(pinned):
         raise SystemExit(f"{suite} is at {commit}, not {pinned}")
     return commit
@@ -491,19 +483,9 @@ def port_free(port: int) -> bool:
     return True
 
 
-def rss_bytes(pid: int) -> int | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
-
-
 def server_state(base_url: str, pid: int) -> dict:
     """The collection as the server reports it, its version, memory and bytes written."""
-    state: dict = {"memory_bytes": rss_bytes(pid)}
+    state: dict = {"memory_bytes": report.process_rss_bytes(pid)}
     try:
         telemetry = http_json(f"{base_url}/telemetry")["result"]
         state["version"] = str(telemetry.get("app", {}).get("version", "unknown"))

@@ -4,7 +4,7 @@
 # qdrant-default) and its `qdrant_native` engine (REST over httpx, config qdrant-native-default),
 # recall@10 and QPS of both side by side in one bench-schema JSON.
 # Usage: scripts/vector-db-benchmark.sh [--suite DIR] [more bench/vector_db_benchmark.py options]
-#   e.g. scripts/vector-db-benchmark.sh --n 10000 --queries 200 --out /tmp/vdb-smoke.json
+#   e.g. scripts/vector-db-benchmark.sh --n 10000 --queries 200 --out bench/results/quick.vdb-smoke.json
 #
 # The suite is a checkout outside this repository (default ../vector-db-benchmark; get it with
 # `git clone https://github.com/qdrant/vector-db-benchmark && git -C vector-db-benchmark checkout
