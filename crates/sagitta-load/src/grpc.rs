@@ -38,6 +38,8 @@ pub struct GrpcEndpoint {
 /// server's `retry-after` (seconds) when it sent one.
 #[derive(Debug)]
 pub struct Failure {
+    /// The status code, when the server answered (`None`: a timeout).
+    pub code: Option<tonic::Code>,
     pub kind: String,
     pub message: String,
     pub retry_after: Option<f64>,
@@ -47,6 +49,7 @@ impl Failure {
     fn of(status: &tonic::Status) -> Failure {
         let code = format!("{:?}", status.code());
         Failure {
+            code: Some(status.code()),
             kind: format!("gRPC {}", upper_snake(&code)),
             message: format!("gRPC {}: {}", upper_snake(&code), status.message()),
             retry_after: status
@@ -124,6 +127,7 @@ impl GrpcEndpoint {
             Ok(Ok(response)) => Ok(response.into_inner()),
             Ok(Err(status)) => Err(Failure::of(&status)),
             Err(_) => Err(Failure {
+                code: None,
                 kind: "timeout".to_string(),
                 message: format!("no response within {:.1} s", self.timeout.as_secs_f64()),
                 retry_after: None,
@@ -260,6 +264,7 @@ mod tests {
             .insert("retry-after", "2".parse().unwrap());
         let failure = Failure::of(&status);
         assert_eq!(failure.kind, "gRPC RESOURCE_EXHAUSTED");
+        assert_eq!(failure.code, Some(tonic::Code::ResourceExhausted));
         assert!(failure.message.contains("too many requests"));
         assert_eq!(failure.retry_after, Some(2.0));
     }

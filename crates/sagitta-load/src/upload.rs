@@ -171,7 +171,9 @@ impl Batches {
                 match endpoint.upsert(channel, &messages[i]).await {
                     Ok(()) => Ok(None),
                     Err(failure) => match failure.retry_after {
-                        Some(wait) if failure.kind == "gRPC RESOURCE_EXHAUSTED" => Ok(Some(wait)),
+                        Some(wait) if failure.code == Some(tonic::Code::ResourceExhausted) => {
+                            Ok(Some(wait))
+                        }
                         _ => Err(format!("upsert batch {i}: {}", failure.message)),
                     },
                 }
