@@ -22,21 +22,30 @@ impl Log for StderrLogger {
         let seconds = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |since| since.as_secs());
-        // one write per line, so lines of several threads do not interleave
-        let line = format!(
-            "{} {} {}: {}\n",
+        say(format_args!(
+            "{} {} {}: {}",
             sagitta_storage::utc::utc_timestamp(seconds),
             record.level(),
             record.target(),
             record.args()
-        );
-        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+        ));
     }
 
     fn flush(&self) {}
 }
 
 static LOGGER: StderrLogger = StderrLogger;
+
+/// Writes `line` and a newline to stderr in one write. `eprintln!` writes each piece of its
+/// format separately (stderr is unbuffered), so the lines of several threads, or of the
+/// ranks of an MPI job whose outputs mpirun merges, could interleave mid-line: CI once saw
+/// rank 0's "listening on" split by another rank's line, and the test waiting for the
+/// address never found it.
+pub fn say(line: std::fmt::Arguments<'_>) {
+    let mut text = line.to_string();
+    text.push('\n');
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
 
 /// The level `SAGITTA_LOG` names (`info` when unset); an unknown name is an error naming it.
 pub fn level_from_env() -> Result<LevelFilter, String> {

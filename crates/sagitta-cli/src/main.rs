@@ -297,6 +297,14 @@ fn usage_failure(message: String) -> Failure {
     }
 }
 
+/// `eprintln!` as one write per line (`logger::say`): the ranks of an MPI job share
+/// mpirun's output.
+macro_rules! say {
+    ($($line:tt)*) => {
+        logger::say(format_args!($($line)*))
+    };
+}
+
 fn main() -> ExitCode {
     // clap prints its own usage errors and exits with status 2.
     let outcome = match Cli::parse().command {
@@ -307,7 +315,7 @@ fn main() -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            eprintln!("error: {}", failure.message);
+            say!("error: {}", failure.message);
             ExitCode::from(if failure.usage { 2 } else { 1 })
         }
     }
@@ -446,7 +454,7 @@ fn serve_mpi(config: ServerConfig, timeout: Duration) -> Result<(), Failure> {
     let database = Arc::new(database);
     let local = DatabaseLocal(Arc::clone(&database));
     if rank.rank() != 0 {
-        eprintln!(
+        say!(
             "sagitta serve --mpi: rank {} of {}, data in {}",
             rank.rank(),
             rank.size(),
@@ -463,7 +471,7 @@ fn serve_mpi(config: ServerConfig, timeout: Duration) -> Result<(), Failure> {
             if let Ok(runtime) = runtime {
                 runtime.block_on(sagitta_server::shutdown_signal());
                 std::thread::sleep(STOP_GRACE);
-                eprintln!("sagitta serve --mpi: no stop from rank 0 {STOP_GRACE:?} after the signal; leaving");
+                say!("sagitta serve --mpi: no stop from rank 0 {STOP_GRACE:?} after the signal; leaving");
                 std::process::exit(1);
             }
         });
@@ -535,7 +543,7 @@ fn http(state: AppState) -> Result<(), Failure> {
             .as_ref()
             .and_then(|grpc| grpc.local_addr().ok())
             .map_or_else(|| "off".to_string(), |at| format!("on {at}"));
-        eprintln!(
+        say!(
             "sagitta serve: listening on http://{local}, gRPC {grpc_at}, data in {}, \
              open-file limit {open_files}, at most {max_connections} connections",
             data_dir.display()
@@ -544,7 +552,7 @@ fn http(state: AppState) -> Result<(), Failure> {
         sagitta_server::serve_with_grpc(listener, grpc, Arc::new(state), shutdown)
             .await
             .map_err(|error| data_failure(format!("server stopped with an error: {error}")))?;
-        eprintln!("sagitta serve: stopped; every acknowledged write is flushed");
+        say!("sagitta serve: stopped; every acknowledged write is flushed");
         Ok(())
     })
 }

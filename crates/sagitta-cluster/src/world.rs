@@ -366,11 +366,13 @@ impl Drop for Rank {
     /// the process ends without finalising (mpirun reports it; the job was broken anyway).
     fn drop(&mut self) {
         if !self.misses.borrow().is_empty() {
-            eprintln!(
-                "rank {}: ranks {:?} are silent; leaving without MPI_Finalize",
+            // one write, as sagitta's other lines: mpirun merges the ranks' outputs
+            let line = format!(
+                "rank {}: ranks {:?} are silent; leaving without MPI_Finalize\n",
                 self.rank,
                 self.misses.borrow().keys().collect::<Vec<_>>()
             );
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
             std::mem::forget(self.universe.take());
         }
     }

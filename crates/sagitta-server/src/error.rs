@@ -91,7 +91,9 @@ impl ApiError {
             | EngineError::Storage(_)
             | EngineError::Index(_)
             | EngineError::Cancelled { .. } => {
-                eprintln!("sagitta: collection `{collection}`: {error}");
+                // one write (eprintln! writes its pieces apart, and lines interleave)
+                let line = format!("sagitta: collection `{collection}`: {error}\n");
+                let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
                 ApiError::new(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     format!(

@@ -78,6 +78,37 @@ fn no_dbg_macro() {
     fail_if_any("dbg! found", &violations);
 }
 
+/// The crates whose lines reach an operator through a merged output (a server's log, the
+/// ranks of an MPI job under mpirun). The tools (sagitta-load, this crate) may print freely.
+fn prints_whole_lines(path: &str) -> bool {
+    in_src(path)
+        && !path.starts_with("crates/sagitta-load/")
+        && !path.starts_with("crates/sagitta-tidy/")
+}
+
+#[test]
+fn server_lines_go_out_in_one_write() {
+    // `eprintln!` writes the pieces of its format one by one: under mpirun another rank's
+    // line can land inside one (CI lost rank 0's "listening on" address that way)
+    let mut violations = Vec::new();
+    for file in source_files(&["rs"]) {
+        if !prints_whole_lines(&file.path) {
+            continue;
+        }
+        let tokens = code_tokens(&file.text);
+        for window in tokens.windows(2) {
+            let printing = window[0].is_word("eprintln") || window[0].is_word("eprint");
+            if printing && window[1].is_punct('!') {
+                violations.push(format!(
+                    "{}:{}: eprintln!/eprint! writes a line in pieces; format it and write it once (sagitta-cli's `say!`)",
+                    file.path, window[0].line
+                ));
+            }
+        }
+    }
+    fail_if_any("lines written in pieces", &violations);
+}
+
 /// The words that mark unfinished work, spelled so that this file does not contain them.
 fn unfinished_markers() -> [&'static str; 3] {
     [
