@@ -12,11 +12,15 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
+import h2.config
+import h2.connection
+import h2.events
 import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool
 from qdrant_client import QdrantClient, models
@@ -446,3 +450,74 @@ def test_grpc_calls_are_counted_by_method_and_code(tmp_path: Path) -> None:
         )
         assert http[query_route] == 3
         client.close()
+
+
+def _grpc_status(
+    sock: socket.socket, link: h2.connection.H2Connection, stream: int, trickle: bytes
+) -> tuple[str, str]:
+    """Sends `trickle` one byte every 0.2 s on `stream` while reading the server's frames,
+    until the stream ends; returns its grpc-status and grpc-message (headers or trailers)."""
+    fields: dict[str, str] = {}
+    deadline = time.monotonic() + 30
+    sent = 0
+    while time.monotonic() < deadline:
+        if sent < len(trickle):
+            link.send_data(stream, trickle[sent : sent + 1])
+            sent += 1
+        sock.sendall(link.data_to_send())
+        sock.settimeout(0.2)
+        try:
+            data = sock.recv(65536)
+        except TimeoutError:
+            continue
+        assert data, "the server closed the connection instead of answering"
+        for event in link.receive_data(data):
+            answer = (h2.events.ResponseReceived, h2.events.TrailersReceived)
+            if isinstance(event, answer) and event.stream_id == stream:
+                for name, value in event.headers or []:
+                    fields[bytes(name).decode()] = bytes(value).decode()
+            if isinstance(event, h2.events.StreamEnded) and event.stream_id == stream:
+                sock.sendall(link.data_to_send())
+                return fields.get("grpc-status", ""), fields.get("grpc-message", "")
+        sock.sendall(link.data_to_send())
+    raise AssertionError(f"stream {stream} had no answer in 30 s; {fields}")
+
+
+def test_a_grpc_message_that_trickles_in_is_cut_off_as_a_rest_body_is(
+    tmp_path: Path,
+) -> None:
+    """A call's message gets what a REST body gets: body_read_timeout_secs plus a second
+    per min_body_bytes_per_sec bytes. One trickling in a byte every 0.2 s (5 bytes/s, under
+    the 100 asked) is answered DEADLINE_EXCEEDED naming the settings, though bytes keep
+    coming; the connection then serves a whole call."""
+    flags = ("--body-read-timeout-secs", "1", "--min-body-bytes-per-sec", "100")
+    with running_server(tmp_path / "data", *flags) as server:
+        assert server.grpc_port is not None
+        sock = socket.create_connection(("127.0.0.1", server.grpc_port))
+        link = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        link.initiate_connection()
+        headers = [
+            (":method", "POST"),
+            (":scheme", "http"),
+            (":path", "/qdrant.Collections/List"),
+            (":authority", f"127.0.0.1:{server.grpc_port}"),
+            ("content-type", "application/grpc"),
+            ("te", "trailers"),
+        ]
+        link.send_headers(1, headers)
+        # a message declared at 1,000 bytes, of which at most 150 come (30 s at 5/s)
+        link.send_data(1, b"\x00" + (1_000).to_bytes(4, "big"))
+        code, message = _grpc_status(sock, link, 1, b"\x00" * 150)
+        assert code == str(grpc.StatusCode.DEADLINE_EXCEEDED.value[0]), (code, message)
+        assert "min_body_bytes_per_sec" in urllib.parse.unquote(message), message
+        # an empty ListCollectionsRequest, whole: answered on the same connection
+        link.send_headers(3, headers)
+        link.send_data(3, b"\x00" * 5, end_stream=True)
+        code, message = _grpc_status(sock, link, 3, b"")
+        assert code == "0", (code, message)
+        sock.close()
+        refused = _series(server, "sagitta_http_request_bodies_refused_total")
+        assert refused['reason="read_timeout"'] == 1
+        calls = _series(server, "sagitta_grpc_requests_total")
+        assert calls['method="/qdrant.Collections/List",code="DeadlineExceeded"'] == 1
+        assert calls['method="/qdrant.Collections/List",code="Ok"'] == 1

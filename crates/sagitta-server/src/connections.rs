@@ -32,7 +32,8 @@
 //!
 //! The gRPC listener (`grpc/connections.rs`) admits its HTTP/2 connections into the same
 //! [`Table`] through the same `accept_loop`, so the caps count both listeners'
-//! connections; it counts a connection's phase by its calls.
+//! connections; it counts a connection's phase by its calls, and each call's message is
+//! under the body time limit.
 //!
 //! Accept errors (`EMFILE` when descriptors run out anyway) close the stalest evictable
 //! connection and retry after 10 ms. When the server stops, connections that are idle or
@@ -377,11 +378,12 @@ pub struct BodyReadTimeout {
     pub seconds: f64,
 }
 
-/// A request body under the body time limit; moves its connection from `BODY` to `BUSY`
-/// when it ends, fails, or is dropped unread.
-struct TimedBody {
+/// A request body under the body time limit. On HTTP/1 (`connection` set) it moves its
+/// connection from `BODY` to `BUSY` when it ends, fails, or is dropped unread; an HTTP/2
+/// call's body (a gRPC message) leaves the phase to the count of calls.
+pub(crate) struct TimedBody {
     inner: Incoming,
-    connection: Arc<Connection>,
+    connection: Option<Arc<Connection>>,
     started: Instant,
     received: u64,
     grace_ms: u64,
@@ -391,6 +393,30 @@ struct TimedBody {
 }
 
 impl TimedBody {
+    pub(crate) fn new(
+        inner: Incoming,
+        connection: Option<Arc<Connection>>,
+        limits: &Limits,
+    ) -> TimedBody {
+        let done = inner.is_end_stream();
+        TimedBody {
+            inner,
+            connection,
+            started: Instant::now(),
+            received: 0,
+            grace_ms: limits.body_read_timeout_ms,
+            min_rate: limits.min_body_bytes_per_sec,
+            sleep: None,
+            done,
+        }
+    }
+
+    fn close_after_response(&self) {
+        if let Some(connection) = &self.connection {
+            connection.close_after_response();
+        }
+    }
+
     fn deadline(&self) -> tokio::time::Instant {
         let extra_ms = self.received.saturating_mul(1000) / self.min_rate;
         tokio::time::Instant::from_std(self.started)
@@ -400,8 +426,10 @@ impl TimedBody {
     fn finish(&mut self) {
         if !self.done {
             self.done = true;
-            if self.connection.phase.load(Ordering::Acquire) == BODY {
-                self.connection.set_phase(BUSY);
+            if let Some(connection) = &self.connection {
+                if connection.phase.load(Ordering::Acquire) == BODY {
+                    connection.set_phase(BUSY);
+                }
             }
         }
     }
@@ -411,7 +439,7 @@ impl Drop for TimedBody {
     fn drop(&mut self) {
         if !self.done && !self.inner.is_end_stream() {
             // Unread: hyper closes the connection rather than drain it; say so.
-            self.connection.close_after_response();
+            self.close_after_response();
         }
         self.finish();
     }
@@ -444,7 +472,7 @@ impl http_body::Body for TimedBody {
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(Some(Err(error))) => {
-                this.connection.close_after_response();
+                this.close_after_response();
                 this.finish();
                 Poll::Ready(Some(Err(Box::new(error))))
             }
@@ -458,7 +486,7 @@ impl http_body::Body for TimedBody {
                     .sleep
                     .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
                 if sleep.as_mut().poll(cx).is_ready() {
-                    this.connection.close_after_response();
+                    this.close_after_response();
                     this.finish();
                     return Poll::Ready(Some(Err(Box::new(BodyReadTimeout {
                         received: this.received,
@@ -573,16 +601,11 @@ impl hyper::service::Service<Request<Incoming>> for Front {
             }
         }
         let mut request = request.map(|inner| {
-            Body::new(TimedBody {
+            Body::new(TimedBody::new(
                 inner,
-                connection: Arc::clone(&connection),
-                started: Instant::now(),
-                received: 0,
-                grace_ms: self.limits.body_read_timeout_ms,
-                min_rate: self.limits.min_body_bytes_per_sec,
-                sleep: None,
-                done: !has_body,
-            })
+                Some(Arc::clone(&connection)),
+                &self.limits,
+            ))
         });
         request
             .extensions_mut()
