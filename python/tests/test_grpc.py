@@ -452,6 +452,46 @@ def test_grpc_calls_are_counted_by_method_and_code(tmp_path: Path) -> None:
         client.close()
 
 
+def _h2_link(
+    server: SagittaServer,
+) -> tuple[socket.socket, h2.connection.H2Connection, list[tuple[str, str]]]:
+    """An HTTP/2 connection to the gRPC port driven frame by frame, and the headers of a
+    `Collections/List` call (whose request has no fields: any message of unknown fields
+    is a valid one, of any size)."""
+    assert server.grpc_port is not None
+    sock = socket.create_connection(("127.0.0.1", server.grpc_port))
+    link = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    link.initiate_connection()
+    headers = [
+        (":method", "POST"),
+        (":scheme", "http"),
+        (":path", "/qdrant.Collections/List"),
+        (":authority", f"127.0.0.1:{server.grpc_port}"),
+        ("content-type", "application/grpc"),
+        ("te", "trailers"),
+    ]
+    return sock, link, headers
+
+
+def _padded_list_request(size: int) -> bytes:
+    """A gRPC frame of a ListCollectionsRequest `size` bytes long: one unknown
+    length-delimited field (number 15) that protobuf readers skip."""
+    pad = size - 4  # tag byte and a 3-byte varint length
+    assert 1 << 14 <= pad < 1 << 21
+    varint = bytes([pad & 0x7F | 0x80, (pad >> 7) & 0x7F | 0x80, pad >> 14])
+    message = bytes([15 << 3 | 2]) + varint + b"p" * pad
+    return b"\x00" + len(message).to_bytes(4, "big") + message
+
+
+def _send(
+    link: h2.connection.H2Connection, stream: int, data: bytes, end_stream: bool = False
+) -> None:
+    """`data` on `stream` in frames of HTTP/2's default largest size."""
+    for at in range(0, len(data), 16_384):
+        last = at + 16_384 >= len(data)
+        link.send_data(stream, data[at : at + 16_384], end_stream=end_stream and last)
+
+
 def _grpc_status(
     sock: socket.socket, link: h2.connection.H2Connection, stream: int, trickle: bytes
 ) -> tuple[str, str]:
@@ -476,9 +516,15 @@ def _grpc_status(
             if isinstance(event, answer) and event.stream_id == stream:
                 for name, value in event.headers or []:
                     fields[bytes(name).decode()] = bytes(value).decode()
+            if isinstance(event, h2.events.DataReceived):
+                link.acknowledge_received_data(
+                    event.flow_controlled_length, event.stream_id
+                )
             if isinstance(event, h2.events.StreamEnded) and event.stream_id == stream:
                 sock.sendall(link.data_to_send())
-                return fields.get("grpc-status", ""), fields.get("grpc-message", "")
+                message = urllib.parse.unquote(fields.get("grpc-message", ""))
+                return fields.get("grpc-status", ""), message
+
         sock.sendall(link.data_to_send())
     raise AssertionError(f"stream {stream} had no answer in 30 s; {fields}")
 
@@ -492,24 +538,13 @@ def test_a_grpc_message_that_trickles_in_is_cut_off_as_a_rest_body_is(
     coming; the connection then serves a whole call."""
     flags = ("--body-read-timeout-secs", "1", "--min-body-bytes-per-sec", "100")
     with running_server(tmp_path / "data", *flags) as server:
-        assert server.grpc_port is not None
-        sock = socket.create_connection(("127.0.0.1", server.grpc_port))
-        link = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
-        link.initiate_connection()
-        headers = [
-            (":method", "POST"),
-            (":scheme", "http"),
-            (":path", "/qdrant.Collections/List"),
-            (":authority", f"127.0.0.1:{server.grpc_port}"),
-            ("content-type", "application/grpc"),
-            ("te", "trailers"),
-        ]
+        sock, link, headers = _h2_link(server)
         link.send_headers(1, headers)
         # a message declared at 1,000 bytes, of which at most 150 come (30 s at 5/s)
         link.send_data(1, b"\x00" + (1_000).to_bytes(4, "big"))
         code, message = _grpc_status(sock, link, 1, b"\x00" * 150)
         assert code == str(grpc.StatusCode.DEADLINE_EXCEEDED.value[0]), (code, message)
-        assert "min_body_bytes_per_sec" in urllib.parse.unquote(message), message
+        assert "min_body_bytes_per_sec" in message, message
         # an empty ListCollectionsRequest, whole: answered on the same connection
         link.send_headers(3, headers)
         link.send_data(3, b"\x00" * 5, end_stream=True)
@@ -521,3 +556,54 @@ def test_a_grpc_message_that_trickles_in_is_cut_off_as_a_rest_body_is(
         calls = _series(server, "sagitta_grpc_requests_total")
         assert calls['method="/qdrant.Collections/List",code="DeadlineExceeded"'] == 1
         assert calls['method="/qdrant.Collections/List",code="Ok"'] == 1
+
+
+def test_grpc_messages_being_received_count_in_the_rest_bodies_budget(
+    tmp_path: Path,
+) -> None:
+    """max_inflight_request_bytes bounds gRPC messages as they arrive, as it bounds REST
+    bodies: while 30,000 bytes of one call's message wait for the rest, a 20,000-byte
+    message does not fit a 40,000-byte budget and is answered UNAVAILABLE with REST's 503
+    message and retry-after; once the first call is cancelled its bytes are given back
+    and the same message is answered."""
+    flags = (
+        "--max-request-bytes",
+        "40000",
+        "--max-inflight-request-bytes",
+        "40000",
+    )
+    with running_server(tmp_path / "data", *flags) as server:
+        sock, link, headers = _h2_link(server)
+        link.send_headers(1, headers)
+        _send(link, 1, _padded_list_request(39_000)[:30_000])
+        sock.sendall(link.data_to_send())
+        deadline = time.monotonic() + 30
+        while _gauge(server, "sagitta_http_request_body_bytes_inflight") < 30_000:
+            assert time.monotonic() < deadline, "the first message was not received"
+            time.sleep(0.05)
+        link.send_headers(3, headers)
+        _send(link, 3, _padded_list_request(20_000), end_stream=True)
+        code, message = _grpc_status(sock, link, 3, b"")
+        assert code == str(grpc.StatusCode.UNAVAILABLE.value[0]), (code, message)
+        assert "max_inflight_request_bytes" in message, message
+        link.reset_stream(1)
+        sock.sendall(link.data_to_send())
+        while _gauge(server, "sagitta_http_request_body_bytes_inflight") > 0:
+            assert time.monotonic() < deadline, "the cancelled call kept its bytes"
+            time.sleep(0.05)
+        link.send_headers(5, headers)
+        _send(link, 5, _padded_list_request(20_000), end_stream=True)
+        code, message = _grpc_status(sock, link, 5, b"")
+        assert code == "0", (code, message)
+        sock.close()
+        refused = _series(server, "sagitta_http_request_bodies_refused_total")
+        assert refused['reason="inflight_bytes"'] == 1
+
+
+def _gauge(server: SagittaServer, name: str) -> float:
+    """An unlabelled sample from /metrics."""
+    with urllib.request.urlopen(f"{server.url}/metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    match = re.search(rf"^{name} (\S+)$", text, re.MULTILINE)
+    assert match, name
+    return float(match.group(1))

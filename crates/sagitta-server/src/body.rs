@@ -2,6 +2,7 @@
 //! limits, and the `wait` query parameter. (The success envelope out is in `response.rs`.)
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
@@ -22,9 +23,10 @@ pub struct ByteBudget {
     limit: usize,
 }
 
-/// Bytes reserved from a [`ByteBudget`], given back when dropped.
-pub struct Reservation<'a> {
-    budget: &'a ByteBudget,
+/// Bytes reserved from a [`ByteBudget`], given back when dropped (it holds the budget, so
+/// a body that hyper and tonic own, a gRPC message's, can hold one too).
+pub struct Reservation {
+    budget: Arc<ByteBudget>,
     bytes: usize,
 }
 
@@ -50,15 +52,15 @@ impl ByteBudget {
     }
 
     /// Reserves `bytes`, or `None` if that would pass the limit.
-    pub fn reserve(&self, bytes: usize) -> Option<Reservation<'_>> {
+    pub fn reserve(self: &Arc<Self>, bytes: usize) -> Option<Reservation> {
         self.take(bytes).then(|| Reservation {
-            budget: self,
+            budget: Arc::clone(self),
             bytes,
         })
     }
 }
 
-impl Reservation<'_> {
+impl Reservation {
     /// Reserves `bytes` more; false (and nothing more reserved) past the limit.
     pub fn grow(&mut self, bytes: usize) -> bool {
         let taken = self.budget.take(bytes);
@@ -69,7 +71,7 @@ impl Reservation<'_> {
     }
 }
 
-impl Drop for Reservation<'_> {
+impl Drop for Reservation {
     fn drop(&mut self) {
         self.budget.used.fetch_sub(self.bytes, Ordering::AcqRel);
     }
@@ -118,7 +120,7 @@ fn too_large(limit: usize) -> ApiError {
     )
 }
 
-fn inflight_full(state: &SharedState, wanted: usize) -> ApiError {
+pub(crate) fn inflight_full(state: &SharedState, wanted: usize) -> ApiError {
     state
         .metrics
         .connections
@@ -311,7 +313,7 @@ mod tests {
 
     #[test]
     fn the_byte_budget_holds_reservations_until_dropped() {
-        let budget = ByteBudget::new(100);
+        let budget = Arc::new(ByteBudget::new(100));
         let mut first = budget.reserve(60).unwrap();
         assert!(budget.reserve(41).is_none());
         assert!(first.grow(40));

@@ -84,7 +84,7 @@ pub struct AppState {
     pub api_keys: auth::ApiKeys,
     pub metrics: metrics::Metrics,
     /// Bytes of request bodies being received (`max_inflight_request_bytes`).
-    pub inflight_bytes: body::ByteBudget,
+    pub inflight_bytes: Arc<body::ByteBudget>,
     /// Free slots for writes in flight.
     pub write_slots: Arc<Semaphore>,
     /// Reads (searches, scrolls, counts) running on the blocking pool at once: one per
@@ -110,7 +110,7 @@ impl AppState {
                 config.api_key.as_deref(),
                 config.read_only_api_key.as_deref(),
             ),
-            inflight_bytes: body::ByteBudget::new(config.max_inflight_request_bytes),
+            inflight_bytes: Arc::new(body::ByteBudget::new(config.max_inflight_request_bytes)),
             config,
             metrics: metrics::Metrics::default(),
             operation_counter: AtomicU64::new(0),

@@ -195,6 +195,14 @@ pub async fn prometheus(State(state): State<SharedState>) -> Response {
         );
     }
     connection_series(&mut out, &state.metrics.connections);
+    let _ = writeln!(
+        out,
+        "# HELP sagitta_http_request_body_bytes_inflight Bytes of request bodies and gRPC \
+         messages being received (max_inflight_request_bytes).\n\
+         # TYPE sagitta_http_request_body_bytes_inflight gauge\n\
+         sagitta_http_request_body_bytes_inflight {}",
+        state.inflight_bytes.used()
+    );
     if let Some((read, written)) = process_io_bytes() {
         let _ = writeln!(
             out,

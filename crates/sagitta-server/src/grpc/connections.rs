@@ -8,9 +8,8 @@
 //! within `header_read_timeout_secs`), `BUSY` while at least one call is running (its
 //! response not yet sent), `IDLE` when none is (for at most `keep_alive_timeout_secs`).
 //! Reads do not move the phase: an idle HTTP/2 connection reads pings and settings. A
-//! call's message gets what a REST body gets (`body_read_timeout_secs` plus a second per
-//! `min_body_bytes_per_sec` bytes); one that comes slower is answered DEADLINE_EXCEEDED,
-//! so a trickling call cannot keep its connection `BUSY`. A response write that makes no progress for `body_read_timeout_secs` closes the
+//! call's message is under a REST body's limits ([`crate::grpc::message`]): one that
+//! trickles in is answered DEADLINE_EXCEEDED instead of keeping its connection `BUSY`. A response write that makes no progress for `body_read_timeout_secs` closes the
 //! connection, as on REST.
 //!
 //! A connection that times out, is evicted or is idle when the server stops is sent
@@ -27,7 +26,6 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::http::{Request, Response};
-use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -36,9 +34,10 @@ use tokio::sync::{mpsc, watch};
 use tonic::service::Routes;
 
 use crate::connections::{
-    accept_loop, now_ms, sleep_until_ms, timed_out, BodyReadTimeout, Connection, Guarded, Refusal,
-    Spawn, Table, TimedBody, TrackedIo, BUSY, IDLE,
+    accept_loop, now_ms, sleep_until_ms, timed_out, Connection, Guarded, Refusal, Spawn, Table,
+    TimedBody, TrackedIo, BUSY, IDLE,
 };
+use crate::grpc::message::Message;
 use crate::SharedState;
 
 /// HTTP/2 flow-control window of each call: a batch of points (MBs) arrives without
@@ -47,9 +46,6 @@ pub const WINDOW_BYTES: u32 = 8 << 20;
 
 /// Calls one connection may run at once.
 const MAX_CONCURRENT_STREAMS: u32 = 256;
-
-/// A body's error, as hyper and tonic pass it on.
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// How often an HTTP/2 ping checks the peer, and how long its answer may take.
 const KEEPALIVE: Duration = Duration::from_secs(30);
@@ -207,25 +203,6 @@ impl Drop for Running {
     }
 }
 
-/// A call's message that came too slowly is answered DEADLINE_EXCEEDED with REST's 408
-/// message (tonic passes a `Status` found in the body's error on as the answer), and
-/// counted with the REST bodies that came too slowly.
-fn late_message(state: &SharedState, error: BoxError) -> BoxError {
-    match error.downcast::<BodyReadTimeout>() {
-        Ok(timeout) => {
-            state
-                .metrics
-                .connections
-                .body_read_timeouts
-                .fetch_add(1, Ordering::Relaxed);
-            Box::new(tonic::Status::deadline_exceeded(format!(
-                "Request timeout: {timeout}"
-            )))
-        }
-        Err(error) => error,
-    }
-}
-
 /// A response's gRPC status: in its headers when the call failed before any message
 /// (tonic answers a unary call's error that way), else OK (a later failure would be in
 /// the trailers, which are not read here).
@@ -261,12 +238,13 @@ impl tower_service::Service<Request<Incoming>> for Calls {
             started: Instant::now(),
             code: None,
         };
-        // a call is BUSY, which has no time limit: its message must still arrive at the
-        // pace a REST body must keep, or a trickling client would hold the connection
-        let late = Arc::clone(state);
+        // a call is BUSY, which has no time limit: its message is still under a REST
+        // body's limits (time and bytes in flight)
         let request = request.map(|inner| {
-            TimedBody::new(inner, None, &self.table.limits)
-                .map_err(move |error| late_message(&late, error))
+            Message::new(
+                TimedBody::new(inner, None, &self.table.limits),
+                Arc::clone(state),
+            )
         });
         let call = self.routes.call(request);
         Box::pin(async move {

@@ -7,7 +7,8 @@
 //! message becomes that route's JSON body ([`request`], [`query`], [`collections`]), the
 //! route's answer becomes the reply message ([`reply`]), and its error becomes the gRPC
 //! status Qdrant gives it with the same message. One set of handlers therefore holds the
-//! checks, limits (`max_request_bytes` bounds a gRPC message too), API keys (the
+//! checks, limits (`max_request_bytes` bounds a gRPC message too, and [`message`] puts its
+//! arrival under a REST body's time and in-flight limits), API keys (the
 //! `api-key` metadata; the read-only key may call only the reads) and metrics of both.
 
 pub mod api {
@@ -16,6 +17,7 @@ pub mod api {
 }
 mod collections;
 mod connections;
+mod message;
 mod points;
 mod query;
 mod reply;
