@@ -33,7 +33,7 @@
 //! The gRPC listener (`grpc/connections.rs`) admits its HTTP/2 connections into the same
 //! [`Table`] through the same `accept_loop`, so the caps count both listeners'
 //! connections; it counts a connection's phase by its calls, and each call's message is
-//! under the body time limit.
+//! under the body time limit (`grpc/message.rs`).
 //!
 //! Accept errors (`EMFILE` when descriptors run out anyway) close the stalest evictable
 //! connection and retry after 10 ms. When the server stops, connections that are idle or

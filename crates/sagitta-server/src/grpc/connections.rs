@@ -9,7 +9,8 @@
 //! response not yet sent), `IDLE` when none is (for at most `keep_alive_timeout_secs`).
 //! Reads do not move the phase: an idle HTTP/2 connection reads pings and settings. A
 //! call's message is under a REST body's limits ([`crate::grpc::message`]): one that
-//! trickles in is answered DEADLINE_EXCEEDED instead of keeping its connection `BUSY`. A response write that makes no progress for `body_read_timeout_secs` closes the
+//! trickles in is answered DEADLINE_EXCEEDED instead of keeping its connection `BUSY`.
+//! A response write that makes no progress for `body_read_timeout_secs` closes the
 //! connection, as on REST.
 //!
 //! A connection that times out, is evicted or is idle when the server stops is sent
@@ -161,7 +162,7 @@ async fn serve_connection(
 }
 
 /// The connection's calls: each one counted while it runs, the connection `BUSY` while
-/// any does, its message under the body time limit, and each recorded in the metrics
+/// any does, its message under a REST body's limits, and each recorded in the metrics
 /// (`sagitta_grpc_*`) when it ends.
 #[derive(Clone)]
 struct Calls {
