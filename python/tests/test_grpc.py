@@ -494,9 +494,10 @@ def _send(
 
 def _grpc_status(
     sock: socket.socket, link: h2.connection.H2Connection, stream: int, trickle: bytes
-) -> tuple[str, str]:
+) -> tuple[str, str, dict[str, str]]:
     """Sends `trickle` one byte every 0.2 s on `stream` while reading the server's frames,
-    until the stream ends; returns its grpc-status and grpc-message (headers or trailers)."""
+    until the stream ends; returns its grpc-status, its grpc-message and every field of its
+    headers and trailers."""
     fields: dict[str, str] = {}
     deadline = time.monotonic() + 30
     sent = 0
@@ -523,7 +524,7 @@ def _grpc_status(
             if isinstance(event, h2.events.StreamEnded) and event.stream_id == stream:
                 sock.sendall(link.data_to_send())
                 message = urllib.parse.unquote(fields.get("grpc-message", ""))
-                return fields.get("grpc-status", ""), message
+                return fields.get("grpc-status", ""), message, fields
 
         sock.sendall(link.data_to_send())
     raise AssertionError(f"stream {stream} had no answer in 30 s; {fields}")
@@ -542,13 +543,13 @@ def test_a_grpc_message_that_trickles_in_is_cut_off_as_a_rest_body_is(
         link.send_headers(1, headers)
         # a message declared at 1,000 bytes, of which at most 150 come (30 s at 5/s)
         link.send_data(1, b"\x00" + (1_000).to_bytes(4, "big"))
-        code, message = _grpc_status(sock, link, 1, b"\x00" * 150)
+        code, message, _ = _grpc_status(sock, link, 1, b"\x00" * 150)
         assert code == str(grpc.StatusCode.DEADLINE_EXCEEDED.value[0]), (code, message)
         assert "min_body_bytes_per_sec" in message, message
         # an empty ListCollectionsRequest, whole: answered on the same connection
         link.send_headers(3, headers)
         link.send_data(3, b"\x00" * 5, end_stream=True)
-        code, message = _grpc_status(sock, link, 3, b"")
+        code, message, _ = _grpc_status(sock, link, 3, b"")
         assert code == "0", (code, message)
         sock.close()
         refused = _series(server, "sagitta_http_request_bodies_refused_total")
@@ -583,9 +584,10 @@ def test_grpc_messages_being_received_count_in_the_rest_bodies_budget(
             time.sleep(0.05)
         link.send_headers(3, headers)
         _send(link, 3, _padded_list_request(20_000), end_stream=True)
-        code, message = _grpc_status(sock, link, 3, b"")
+        code, message, fields = _grpc_status(sock, link, 3, b"")
         assert code == str(grpc.StatusCode.UNAVAILABLE.value[0]), (code, message)
         assert "max_inflight_request_bytes" in message, message
+        assert fields.get("retry-after") == "1", fields
         link.reset_stream(1)
         sock.sendall(link.data_to_send())
         while _gauge(server, "sagitta_http_request_body_bytes_inflight") > 0:
@@ -593,7 +595,7 @@ def test_grpc_messages_being_received_count_in_the_rest_bodies_budget(
             time.sleep(0.05)
         link.send_headers(5, headers)
         _send(link, 5, _padded_list_request(20_000), end_stream=True)
-        code, message = _grpc_status(sock, link, 5, b"")
+        code, message, _ = _grpc_status(sock, link, 5, b"")
         assert code == "0", (code, message)
         sock.close()
         refused = _series(server, "sagitta_http_request_bodies_refused_total")
