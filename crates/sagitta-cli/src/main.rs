@@ -171,8 +171,8 @@ struct ServeArgs {
     /// HTTP worker threads, 0 = one per core [default: 0].
     #[arg(long, value_name = "N")]
     http_threads: Option<usize>,
-    /// Bytes of all request bodies being received at once; beyond, 503 + Retry-After
-    /// [default: 268435456].
+    /// Bytes of all request bodies and gRPC messages being received at once; beyond, 503 +
+    /// Retry-After (gRPC: UNAVAILABLE) [default: 268435456].
     #[arg(long, value_name = "BYTES")]
     max_inflight_request_bytes: Option<usize>,
     /// Open client connections (at most 3/4 of the open-file limit); at the cap the
@@ -185,8 +185,9 @@ struct ServeArgs {
     /// Seconds to receive a request head [default: 10].
     #[arg(long, value_name = "SECONDS")]
     header_read_timeout_secs: Option<u64>,
-    /// Seconds of grace to receive a request body (plus one per --min-body-bytes-per-sec
-    /// bytes received) and for a stalled response write; beyond, 408 [default: 30].
+    /// Seconds of grace to receive a request body or gRPC message (plus one per
+    /// --min-body-bytes-per-sec bytes received) and for a stalled response write; beyond,
+    /// 408 (gRPC: DEADLINE_EXCEEDED) [default: 30].
     #[arg(long, value_name = "SECONDS")]
     body_read_timeout_secs: Option<u64>,
     /// Body bytes that buy one more second to receive the rest [default: 4096].

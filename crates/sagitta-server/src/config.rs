@@ -19,8 +19,8 @@ pub const DEFAULT_MAX_BATCH_POINTS: usize = 10_000;
 pub const DEFAULT_MAX_JSON_DEPTH: usize = 64;
 /// Writes that may be in flight at once; beyond it a write is answered 429 + Retry-After.
 pub const DEFAULT_MAX_PENDING_WRITES: usize = 256;
-/// Bytes of all request bodies being received at once: 256 MiB (eight bodies at the
-/// 32 MiB limit); beyond it a request is answered 503 + Retry-After.
+/// Bytes of all request bodies (and gRPC messages) being received at once: 256 MiB (eight
+/// bodies at the 32 MiB limit); beyond it a request is answered 503 + Retry-After.
 pub const DEFAULT_MAX_INFLIGHT_REQUEST_BYTES: usize = 256 << 20;
 /// Open client connections; at the limit the stalest idle or stalled connection of the
 /// address holding the most is closed to admit a new one. Never more than three quarters
@@ -69,8 +69,8 @@ pub struct ServerConfig {
     pub max_connections_per_ip: usize,
     /// Seconds to receive a request head.
     pub header_read_timeout_secs: u64,
-    /// Seconds of grace for a request body (see `min_body_bytes_per_sec`) and for a stalled
-    /// response write.
+    /// Seconds of grace for a request body or gRPC message (see `min_body_bytes_per_sec`)
+    /// and for a stalled response write.
     pub body_read_timeout_secs: u64,
     /// Body bytes that buy one more second to receive the rest.
     pub min_body_bytes_per_sec: u64,
