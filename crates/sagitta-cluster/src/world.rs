@@ -366,7 +366,8 @@ impl Drop for Rank {
     /// the process ends without finalising (mpirun reports it; the job was broken anyway).
     fn drop(&mut self) {
         if !self.misses.borrow().is_empty() {
-            // one write, as sagitta's other lines: mpirun merges the ranks' outputs
+            // one write, as sagitta's other lines: mpirun merges the ranks' outputs. Not
+            // the log facade: `sagitta import --mpi` installs no logger, and this must show
             let line = format!(
                 "rank {}: ranks {:?} are silent; leaving without MPI_Finalize\n",
                 self.rank,

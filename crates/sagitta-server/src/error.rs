@@ -91,9 +91,7 @@ impl ApiError {
             | EngineError::Storage(_)
             | EngineError::Index(_)
             | EngineError::Cancelled { .. } => {
-                // one write (eprintln! writes its pieces apart, and lines interleave)
-                let line = format!("sagitta: collection `{collection}`: {error}\n");
-                let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+                log::error!(target: "sagitta::server", "collection `{collection}`: {error}");
                 ApiError::new(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     format!(

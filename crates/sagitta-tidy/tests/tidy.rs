@@ -100,7 +100,7 @@ fn server_lines_go_out_in_one_write() {
             let printing = window[0].is_word("eprintln") || window[0].is_word("eprint");
             if printing && window[1].is_punct('!') {
                 violations.push(format!(
-                    "{}:{}: eprintln!/eprint! writes a line in pieces; format it and write it once (sagitta-cli's `say!`)",
+                    "{}:{}: eprintln!/eprint! writes a line in pieces; use the log facade (the binary's logger writes each record at once) or sagitta-cli's `say!`",
                     file.path, window[0].line
                 ));
             }
