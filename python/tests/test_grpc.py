@@ -304,12 +304,9 @@ def _closed_within(sock: socket.socket, seconds: float) -> bool:
 
 def _closed_by(server: SagittaServer, reason: str) -> float:
     """`sagitta_http_connections_closed_total{reason=...}` from /metrics."""
-    with urllib.request.urlopen(f"{server.url}/metrics", timeout=10) as reply:
-        text = reply.read().decode()
-    pattern = rf'^sagitta_http_connections_closed_total\{{reason="{reason}"\}} (\S+)$'
-    match = re.search(pattern, text, re.MULTILINE)
-    assert match, text
-    return float(match.group(1))
+    closed = _series(server, "sagitta_http_connections_closed_total")
+    assert f'reason="{reason}"' in closed, closed
+    return closed[f'reason="{reason}"']
 
 
 def test_grpc_connections_have_the_rest_listeners_timeouts(tmp_path: Path) -> None:
@@ -406,10 +403,14 @@ def test_collection_info_says_over_grpc_what_it_says_over_rest(tmp_path: Path) -
             )
 
 
+def _metrics_text(server: SagittaServer) -> str:
+    with urllib.request.urlopen(f"{server.url}/metrics", timeout=10) as reply:
+        return reply.read().decode()
+
+
 def _series(server: SagittaServer, name: str) -> dict[str, float]:
     """Every sample of metric `name` in /metrics, by its label text."""
-    with urllib.request.urlopen(f"{server.url}/metrics", timeout=10) as reply:
-        text = reply.read().decode()
+    text = _metrics_text(server)
     pattern = rf"^{name}\{{(.*)\}} (\S+)$"
     return {
         m.group(1): float(m.group(2)) for m in re.finditer(pattern, text, re.MULTILINE)
@@ -604,8 +605,6 @@ def test_grpc_messages_being_received_count_in_the_rest_bodies_budget(
 
 def _gauge(server: SagittaServer, name: str) -> float:
     """An unlabelled sample from /metrics."""
-    with urllib.request.urlopen(f"{server.url}/metrics", timeout=10) as reply:
-        text = reply.read().decode()
-    match = re.search(rf"^{name} (\S+)$", text, re.MULTILINE)
+    match = re.search(rf"^{name} (\S+)$", _metrics_text(server), re.MULTILINE)
     assert match, name
     return float(match.group(1))
