@@ -184,20 +184,28 @@ fn reservation_size(declared: Option<usize>, received: usize) -> usize {
     declared.unwrap_or(received)
 }
 
+/// A body (or a gRPC message) that came too slowly: 408, counted.
+pub(crate) fn too_slow(
+    state: &SharedState,
+    timeout: &crate::connections::BodyReadTimeout,
+) -> ApiError {
+    state
+        .metrics
+        .connections
+        .body_read_timeouts
+        .fetch_add(1, Ordering::Relaxed);
+    ApiError::new(
+        StatusCode::REQUEST_TIMEOUT,
+        format!("Request timeout: {timeout}"),
+    )
+}
+
 /// A body that could not be read: 408 when it came too slowly, else 400.
 fn read_error(state: &SharedState, error: &axum::Error) -> ApiError {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(inner) = source {
         if let Some(timeout) = inner.downcast_ref::<crate::connections::BodyReadTimeout>() {
-            state
-                .metrics
-                .connections
-                .body_read_timeouts
-                .fetch_add(1, Ordering::Relaxed);
-            return ApiError::new(
-                StatusCode::REQUEST_TIMEOUT,
-                format!("Request timeout: {timeout}"),
-            );
+            return too_slow(state, timeout);
         }
         source = inner.source();
     }

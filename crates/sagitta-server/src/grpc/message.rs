@@ -11,7 +11,6 @@
 //! finds in the body's error on as the call's answer.
 
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 
 use axum::body::Bytes;
@@ -19,9 +18,10 @@ use http_body::{Body, Frame, SizeHint};
 use tonic::metadata::MetadataMap;
 use tonic::Status;
 
-use crate::body::{inflight_full, Reservation};
+use crate::body::{inflight_full, too_slow, Reservation};
 use crate::connections::{BodyReadTimeout, TimedBody};
-use crate::SharedState;
+use crate::grpc::rest::code_of;
+use crate::{ApiError, SharedState};
 
 /// A body's error, as hyper and tonic pass it on.
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -47,34 +47,30 @@ impl Message {
         if self.held.as_mut().is_some_and(|held| held.grow(bytes)) {
             return Ok(());
         }
-        let full = inflight_full(&self.state, bytes);
-        let mut metadata = MetadataMap::new();
-        if let Some(seconds) = full.retry_after_seconds {
-            metadata.insert("retry-after", seconds.into());
-        }
-        Err(Box::new(Status::with_metadata(
-            tonic::Code::Unavailable,
-            full.message,
-            metadata,
-        )))
+        Err(refusal(inflight_full(&self.state, bytes)))
     }
 
-    /// A late message's error becomes DEADLINE_EXCEEDED, counted with REST's 408s.
+    /// A late message's error becomes REST's 408 as a status, counted with REST's.
     fn late(&self, error: BoxError) -> BoxError {
         match error.downcast::<BodyReadTimeout>() {
-            Ok(timeout) => {
-                self.state
-                    .metrics
-                    .connections
-                    .body_read_timeouts
-                    .fetch_add(1, Ordering::Relaxed);
-                Box::new(Status::deadline_exceeded(format!(
-                    "Request timeout: {timeout}"
-                )))
-            }
+            Ok(timeout) => refusal(too_slow(&self.state, &timeout)),
             Err(error) => error,
         }
     }
+}
+
+/// REST's refusal as the gRPC status Qdrant pairs with its HTTP status, with the same
+/// message, and its `Retry-After` as `retry-after` metadata.
+fn refusal(error: ApiError) -> BoxError {
+    let mut metadata = MetadataMap::new();
+    if let Some(seconds) = error.retry_after_seconds {
+        metadata.insert("retry-after", seconds.into());
+    }
+    Box::new(Status::with_metadata(
+        code_of(error.status),
+        error.message,
+        metadata,
+    ))
 }
 
 impl Body for Message {
